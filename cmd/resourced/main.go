@@ -1,0 +1,188 @@
+// Command resourced serves stored MCP resources (search snapshots, reports)
+// over Streamable HTTP. See README.md.
+//
+//	resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/server"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/boltstore"
+	"github.com/resourced/resourced/store/memstore"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "resourced:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !isFlag(args[0]) {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, getenv, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "resourced", version)
+		return nil
+	case "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+}
+
+const usage = `usage:
+  resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|memory] [--log-level LEVEL]
+  resourced version
+environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
+(flags win over environment, environment over the config file)`
+
+func isFlag(s string) bool { return len(s) > 0 && s[0] == '-' }
+
+// loadConfig reads the config file named by --config or RESOURCED_CONFIG
+// (none: defaults), then applies environment and flag overrides, and
+// validates the result.
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config.Config, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var path string
+	var flags config.Overrides
+	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
+	fs.StringVar(&flags.Listen, "listen", "", "address to listen on (default 127.0.0.1:8765)")
+	fs.StringVar(&flags.DataDir, "data-dir", "", "data directory (default ./data)")
+	fs.StringVar(&flags.Backend, "backend", "", "storage backend: bbolt or memory")
+	fs.StringVar(&flags.LogLevel, "log-level", "", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg := config.Default()
+	if path != "" {
+		var err error
+		if cfg, err = config.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Apply(config.EnvOverrides(getenv))
+	cfg.Apply(flags)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// openStore is the one place that knows every backend.
+func openStore(cfg *config.Config) (store.Backend, error) {
+	switch cfg.Store.Backend {
+	case "bbolt":
+		return boltstore.Open(cfg.BboltPath(), boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
+	case "memory":
+		return memstore.New(memstore.Options{}), nil
+	}
+	return nil, fmt.Errorf("store.backend: unknown backend %q", cfg.Store.Backend)
+}
+
+func schemes(cfg *config.Config) []server.Scheme {
+	var out []server.Scheme
+	for name, sc := range cfg.Schemes {
+		out = append(out, server.Scheme{
+			Name:         name,
+			Kind:         sc.Kind,
+			TTL:          sc.TTL.Std(),
+			Retention:    sc.Retention.Std(),
+			MaxRetention: sc.MaxRetention.Std(),
+			MaxBytes:     int64(*sc.MaxBytes),
+		})
+	}
+	slices.SortFunc(out, func(a, b server.Scheme) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := loadConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	st, err := openStore(cfg)
+	if err != nil {
+		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
+	}
+	defer st.Close()
+
+	srv, err := server.New(server.Options{Store: st, Schemes: schemes(cfg), Logger: log, Version: version})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
+		"backend", cfg.Store.Backend, "auth", cfg.Auth.Mode, "version", version)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.Std().String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Std())
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Error("shutdown did not finish in time; closing connections", "err", err)
+		_ = hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

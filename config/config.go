@@ -1,0 +1,386 @@
+// Package config owns resourced's configuration file: its typed form, strict
+// YAML decoding, defaults, environment and flag overrides, and validation.
+//
+// Decoding is strict: an unknown key is an error that names it. Validate is
+// fast and pure and reports every problem at once, each naming its path
+// (e.g. "schemes.search.ttl: must not be negative").
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Listen is the TCP address to serve on.
+	Listen string `yaml:"listen"`
+	// DataDir holds the bbolt file and, later, generated keys.
+	DataDir string `yaml:"dataDir"`
+	// BaseURL is the server's canonical URL (token audience, RFC 9728
+	// resource, signed links). Default: http://<listen>.
+	BaseURL string `yaml:"baseURL"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"logLevel"`
+	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests.
+	ShutdownTimeout Duration `yaml:"shutdownTimeout"`
+	Store           Store    `yaml:"store"`
+	Auth            Auth     `yaml:"auth"`
+	// Schemes maps a URI scheme to its policy.
+	Schemes map[string]*Scheme `yaml:"schemes"`
+}
+
+// Store selects and configures the storage backend.
+type Store struct {
+	// Backend is bbolt or memory.
+	Backend string `yaml:"backend"`
+	Bbolt   Bbolt  `yaml:"bbolt"`
+}
+
+// Bbolt configures the embedded bbolt backend.
+type Bbolt struct {
+	// Path of the database file. Default: <dataDir>/resourced.db.
+	Path string `yaml:"path"`
+	// OpenTimeout bounds the wait for the file lock held by another process.
+	OpenTimeout Duration `yaml:"openTimeout"`
+}
+
+// Auth configures how callers are identified.
+type Auth struct {
+	// Mode is "none": every caller is tenant "default" with both scopes.
+	// It is allowed on loopback addresses only.
+	Mode string `yaml:"mode"`
+}
+
+// Scheme kinds.
+const (
+	KindSearch = "search" // immutable snapshots with server-chosen ids
+	KindReport = "report" // caller-chosen paths, replaceable
+)
+
+// Scheme is the policy of one URI scheme.
+type Scheme struct {
+	// Kind is "search" or "report". Default: "search" for the scheme named
+	// search, "report" for any other.
+	Kind string `yaml:"kind"`
+	// TTL is the ttlMs hint of resources/read (cache freshness, not retention).
+	TTL *Duration `yaml:"ttl"`
+	// Retention is how long a saved resource lives unless the save asks otherwise.
+	Retention *Duration `yaml:"retention"`
+	// MaxRetention caps the retention a save may ask for.
+	MaxRetention *Duration `yaml:"maxRetention"`
+	// MaxBytes is the largest body a save may store.
+	MaxBytes *Size `yaml:"maxBytes"`
+}
+
+// Defaults for a scheme of each kind.
+var schemeDefaults = map[string]Scheme{
+	KindSearch: {TTL: dur(time.Hour), Retention: dur(24 * time.Hour), MaxRetention: dur(720 * time.Hour), MaxBytes: size(16 << 20)},
+	KindReport: {TTL: dur(0), Retention: dur(168 * time.Hour), MaxRetention: dur(8760 * time.Hour), MaxBytes: size(16 << 20)},
+}
+
+func dur(d time.Duration) *Duration { v := Duration(d); return &v }
+func size(n int64) *Size            { v := Size(n); return &v }
+
+// Default returns the configuration used when no file is given.
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults()
+	return c
+}
+
+// Load reads and decodes the file at path strictly, then applies defaults.
+// It does not validate; call Validate after applying overrides.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Decode decodes YAML strictly (unknown keys are errors naming the key) and
+// applies defaults. An empty document gives the defaults.
+func Decode(r io.Reader) (*Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	c.applyDefaults()
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8765"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = Duration(15 * time.Second)
+	}
+	if c.Store.Backend == "" {
+		c.Store.Backend = "bbolt"
+	}
+	if c.Store.Bbolt.OpenTimeout == 0 {
+		c.Store.Bbolt.OpenTimeout = Duration(5 * time.Second)
+	}
+	if c.Auth.Mode == "" {
+		c.Auth.Mode = "none"
+	}
+	if c.Schemes == nil {
+		c.Schemes = map[string]*Scheme{"search": {}, "report": {}}
+	}
+	for name, s := range c.Schemes {
+		if s == nil {
+			s = &Scheme{}
+			c.Schemes[name] = s
+		}
+		if s.Kind == "" {
+			s.Kind = KindReport
+			if name == KindSearch {
+				s.Kind = KindSearch
+			}
+		}
+		d, ok := schemeDefaults[s.Kind]
+		if !ok {
+			continue // Validate reports the kind
+		}
+		if s.TTL == nil {
+			s.TTL = d.TTL
+		}
+		if s.Retention == nil {
+			s.Retention = d.Retention
+		}
+		if s.MaxRetention == nil {
+			s.MaxRetention = d.MaxRetention
+		}
+		if s.MaxBytes == nil {
+			s.MaxBytes = d.MaxBytes
+		}
+	}
+}
+
+// Overrides are the few settings that flags and RESOURCED_* environment
+// variables may change. Empty fields change nothing.
+type Overrides struct {
+	Listen, DataDir, Backend, LogLevel string
+}
+
+// EnvOverrides reads RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND
+// and RESOURCED_LOG_LEVEL with getenv (os.Getenv in production).
+func EnvOverrides(getenv func(string) string) Overrides {
+	return Overrides{
+		Listen:   getenv("RESOURCED_LISTEN"),
+		DataDir:  getenv("RESOURCED_DATA_DIR"),
+		Backend:  getenv("RESOURCED_BACKEND"),
+		LogLevel: getenv("RESOURCED_LOG_LEVEL"),
+	}
+}
+
+// Apply sets every non-empty field of o on c.
+func (c *Config) Apply(o Overrides) {
+	if o.Listen != "" {
+		c.Listen = o.Listen
+	}
+	if o.DataDir != "" {
+		c.DataDir = o.DataDir
+	}
+	if o.Backend != "" {
+		c.Store.Backend = o.Backend
+	}
+	if o.LogLevel != "" {
+		c.LogLevel = o.LogLevel
+	}
+}
+
+// BboltPath is the bbolt file: store.bbolt.path, or resourced.db in DataDir.
+func (c *Config) BboltPath() string {
+	if c.Store.Bbolt.Path != "" {
+		return c.Store.Bbolt.Path
+	}
+	return filepath.Join(c.DataDir, "resourced.db")
+}
+
+// Validate reports every problem of c, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		bad("listen", "want host:port, got %q", c.Listen)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		bad("logLevel", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("shutdownTimeout", "must not be negative")
+	}
+	switch c.Store.Backend {
+	case "bbolt":
+		if c.DataDir == "" && c.Store.Bbolt.Path == "" {
+			bad("dataDir", "required for the bbolt backend when store.bbolt.path is empty")
+		}
+		if c.Store.Bbolt.OpenTimeout <= 0 {
+			bad("store.bbolt.openTimeout", "must be positive")
+		}
+	case "memory":
+	default:
+		bad("store.backend", "want bbolt or memory, got %q", c.Store.Backend)
+	}
+	switch c.Auth.Mode {
+	case "none":
+		if err == nil && !IsLoopback(host) {
+			bad("auth.mode", "none is allowed only when listen is a loopback address, got %q", c.Listen)
+		}
+	default:
+		bad("auth.mode", "want none, got %q (JWT auth is not available in this version)", c.Auth.Mode)
+	}
+	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
+		bad("baseURL", "want an http:// or https:// URL, got %q", c.BaseURL)
+	}
+	if len(c.Schemes) == 0 {
+		bad("schemes", "at least one scheme is required")
+	}
+	names := make([]string, 0, len(c.Schemes))
+	for name := range c.Schemes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := c.Schemes[name]
+		key := "schemes." + name
+		if !validScheme(name) {
+			bad(key, "scheme names are a lower-case letter followed by a-z, 0-9, '+', '-' or '.', at most 32 bytes")
+		}
+		if s.Kind != KindSearch && s.Kind != KindReport {
+			bad(key+".kind", "want search or report, got %q", s.Kind)
+			continue
+		}
+		if *s.TTL < 0 {
+			bad(key+".ttl", "must not be negative")
+		}
+		if *s.Retention <= 0 {
+			bad(key+".retention", "must be positive")
+		}
+		if *s.MaxRetention < *s.Retention {
+			bad(key+".maxRetention", "must be at least retention (%s)", time.Duration(*s.Retention))
+		}
+		if *s.MaxBytes <= 0 {
+			bad(key+".maxBytes", "must be positive")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IsLoopback reports whether host (from host:port) names a loopback address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func validScheme(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// Duration is a time.Duration written as "30s", "1h" or "720h" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (want e.g. 30s, 1h, 720h)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Size is a byte count written as 1024, "64KiB", "16MiB" or "1GiB" in YAML.
+type Size int64
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+
+// ParseSize parses a size such as "16MiB".
+func ParseSize(s string) (Size, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size (want e.g. 1048576, 64KiB, 16MiB)", s)
+	}
+	return Size(n * mult), nil
+}
+
+// UnmarshalYAML parses a size.
+func (z *Size) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := ParseSize(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*z = v
+	return nil
+}

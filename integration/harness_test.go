@@ -1,0 +1,329 @@
+// Package integration tests the real resourced binary over HTTP with real
+// MCP clients: the go-sdk client, the official TypeScript client, and raw
+// JSON-RPC whose every response is validated against the official MCP
+// JSON Schema of its protocol version.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the resourced binary built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("integration: skipped under -short")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "resourced-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "resourced")
+	args := []string{"build", "-o", binary}
+	if os.Getenv("RESOURCED_IT_RACE") == "1" {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "../cmd/resourced")...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building resourced:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// instance is one running resourced process.
+type instance struct {
+	t       *testing.T
+	dataDir string
+	config  string
+	cmd     *exec.Cmd
+	URL     string // http://127.0.0.1:PORT
+	logs    *syncBuffer
+	done    chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServer starts resourced on 127.0.0.1:0 with configYAML (may be "")
+// in a fresh data directory, and waits for its "listening" log line.
+func startServer(t *testing.T, configYAML string) *instance {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "resourced.yaml")
+	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{t: t, dataDir: filepath.Join(dir, "data"), config: cfg}
+	in.start()
+	t.Cleanup(in.stop)
+	return in
+}
+
+var listenRE = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
+
+func (in *instance) start() {
+	t := in.t
+	t.Helper()
+	in.logs = &syncBuffer{}
+	in.cmd = exec.Command(binary, "serve", "--config", in.config, "--listen", "127.0.0.1:0", "--data-dir", in.dataDir)
+	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
+	stderr, err := in.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.done = make(chan struct{})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			in.logs.Write([]byte(line + "\n"))
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		in.cmd.Wait()
+		close(in.done)
+	}()
+	select {
+	case a := <-addr:
+		in.URL = "http://" + a
+	case <-in.done:
+		t.Fatalf("resourced exited before listening:\n%s", in.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("resourced did not log 'listening' in 30s:\n%s", in.logs)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (in *instance) stop() {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-in.done:
+		return
+	default:
+	}
+	in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-in.done:
+	case <-time.After(20 * time.Second):
+		in.cmd.Process.Kill()
+		<-in.done
+		in.t.Errorf("resourced did not stop on SIGTERM within 20s")
+	}
+	if in.t.Failed() {
+		in.t.Logf("resourced logs:\n%s", in.logs)
+	}
+}
+
+// restart stops the process and starts it again on the same data.
+func (in *instance) restart() {
+	in.stop()
+	in.start()
+}
+
+// Protocol versions under test.
+const (
+	v2026 = "2026-07-28"
+	v2025 = "2025-11-25"
+)
+
+var versions = []string{v2026, v2025}
+
+// rawResponse is one JSON-RPC exchange over plain HTTP.
+type rawResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Parsed JSON-RPC envelope.
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+var rpcID int64
+var rpcIDMu sync.Mutex
+
+func nextID() int64 {
+	rpcIDMu.Lock()
+	defer rpcIDMu.Unlock()
+	rpcID++
+	return rpcID
+}
+
+// headerValue encodes an Mcp-Name value as SEP-2243 asks: base64 when it
+// is not plain printable ASCII.
+func headerValue(s string) string {
+	for _, c := range s {
+		if c < 0x20 || c > 0x7e {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
+		}
+	}
+	return s
+}
+
+// rpc sends one JSON-RPC request speaking version (2026-07-28 with
+// per-request _meta and headers; 2025-11-25 stateless without initialize),
+// validates the response against the official schema and returns it.
+func (in *instance) rpc(version, method string, params map[string]any) *rawResponse {
+	in.t.Helper()
+	if params == nil {
+		params = map[string]any{}
+	}
+	hdr := http.Header{}
+	hdr.Set("MCP-Protocol-Version", version)
+	if version >= v2026 {
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    version,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "resourced-it", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+		hdr.Set("Mcp-Method", method)
+		switch method {
+		case "tools/call":
+			hdr.Set("Mcp-Name", headerValue(params["name"].(string)))
+		case "resources/read":
+			hdr.Set("Mcp-Name", headerValue(params["uri"].(string)))
+		}
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nextID(), "method": method, "params": params})
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	r := in.post(hdr, body)
+	validateResponse(in.t, version, method, r.Body)
+	return r
+}
+
+// post sends a raw body to /mcp.
+func (in *instance) post(hdr http.Header, body []byte) *rawResponse {
+	in.t.Helper()
+	req, err := http.NewRequest("POST", in.URL+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		in.t.Fatalf("POST /mcp: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	r := &rawResponse{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(b, r); err != nil {
+			in.t.Fatalf("response is not JSON: %v\n%s", err, b)
+		}
+	}
+	return r
+}
+
+// call is rpc for tools/call, returning the decoded result.
+func (in *instance) call(version, tool string, args map[string]any) *toolResult {
+	in.t.Helper()
+	r := in.rpc(version, "tools/call", map[string]any{"name": tool, "arguments": args})
+	if r.Error != nil {
+		in.t.Fatalf("tools/call %s: JSON-RPC error %d %s", tool, r.Error.Code, r.Error.Message)
+	}
+	var res toolResult
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		in.t.Fatal(err)
+	}
+	res.raw = r.Result
+	return &res
+}
+
+type toolResult struct {
+	raw     json.RawMessage
+	Content []struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		URI         string `json:"uri"`
+		Name        string `json:"name"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		MIMEType    string `json:"mimeType"`
+		Size        *int64 `json:"size"`
+		Annotations *struct {
+			LastModified string `json:"lastModified"`
+		} `json:"annotations"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+}
+
+// structured decodes structuredContent into a map.
+func (r *toolResult) structured(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.StructuredContent, &m); err != nil {
+		t.Fatalf("structuredContent: %v\n%s", err, r.raw)
+	}
+	return m
+}
+
+func http2025() http.Header {
+	h := http.Header{}
+	h.Set("MCP-Protocol-Version", v2025)
+	return h
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/store"
+)
+
+// This file is the one place that decides what the wire sees for a failure.
+//
+//   - A URI this caller cannot read (unknown, expired, deleted, another
+//     tenant's, a scheme we do not serve) is the same -32602 "Resource not
+//     found" with data {"uri": <as sent>}, byte for byte.
+//   - A malformed URI of a configured scheme is -32602 with the reason.
+//   - Anything unexpected is logged once and answered with a generic
+//     internal error; raw Go error text never reaches the client.
+//
+// The error data is built with encoding/json: go-sdk's ResourceNotFoundError
+// formats it with %q, which is not JSON for control characters. The code is
+// the literal -32602 rather than mcp.CodeResourceNotFound, which an
+// MCPGODEBUG setting can change.
+
+type uriData struct {
+	URI    string `json:"uri"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func rpcError(code int64, msg string, data any) *jsonrpc.Error {
+	e := &jsonrpc.Error{Code: code, Message: msg}
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err == nil {
+			e.Data = b
+		}
+	}
+	return e
+}
+
+// notFound is the answer for every URI the caller cannot read.
+func notFound(raw string) error {
+	return rpcError(jsonrpc.CodeInvalidParams, "Resource not found", uriData{URI: raw})
+}
+
+// invalidURI is the answer for a malformed URI of a configured scheme.
+func invalidURI(raw, reason string) error {
+	return rpcError(jsonrpc.CodeInvalidParams, "Invalid resource URI: "+reason, uriData{URI: raw, Reason: reason})
+}
+
+// invalidParams is the answer for malformed request parameters.
+func invalidParams(msg string) error {
+	return rpcError(jsonrpc.CodeInvalidParams, msg, nil)
+}
+
+// internal logs err once and returns a generic error.
+func (s *Server) internal(ctx context.Context, what string, err error) error {
+	s.log.ErrorContext(ctx, what, "err", err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return rpcError(jsonrpc.CodeInternalError, "Request canceled or timed out", nil)
+	}
+	return rpcError(jsonrpc.CodeInternalError, "Internal error: the storage backend failed; retry later", nil)
+}
+
+// Tool error kinds (CONTRACT §4).
+const (
+	kindValidation  = "validation_error"
+	kindNotFound    = "not_found"
+	kindConflict    = "conflict"
+	kindTooLarge    = "too_large"
+	kindQuota       = "quota_exceeded"
+	kindUnavailable = "unavailable"
+)
+
+// fieldError names one bad input field.
+type fieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// toolError is the structuredContent of a failed tool call.
+type toolError struct {
+	Status      string       `json:"status"` // always "failed"
+	ErrorKind   string       `json:"errorKind"`
+	Message     string       `json:"message"`
+	RetrySafe   bool         `json:"retrySafe"`
+	FieldErrors []fieldError `json:"fieldErrors,omitempty"`
+}
+
+func (e *toolError) Error() string { return e.ErrorKind + ": " + e.Message }
+
+func failure(kind, msg string, fields ...fieldError) *toolError {
+	return &toolError{Status: "failed", ErrorKind: kind, Message: msg, RetrySafe: kind == kindUnavailable, FieldErrors: fields}
+}
+
+func invalidField(field, msg string) *toolError {
+	return failure(kindValidation, field+": "+msg, fieldError{Field: field, Message: msg})
+}
+
+// storeFailure maps an unexpected backend error to an unavailable tool
+// error, logging the cause once.
+func (s *Server) storeFailure(ctx context.Context, what string, err error) *toolError {
+	s.log.ErrorContext(ctx, what, "err", err)
+	return failure(kindUnavailable, "The storage backend is unavailable; nothing was changed. Retry the same call later.")
+}
+
+// errorResult renders a tool failure: isError, a text that explains the
+// error on its own (hosts may drop structuredContent of errors), and the
+// structured value.
+func errorResult(e *toolError) *mcp.CallToolResult {
+	text := e.ErrorKind + ": " + e.Message
+	for _, f := range e.FieldErrors {
+		if f.Field+": "+f.Message != e.Message {
+			text += "\n- " + f.Field + ": " + f.Message
+		}
+	}
+	if e.RetrySafe {
+		text += " (safe to retry)"
+	}
+	return &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: e,
+	}
+}
+
+// isNotFound reports whether err is a store miss.
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

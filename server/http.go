@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/resourced/resourced/auth"
+)
+
+// reqLog collects what one HTTP request did, filled in by the layers that
+// know it, and written as one log line when the request ends.
+type reqLog struct {
+	method  string // JSON-RPC method
+	tool    string
+	tenant  string
+	outcome string // "ok", a JSON-RPC error code, or a tool errorKind
+}
+
+type reqLogKey struct{}
+
+func logEntry(ctx context.Context) *reqLog {
+	e, _ := ctx.Value(reqLogKey{}).(*reqLog)
+	return e
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests writes one line per HTTP request: path, status, JSON-RPC
+// method, tool, tenant, outcome and duration. Never tokens or bodies.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		e := &reqLog{}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), reqLogKey{}, e)))
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		if sw.status >= http.StatusInternalServerError {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(r.Context(), level, "request",
+			slog.String("http", r.Method+" "+r.URL.Path),
+			slog.Int("status", sw.status),
+			slog.String("method", e.method),
+			slog.String("tool", e.tool),
+			slog.String("tenant", e.tenant),
+			slog.String("outcome", e.outcome),
+			slog.Int64("bytes", sw.bytes),
+			slog.Duration("dur", time.Since(start)),
+		)
+	})
+}
+
+// authenticate resolves the caller to a principal before MCP sees the
+// request. A failure is 401 with no detail; the reason is logged.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.auth.Authenticate(r)
+		if err != nil {
+			s.log.Warn("authentication failed", "err", err)
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if e := logEntry(r.Context()); e != nil {
+			e.tenant = p.Tenant
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}

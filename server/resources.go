@@ -1,0 +1,312 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"mime"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/uri"
+)
+
+// listPageSize is the page size of resources/list.
+const listPageSize = 100
+
+// addResources registers one catch-all template per scheme, so that go-sdk
+// dispatches resources/read for every URI of the scheme, listed or not.
+func (s *Server) addResources() {
+	for _, name := range s.schemeNames() {
+		sc := s.schemes[name]
+		desc := "Reports saved with save_report at caller-chosen paths; replaceable."
+		if sc.Kind == KindSearch {
+			desc = "Search result snapshots saved with save_search_snapshot; immutable."
+		}
+		s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+			Name:        name,
+			Title:       name + " resources",
+			Description: desc + " {tenant} is your tenant.",
+			URITemplate: name + "://{tenant}/{+path}",
+		}, s.readResource)
+	}
+}
+
+// intercept runs before go-sdk dispatches a request. It validates every
+// resources/read URI (go-sdk would answer a malformed one itself, with
+// invalid JSON for control characters) and serves resources/list, which
+// go-sdk can only answer from statically registered resources.
+func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "resources/read":
+			p, ok := req.GetParams().(*mcp.ReadResourceParams)
+			if !ok || p == nil {
+				return nil, invalidParams("resources/read needs params with a uri")
+			}
+			if err := s.checkReadURI(p.URI); err != nil {
+				return nil, err
+			}
+		case "resources/list":
+			r, ok := req.(*mcp.ListResourcesRequest)
+			if !ok {
+				return nil, invalidParams("malformed resources/list request")
+			}
+			return s.listResources(ctx, r)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// checkReadURI accepts only canonical URIs of configured schemes. A URI of
+// another scheme is not found; a malformed one of ours says why. This runs
+// before any tenant check or storage access.
+func (s *Server) checkReadURI(raw string) error {
+	scheme, ok := uri.SplitScheme(raw)
+	if !ok || s.schemes[scheme] == nil {
+		return notFound(raw)
+	}
+	if _, err := uri.Parse(raw); err != nil {
+		var ue *uri.Error
+		if errors.As(err, &ue) {
+			return invalidURI(raw, ue.Reason)
+		}
+		return invalidURI(raw, "malformed URI")
+	}
+	return nil
+}
+
+// requireScope fails unless the caller holds scope.
+func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok || p.Tenant == "" {
+		return p, rpcError(jsonrpc.CodeInvalidRequest, "unauthenticated request", nil)
+	}
+	if !p.Has(scope) {
+		return p, rpcError(jsonrpc.CodeInvalidRequest, "insufficient scope: "+scope+" is required", nil)
+	}
+	return p, nil
+}
+
+// lookup resolves a URI to the live object the caller may read. Every way
+// of not being allowed to read it gives the same ErrNotFound.
+func (s *Server) lookup(ctx context.Context, p auth.Principal, u uri.URI) (*store.Object, error) {
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return nil, store.ErrNotFound
+	}
+	obj, err := s.store.Get(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if u.Tenant != p.Tenant && obj.Visibility != store.Public {
+		return nil, store.ErrNotFound
+	}
+	return obj, nil
+}
+
+// readResource serves resources/read for every scheme's template.
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	raw := req.Params.URI
+	p, err := requireScope(ctx, auth.ScopeRead)
+	if err != nil {
+		return nil, err
+	}
+	u, err := uri.Parse(raw)
+	if err != nil || s.schemes[u.Scheme] == nil {
+		return nil, notFound(raw) // intercept already answered these
+	}
+	obj, err := s.lookup(ctx, p, u)
+	if isNotFound(err) {
+		return nil, notFound(raw)
+	}
+	if err != nil {
+		return nil, s.internal(ctx, "resources/read", err)
+	}
+	c := &mcp.ResourceContents{URI: raw, MIMEType: obj.MIMEType, Meta: contentMeta(&obj.Meta)}
+	if isTextual(obj.MIMEType) && utf8.Valid(obj.Body) {
+		c.Text = string(obj.Body)
+	} else {
+		c.Blob = obj.Body
+	}
+	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
+	res.TTLMs = s.ttlMs(&obj.Meta)
+	res.CacheScope = cacheScope(obj.Visibility)
+	return res, nil
+}
+
+// ttlMs is the freshness hint of a read: the scheme's ttl, and for an
+// immutable snapshot never beyond its remaining life.
+func (s *Server) ttlMs(m *store.Meta) int {
+	sc := s.schemes[m.Key.Scheme()]
+	ttl := sc.TTL
+	if !m.Expires.IsZero() {
+		ttl = min(ttl, m.Expires.Sub(s.now()))
+	}
+	return int(max(ttl, 0) / time.Millisecond)
+}
+
+func cacheScope(v store.Visibility) string {
+	if v == store.Public {
+		return "public"
+	}
+	return "private"
+}
+
+func contentMeta(m *store.Meta) mcp.Meta {
+	meta := mcp.Meta{
+		"sha256":       m.SHA256,
+		"size":         m.Size,
+		"lastModified": formatTime(m.Modified),
+	}
+	if !m.Expires.IsZero() {
+		meta["expiresAt"] = formatTime(m.Expires)
+	}
+	return meta
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// isTextual reports whether a body of this media type is served as text.
+func isTextual(mimeType string) bool {
+	mt, _, err := mime.ParseMediaType(mimeType)
+	if err != nil {
+		return false
+	}
+	if strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") {
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/yaml", "application/x-yaml",
+		"application/javascript", "application/x-ndjson", "application/csv", "application/sql",
+		"application/toml", "application/graphql":
+		return true
+	}
+	return false
+}
+
+// listResources serves resources/list: the caller's listed resources,
+// paginated with a cursor bound to the tenant.
+func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	p, err := requireScope(ctx, auth.ScopeRead)
+	if err != nil {
+		return nil, err
+	}
+	var cursor string
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	after, err := decodeCursor(cursor, p.Tenant, "")
+	if err != nil {
+		return nil, invalidParams("invalid cursor: pass the nextCursor of a previous resources/list result, or none")
+	}
+	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	res.CacheScope = "private"
+	for len(res.Resources) < listPageSize {
+		page, err := s.store.List(ctx, store.ListQuery{Tenant: p.Tenant, After: after, Limit: listPageSize - len(res.Resources), ListedOnly: true})
+		if err != nil {
+			return nil, s.internal(ctx, "resources/list", err)
+		}
+		for i := range page.Items {
+			m := &page.Items[i]
+			after = store.Position{Scheme: m.Key.Scheme(), Path: m.Key.Path()}
+			if s.schemes[m.Key.Scheme()] == nil {
+				continue // a scheme no longer configured is not served
+			}
+			res.Resources = append(res.Resources, resourceOf(m))
+		}
+		if !page.More {
+			return res, nil
+		}
+		after = page.Next
+	}
+	res.NextCursor = encodeCursor(p.Tenant, "", after)
+	return res, nil
+}
+
+func resourceOf(m *store.Meta) *mcp.Resource {
+	return &mcp.Resource{
+		URI:         m.Key.String(),
+		Name:        m.Key.Path(),
+		Title:       m.Title,
+		Description: m.Description,
+		MIMEType:    m.MIMEType,
+		Size:        m.Size,
+		Annotations: &mcp.Annotations{LastModified: formatTime(m.Modified)},
+	}
+}
+
+// A cursor is the base64url JSON of the tenant, an optional binding (the
+// filter of list_resources) and the last position returned. A cursor of
+// another tenant or another filter is rejected.
+type cursorBody struct {
+	Tenant  string `json:"t"`
+	Binding string `json:"b,omitempty"`
+	Scheme  string `json:"s"`
+	Path    string `json:"p"`
+}
+
+func encodeCursor(tenant, binding string, pos store.Position) string {
+	b, _ := json.Marshal(cursorBody{Tenant: tenant, Binding: binding, Scheme: pos.Scheme, Path: pos.Path})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var errBadCursor = errors.New("bad cursor")
+
+func decodeCursor(c, tenant, binding string) (store.Position, error) {
+	if c == "" {
+		return store.Position{}, nil
+	}
+	if len(c) > 4096 {
+		return store.Position{}, errBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return store.Position{}, errBadCursor
+	}
+	var cb cursorBody
+	if err := json.Unmarshal(b, &cb); err != nil || cb.Tenant != tenant || cb.Binding != binding {
+		return store.Position{}, errBadCursor
+	}
+	return store.Position{Scheme: cb.Scheme, Path: cb.Path}, nil
+}
+
+// observe records the JSON-RPC method, tool and outcome for the request log.
+func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		e := logEntry(ctx)
+		if e == nil {
+			return res, err
+		}
+		e.method = method
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+			e.tool = p.Name
+		}
+		var rpcErr *jsonrpc.Error
+		switch {
+		case errors.As(err, &rpcErr):
+			e.outcome = strconv.FormatInt(rpcErr.Code, 10)
+		case err != nil:
+			e.outcome = "error"
+		default:
+			e.outcome = "ok"
+			if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+				if te, ok := r.StructuredContent.(*toolError); ok {
+					e.outcome = te.ErrorKind
+				} else {
+					e.outcome = "isError"
+				}
+			}
+		}
+		return res, err
+	}
+}

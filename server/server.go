@@ -1,0 +1,180 @@
+// Package server is resourced's MCP service: it wires the store, the URI
+// grammar and the caller's principal into a go-sdk server behind a stateless
+// Streamable HTTP handler, and serves the health endpoints.
+//
+// It is the only package that knows MCP. One place (errors.go) decides what
+// the wire sees for every failure.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/uri"
+)
+
+// Scheme kinds: what a scheme holds and which tool writes it.
+const (
+	KindSearch = "search" // immutable search snapshots, server-chosen ids
+	KindReport = "report" // reports at caller-chosen paths, replaceable
+)
+
+// Scheme is the policy of one URI scheme.
+type Scheme struct {
+	Name         string
+	Kind         string        // KindSearch or KindReport
+	TTL          time.Duration // ttlMs of resources/read
+	Retention    time.Duration // default life of a saved resource
+	MaxRetention time.Duration // cap on a requested retention
+	MaxBytes     int64         // largest body
+}
+
+// Options configure a Server. Store and Schemes are required.
+type Options struct {
+	Store   store.Backend
+	Schemes []Scheme
+	// Auth identifies callers; nil means auth.None.
+	Auth auth.Authenticator
+	// Logger receives one line per request; nil means silent.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Version is reported as serverInfo.version.
+	Version string
+}
+
+// Server is resourced's HTTP handler.
+type Server struct {
+	store   store.Backend
+	schemes map[string]*Scheme
+	auth    auth.Authenticator
+	log     *slog.Logger
+	now     func() time.Time
+	mcp     *mcp.Server
+	handler http.Handler
+	ids     *idSource
+	maxBody int64
+}
+
+// New builds a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("server: Options.Store is required")
+	}
+	if len(opts.Schemes) == 0 {
+		return nil, errors.New("server: at least one scheme is required")
+	}
+	s := &Server{
+		store:   opts.Store,
+		schemes: make(map[string]*Scheme, len(opts.Schemes)),
+		auth:    opts.Auth,
+		log:     opts.Logger,
+		now:     opts.Now,
+	}
+	if s.auth == nil {
+		s.auth = auth.None{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.ids = newIDSource(s.now)
+	for i := range opts.Schemes {
+		sc := opts.Schemes[i]
+		if err := uri.ValidScheme(sc.Name); err != nil {
+			return nil, fmt.Errorf("server: scheme %q: %w", sc.Name, err)
+		}
+		if sc.Kind != KindSearch && sc.Kind != KindReport {
+			return nil, fmt.Errorf("server: scheme %q: unknown kind %q", sc.Name, sc.Kind)
+		}
+		if sc.MaxBytes <= 0 {
+			return nil, fmt.Errorf("server: scheme %q: MaxBytes must be positive", sc.Name)
+		}
+		s.schemes[sc.Name] = &sc
+		s.maxBody = max(s.maxBody, sc.MaxBytes)
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "resourced", Title: "resourced", Version: version}, &mcp.ServerOptions{
+		Instructions: "resourced stores large tool results (search snapshots, reports) and serves them by URI. " +
+			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read.",
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
+		},
+		SetCacheable: s.setCacheable,
+	})
+	s.addResources()
+	s.addTools()
+	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
+
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: requestBodyLimit(s.maxBody),
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.authenticate(streamable))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	s.handler = s.logRequests(mux)
+	return s, nil
+}
+
+// requestBodyLimit is the HTTP body limit for a largest body of maxBody
+// bytes: base64 grows a body by 4/3 and JSON escaping of text can double
+// it, so allow twice the body plus 1 MiB for the rest of the request.
+func requestBodyLimit(maxBody int64) int64 { return 2*maxBody + 1<<20 }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// schemeNames returns the configured schemes in order.
+func (s *Server) schemeNames() []string {
+	names := make([]string, 0, len(s.schemes))
+	for n := range s.schemes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// setCacheable decides ttlMs/cacheScope of results the SDK builds itself
+// (server/discover, tools/list, templates/list): they hold no tenant data.
+// resources/read and resources/list set their own before this runs.
+func (s *Server) setCacheable(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	if c.CacheScope == "" {
+		c.CacheScope = "public"
+	}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.Error("readiness check failed", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "store unavailable")
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}

@@ -1,0 +1,152 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/resourced/resourced/store"
+)
+
+// recordVersion is the first byte of every value this package writes.
+const recordVersion = 1
+
+// flagListed is bit 0 of the metadata flags byte.
+const flagListed = 1 << 0
+
+// msUTC is the precision and zone the backend keeps times in.
+func msUTC(t time.Time) time.Time {
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// normalize returns m as it reads back after being stored.
+func normalize(m store.Meta) store.Meta {
+	m.Created = msUTC(m.Created)
+	m.Modified = msUTC(m.Modified)
+	m.Expires = msUTC(m.Expires)
+	return m
+}
+
+// encodeRecord returns version, uvarint metadata length, metadata, body.
+// The zero time encodes as its (negative) UnixMilli and decodes back to the
+// zero time.
+func encodeRecord(m *store.Meta, body []byte) []byte {
+	meta := make([]byte, 0, 64+len(m.MIMEType)+len(m.SHA256)+len(m.Title)+len(m.Description)+len(m.Visibility))
+	var flags byte
+	if m.Listed {
+		flags |= flagListed
+	}
+	meta = append(meta, flags)
+	meta = binary.AppendVarint(meta, m.Size)
+	meta = binary.AppendVarint(meta, m.Created.UnixMilli())
+	meta = binary.AppendVarint(meta, m.Modified.UnixMilli())
+	meta = binary.AppendVarint(meta, m.Expires.UnixMilli())
+	for _, s := range []string{m.MIMEType, m.SHA256, m.Title, m.Description, string(m.Visibility)} {
+		meta = binary.AppendUvarint(meta, uint64(len(s)))
+		meta = append(meta, s...)
+	}
+
+	rec := make([]byte, 0, 1+binary.MaxVarintLen64+len(meta)+len(body))
+	rec = append(rec, recordVersion)
+	rec = binary.AppendUvarint(rec, uint64(len(meta)))
+	rec = append(rec, meta...)
+	rec = append(rec, body...)
+	return rec
+}
+
+var errCorrupt = errors.New("corrupt record")
+
+// splitRecord returns the metadata and body parts of a stored value. Both
+// alias v: copy before the transaction ends.
+func splitRecord(v []byte) (meta, body []byte, err error) {
+	if len(v) == 0 {
+		return nil, nil, fmt.Errorf("%w: empty", errCorrupt)
+	}
+	if v[0] != recordVersion {
+		return nil, nil, fmt.Errorf("%w: unknown format version %d", errCorrupt, v[0])
+	}
+	n, w := binary.Uvarint(v[1:])
+	if w <= 0 || n > uint64(len(v)-1-w) {
+		return nil, nil, fmt.Errorf("%w: bad metadata length", errCorrupt)
+	}
+	start := 1 + w
+	end := start + int(n)
+	return v[start:end], v[end:], nil
+}
+
+// decodeMeta decodes only the metadata of a stored value; the body is not
+// touched. Key is left for the caller to set.
+func decodeMeta(v []byte) (store.Meta, error) {
+	meta, body, err := splitRecord(v)
+	if err != nil {
+		return store.Meta{}, err
+	}
+	d := decoder{b: meta}
+	var m store.Meta
+	flags := d.byte()
+	m.Listed = flags&flagListed != 0
+	m.Size = d.varint()
+	m.Created = time.UnixMilli(d.varint()).UTC()
+	m.Modified = time.UnixMilli(d.varint()).UTC()
+	m.Expires = time.UnixMilli(d.varint()).UTC()
+	m.MIMEType = d.string()
+	m.SHA256 = d.string()
+	m.Title = d.string()
+	m.Description = d.string()
+	m.Visibility = store.Visibility(d.string())
+	if d.err != nil {
+		return store.Meta{}, d.err
+	}
+	if len(d.b) != 0 {
+		return store.Meta{}, fmt.Errorf("%w: %d trailing metadata bytes", errCorrupt, len(d.b))
+	}
+	if m.Size != int64(len(body)) {
+		return store.Meta{}, fmt.Errorf("%w: size %d, body of %d bytes", errCorrupt, m.Size, len(body))
+	}
+	return m, nil
+}
+
+// decoder reads the metadata encoding; the first failure sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: bad %s", errCorrupt, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail("flags")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) varint() int64 {
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("integer")
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *decoder) string() string {
+	n, w := binary.Uvarint(d.b)
+	if w <= 0 || n > uint64(len(d.b)-w) {
+		d.fail("string")
+		return ""
+	}
+	s := string(d.b[w : w+int(n)]) // copies out of the mmap
+	d.b = d.b[w+int(n):]
+	return s
+}

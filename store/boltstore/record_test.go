@@ -1,0 +1,74 @@
+package boltstore
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resourced/resourced/store"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	body := []byte("hello\x00\xff")
+	tests := []store.Meta{
+		{},
+		{
+			MIMEType: "text/plain; charset=utf-8", Size: int64(len(body)), SHA256: store.Sum(body),
+			Created:  time.Date(2030, 1, 2, 3, 4, 5, 6_789_000, time.UTC),
+			Modified: time.Date(1960, 1, 2, 3, 4, 5, 6_000_000, time.UTC), // before 1970
+			Expires:  time.Unix(0, 0).UTC(),                               // the Unix epoch is not "never"
+			Title:    "t\xff\x00itle", Description: "ü", Listed: true, Visibility: store.Public,
+		},
+	}
+	for _, m := range tests {
+		b := body
+		if m.Size == 0 {
+			b = nil
+		}
+		rec := encodeRecord(&m, b)
+		got, err := decodeMeta(rec)
+		if err != nil {
+			t.Fatalf("decodeMeta(encodeRecord(%+v)) = %v", m, err)
+		}
+		if diff := cmp.Diff(normalize(m), got, cmp.AllowUnexported(store.Key{})); diff != "" {
+			t.Errorf("metadata round trip (-want +got):\n%s", diff)
+		}
+		if got.Expires.IsZero() != m.Expires.IsZero() {
+			t.Errorf("Expires %v decoded as %v", m.Expires, got.Expires)
+		}
+		_, gotBody, err := splitRecord(rec)
+		if err != nil || string(gotBody) != string(b) {
+			t.Errorf("splitRecord body = %q, %v; want %q", gotBody, err, b)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	zone := time.FixedZone("X", 3600)
+	in := store.Meta{Created: time.Date(2030, 1, 2, 3, 4, 5, 6_789_123, zone)}
+	got := normalize(in)
+	want := time.Date(2030, 1, 2, 2, 4, 5, 6_000_000, time.UTC)
+	if got.Created != want || !got.Modified.IsZero() || !got.Expires.IsZero() {
+		t.Errorf("normalize(%v) = %v, %v, %v; want %v and zero times", in.Created, got.Created, got.Modified, got.Expires, want)
+	}
+}
+
+func TestDecodeCorrupt(t *testing.T) {
+	m := store.Meta{MIMEType: "text/plain", Size: 3, SHA256: store.Sum([]byte("abc")), Title: "x"}
+	good := encodeRecord(&m, []byte("abc"))
+	tests := map[string][]byte{
+		"empty":            {},
+		"unknown version":  append([]byte{2}, good[1:]...),
+		"truncated header": good[:1],
+		"length too large": {1, 0x7f, 0},
+		"truncated meta":   append([]byte{1, byte(good[1] - 1)}, good[2:good[1]+1]...),
+		"size mismatch":    good[:len(good)-1],
+	}
+	for name, v := range tests {
+		if _, err := decodeMeta(v); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeMeta(%s) = %v, want %v", name, err, errCorrupt)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+// Package memstore owns the in-memory reference store.Backend: a map behind
+// one mutex, for tests and for `store.backend: memory`. It keeps nothing
+// across restarts. It is the simplest implementation of the contract, so it
+// is the one the conformance suite in storetest is checked against first.
+//
+// Bodies are copied in on Put and out on Get; times are kept at full
+// precision, in UTC.
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/resourced/resourced/store"
+)
+
+// errClosed is returned by every method after Close.
+var errClosed = errors.New("memstore: closed")
+
+// Options configures a Store. The zero value is ready to use.
+type Options struct {
+	// Now is the clock used for expiry; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is an in-memory store.Backend, safe for concurrent use.
+type Store struct {
+	now func() time.Time
+
+	mu      sync.RWMutex
+	closed  bool
+	tenants map[string]map[store.Position]*entry
+}
+
+type entry struct {
+	meta store.Meta
+	body []byte
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{now: now, tenants: make(map[string]map[store.Position]*entry)}
+}
+
+func posOf(k store.Key) store.Position {
+	return store.Position{Scheme: k.Scheme(), Path: k.Path()}
+}
+
+func checkKey(op string, k store.Key) error {
+	if k.IsZero() {
+		return fmt.Errorf("memstore: %s: %w: zero key", op, store.ErrInvalidKey)
+	}
+	return nil
+}
+
+// live returns the unexpired entry at k, or nil. The caller holds s.mu.
+func (s *Store) live(k store.Key) *entry {
+	e := s.tenants[k.Tenant()][posOf(k)]
+	if e == nil || e.meta.Expired(s.now()) {
+		return nil
+	}
+	return e
+}
+
+// Put implements store.Backend.
+func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Meta{}, false, fmt.Errorf("memstore: put: %w", err)
+	}
+	if err := store.CheckPut(obj, cond); err != nil {
+		return store.Meta{}, false, fmt.Errorf("memstore: %w", err)
+	}
+	k := obj.Key
+	m := obj.Meta
+	m.Created = m.Created.UTC()
+	m.Modified = m.Modified.UTC()
+	m.Expires = m.Expires.UTC()
+	body := bytes.Clone(obj.Body)
+	if body == nil {
+		body = []byte{}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.Meta{}, false, errClosed
+	}
+	cur := s.live(k)
+	var curMeta *store.Meta
+	if cur != nil {
+		curMeta = &cur.meta
+	}
+	if err := store.CheckCond(k, curMeta, cond); err != nil {
+		return store.Meta{}, false, fmt.Errorf("memstore: put: %w", err)
+	}
+	if cur != nil {
+		m.Created = cur.meta.Created
+	}
+	t := s.tenants[k.Tenant()]
+	if t == nil {
+		t = make(map[store.Position]*entry)
+		s.tenants[k.Tenant()] = t
+	}
+	t[posOf(k)] = &entry{meta: m, body: body}
+	return m, cur != nil, nil
+}
+
+// Get implements store.Backend.
+func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memstore: get %s: %w", k, err)
+	}
+	if err := checkKey("get", k); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	e := s.live(k)
+	if e == nil {
+		return nil, fmt.Errorf("memstore: get %s: %w", k, store.ErrNotFound)
+	}
+	return &store.Object{Meta: e.meta, Body: bytes.Clone(e.body)}, nil
+}
+
+// Stat implements store.Backend.
+func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Meta{}, fmt.Errorf("memstore: stat %s: %w", k, err)
+	}
+	if err := checkKey("stat", k); err != nil {
+		return store.Meta{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.Meta{}, errClosed
+	}
+	e := s.live(k)
+	if e == nil {
+		return store.Meta{}, fmt.Errorf("memstore: stat %s: %w", k, store.ErrNotFound)
+	}
+	return e.meta, nil
+}
+
+// List implements store.Backend. It sorts the tenant's keys on every call,
+// which is fine for a reference implementation.
+func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Page{}, fmt.Errorf("memstore: list: %w", err)
+	}
+	if err := checkQuery(q); err != nil {
+		return store.Page{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.Page{}, errClosed
+	}
+	now := s.now()
+	var match []*entry
+	for pos, e := range s.tenants[q.Tenant] {
+		switch {
+		case !q.After.Less(pos),
+			q.Scheme != "" && pos.Scheme != q.Scheme,
+			!strings.HasPrefix(pos.Path, q.Prefix),
+			q.ListedOnly && !e.meta.Listed,
+			e.meta.Expired(now):
+			continue
+		}
+		match = append(match, e)
+	}
+	slices.SortFunc(match, func(a, b *entry) int {
+		if c := strings.Compare(a.meta.Key.Scheme(), b.meta.Key.Scheme()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.meta.Key.Path(), b.meta.Key.Path())
+	})
+	var p store.Page
+	for i, e := range match {
+		if i == q.Limit {
+			p.More = true
+			break
+		}
+		p.Items = append(p.Items, e.meta)
+		p.Next = posOf(e.meta.Key)
+	}
+	return p, nil
+}
+
+func checkQuery(q store.ListQuery) error {
+	if err := store.ValidTenant(q.Tenant); err != nil {
+		return fmt.Errorf("memstore: list: %w", err)
+	}
+	if q.Scheme != "" {
+		if err := store.ValidScheme(q.Scheme); err != nil {
+			return fmt.Errorf("memstore: list: %w", err)
+		}
+	} else if q.Prefix != "" {
+		return fmt.Errorf("memstore: list: prefix %q without a scheme", q.Prefix)
+	}
+	if q.Limit <= 0 {
+		return fmt.Errorf("memstore: list: limit %d, want > 0", q.Limit)
+	}
+	return nil
+}
+
+// Delete implements store.Backend.
+func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: delete %s: %w", k, err)
+	}
+	if err := checkKey("delete", k); err != nil {
+		return err
+	}
+	if err := checkDeleteCond(k, cond); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	e := s.live(k)
+	if e == nil {
+		return fmt.Errorf("memstore: delete %s: %w", k, store.ErrNotFound)
+	}
+	if err := store.CheckCond(k, &e.meta, cond); err != nil {
+		return fmt.Errorf("memstore: delete: %w", err)
+	}
+	t := s.tenants[k.Tenant()]
+	delete(t, posOf(k))
+	if len(t) == 0 {
+		delete(s.tenants, k.Tenant())
+	}
+	return nil
+}
+
+func checkDeleteCond(k store.Key, cond store.Cond) error {
+	switch {
+	case cond.Kind == store.Always:
+		return nil
+	case cond.Kind == store.IfMatch && cond.SHA256 != "":
+		return nil
+	}
+	return fmt.Errorf("memstore: delete %s: invalid condition %+v (want Always or IfMatch with a hash)", k, cond)
+}
+
+// Ping implements store.Backend.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: ping: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	return nil
+}
+
+// Close drops every object. Later calls fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.tenants = nil
+	return nil
+}

@@ -1,0 +1,320 @@
+// Package store defines the storage contract of resourced: a Backend keeps
+// resource bodies with their metadata, keyed by tenant, scheme and path.
+//
+// The package owns the contract only. Backends live in sub-packages
+// (memstore, boltstore, s3store) and all of them pass the one conformance
+// suite in storetest. Nothing here knows about MCP, URIs as text or tokens.
+//
+// Error contract, for every method of every Backend:
+//   - a missing or expired object is reported with an error for which
+//     errors.Is(err, ErrNotFound) holds, and whose text names the key;
+//   - a failed precondition (create-only on an existing key, IfMatch on a
+//     different or missing body) gives ErrPreconditionFailed;
+//   - a canceled or expired context gives an error wrapping ctx.Err();
+//   - anything else is a backend failure the caller may retry.
+//
+// Bodies are []byte: resourced returns them inline in resources/read, so the
+// largest body is bounded by configuration (16 MiB by default). This is not a
+// streaming API.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors; backends wrap them with the key they concern.
+var (
+	// ErrNotFound: the object does not exist, or has expired.
+	ErrNotFound = errors.New("not found")
+	// ErrPreconditionFailed: a Put or Delete condition did not hold.
+	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrInvalidKey: a key, tenant or scheme failed validation.
+	ErrInvalidKey = errors.New("invalid key")
+)
+
+// Limits on key parts. They are deliberately loose: the uri package enforces
+// the public grammar; these checks only guarantee that no backend ever sees a
+// key that could escape its namespace.
+const (
+	MaxTenantLen = 63
+	MaxSchemeLen = 32
+	MaxPathLen   = 1024
+)
+
+// Key names one object: the tenant that owns it, the scheme and the path
+// below the tenant. The zero Key is invalid; only NewKey builds valid keys.
+type Key struct {
+	tenant, scheme, path string
+}
+
+// NewKey validates and returns a key. Tenant and scheme are lower-case
+// letters, digits and '-' (scheme also '+' and '.'); path is one or more
+// '/'-separated segments of RFC 3986 unreserved characters, none empty, "."
+// or "..".
+func NewKey(tenant, scheme, path string) (Key, error) {
+	if err := ValidTenant(tenant); err != nil {
+		return Key{}, err
+	}
+	if err := ValidScheme(scheme); err != nil {
+		return Key{}, err
+	}
+	if err := ValidPath(path); err != nil {
+		return Key{}, err
+	}
+	return Key{tenant: tenant, scheme: scheme, path: path}, nil
+}
+
+// MustKey is NewKey for tests and constants; it panics on an invalid key.
+func MustKey(tenant, scheme, path string) Key {
+	k, err := NewKey(tenant, scheme, path)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Tenant returns the owning tenant.
+func (k Key) Tenant() string { return k.tenant }
+
+// Scheme returns the URI scheme (e.g. "report").
+func (k Key) Scheme() string { return k.scheme }
+
+// Path returns the path below the tenant, without a leading '/'.
+func (k Key) Path() string { return k.path }
+
+// IsZero reports whether k is the zero (invalid) key.
+func (k Key) IsZero() bool { return k.tenant == "" }
+
+// String returns the key in URI form, scheme://tenant/path.
+func (k Key) String() string { return k.scheme + "://" + k.tenant + "/" + k.path }
+
+// ValidTenant checks a tenant name.
+func ValidTenant(t string) error {
+	if t == "" || len(t) > MaxTenantLen {
+		return fmt.Errorf("%w: tenant %q: want 1 to %d characters", ErrInvalidKey, t, MaxTenantLen)
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("%w: tenant %q: only a-z, 0-9 and '-' are allowed", ErrInvalidKey, t)
+		}
+	}
+	return nil
+}
+
+// ValidScheme checks a scheme name.
+func ValidScheme(s string) error {
+	if s == "" || len(s) > MaxSchemeLen {
+		return fmt.Errorf("%w: scheme %q: want 1 to %d characters", ErrInvalidKey, s, MaxSchemeLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.')) {
+			return fmt.Errorf("%w: scheme %q: want a lower-case letter followed by a-z, 0-9, '+', '-' or '.'", ErrInvalidKey, s)
+		}
+	}
+	return nil
+}
+
+// ValidPath checks a path below a tenant.
+func ValidPath(p string) error {
+	if p == "" || len(p) > MaxPathLen {
+		return fmt.Errorf("%w: path %q: want 1 to %d bytes", ErrInvalidKey, p, MaxPathLen)
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%w: path %q: empty, '.' or '..' segment", ErrInvalidKey, p)
+		}
+		for i := 0; i < len(seg); i++ {
+			c := seg[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+				return fmt.Errorf("%w: path %q: byte %#x is not an unreserved character", ErrInvalidKey, p, c)
+			}
+		}
+	}
+	return nil
+}
+
+// Visibility says who may read an object besides its tenant.
+type Visibility string
+
+const (
+	// Private objects are readable by their tenant only.
+	Private Visibility = "private"
+	// Public objects are readable by any authenticated caller.
+	Public Visibility = "public"
+)
+
+// Meta is everything known about an object except its body.
+type Meta struct {
+	Key         Key
+	MIMEType    string
+	Size        int64     // body length in bytes
+	SHA256      string    // lower-case hex of the body's SHA-256
+	Created     time.Time // first creation; kept across replaces
+	Modified    time.Time // last create or replace
+	Expires     time.Time // zero: never
+	Title       string
+	Description string
+	Listed      bool // shown by resources/list
+	Visibility  Visibility
+}
+
+// Expired reports whether m has an expiry at or before now.
+func (m *Meta) Expired(now time.Time) bool {
+	return !m.Expires.IsZero() && !m.Expires.After(now)
+}
+
+// Object is a body with its metadata.
+type Object struct {
+	Meta
+	Body []byte
+}
+
+// Sum returns the lower-case hex SHA-256 of body, the form Meta.SHA256 uses.
+func Sum(body []byte) string {
+	h := sha256.Sum256(body)
+	return hex.EncodeToString(h[:])
+}
+
+// CondKind selects a write precondition.
+type CondKind int
+
+const (
+	// Always writes unconditionally (create or replace).
+	Always CondKind = iota
+	// IfNone writes only if no live object exists at the key.
+	IfNone
+	// IfMatch writes only if a live object exists whose SHA256 equals Cond.SHA256.
+	IfMatch
+)
+
+// Cond is a write precondition. The zero value is Always.
+type Cond struct {
+	Kind   CondKind
+	SHA256 string // for IfMatch
+}
+
+// CreateOnly is the precondition of a create that must not replace.
+func CreateOnly() Cond { return Cond{Kind: IfNone} }
+
+// Matching is the precondition of a replace bound to the current body hash.
+func Matching(sha string) Cond { return Cond{Kind: IfMatch, SHA256: sha} }
+
+// ListQuery selects objects of one tenant, in (scheme, path) byte order.
+type ListQuery struct {
+	Tenant     string
+	Scheme     string // "": every scheme
+	Prefix     string // path prefix within Scheme; needs Scheme
+	After      Position
+	Limit      int  // > 0; backends may return fewer
+	ListedOnly bool // only objects with Meta.Listed
+}
+
+// Position is a place in the (scheme, path) order of one tenant. The zero
+// Position is before everything.
+type Position struct {
+	Scheme, Path string
+}
+
+// Less reports whether p sorts before q.
+func (p Position) Less(q Position) bool {
+	if p.Scheme != q.Scheme {
+		return p.Scheme < q.Scheme
+	}
+	return p.Path < q.Path
+}
+
+// Page is one page of a List.
+type Page struct {
+	Items []Meta
+	// Next is the position to pass as After for the next page; valid only
+	// when More is true.
+	Next Position
+	More bool
+}
+
+// Backend stores objects. Implementations are safe for concurrent use.
+//
+// Expiry is part of the contract: an object whose Meta.Expires is at or
+// before the backend's clock is absent for Get, Stat, List and for the
+// preconditions of Put and Delete, even if it still occupies storage.
+type Backend interface {
+	// Put stores obj at obj.Key if cond holds. The backend keeps obj.Created
+	// of a live object it replaces and sets Modified to obj.Modified; it
+	// returns the stored metadata and whether an existing live object was
+	// replaced. The caller fills Size and SHA256; Put rejects an object whose
+	// Size or SHA256 disagree with its Body (ErrInvalidKey is not used for
+	// that: it is a plain error).
+	Put(ctx context.Context, obj *Object, cond Cond) (meta Meta, replaced bool, err error)
+
+	// Get returns the object at k. The returned Body is owned by the caller.
+	Get(ctx context.Context, k Key) (*Object, error)
+
+	// Stat returns the metadata of the object at k.
+	Stat(ctx context.Context, k Key) (Meta, error)
+
+	// List returns live objects matching q in (scheme, path) order, strictly
+	// after q.After. Objects deleted between pages are not returned; objects
+	// added after the cursor position are.
+	List(ctx context.Context, q ListQuery) (Page, error)
+
+	// Delete removes the object at k if cond holds (Always or IfMatch;
+	// IfNone is invalid). A missing object gives ErrNotFound.
+	Delete(ctx context.Context, k Key, cond Cond) error
+
+	// Ping reports whether the backend is reachable.
+	Ping(ctx context.Context) error
+
+	// Close releases resources. Calls after Close fail.
+	Close() error
+}
+
+// CheckPut validates what a Put needs before touching storage. Backends call
+// it first so that all of them reject the same inputs.
+func CheckPut(obj *Object, cond Cond) error {
+	if obj == nil || obj.Key.IsZero() {
+		return fmt.Errorf("%w: zero key", ErrInvalidKey)
+	}
+	if int64(len(obj.Body)) != obj.Size {
+		return fmt.Errorf("store: put %s: size %d does not match body length %d", obj.Key, obj.Size, len(obj.Body))
+	}
+	if Sum(obj.Body) != obj.SHA256 {
+		return fmt.Errorf("store: put %s: sha256 does not match body", obj.Key)
+	}
+	switch cond.Kind {
+	case Always, IfNone:
+	case IfMatch:
+		if cond.SHA256 == "" {
+			return fmt.Errorf("store: put %s: IfMatch without a hash", obj.Key)
+		}
+	default:
+		return fmt.Errorf("store: put %s: unknown condition %d", obj.Key, cond.Kind)
+	}
+	return nil
+}
+
+// CheckCond evaluates cond against the live object cur (nil when absent),
+// returning a wrapped ErrPreconditionFailed when it does not hold.
+func CheckCond(k Key, cur *Meta, cond Cond) error {
+	switch cond.Kind {
+	case IfNone:
+		if cur != nil {
+			return fmt.Errorf("store: %s exists: %w", k, ErrPreconditionFailed)
+		}
+	case IfMatch:
+		if cur == nil {
+			return fmt.Errorf("store: %s does not exist: %w", k, ErrPreconditionFailed)
+		}
+		if cur.SHA256 != cond.SHA256 {
+			return fmt.Errorf("store: %s has another body: %w", k, ErrPreconditionFailed)
+		}
+	}
+	return nil
+}
