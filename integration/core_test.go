@@ -280,7 +280,9 @@ func TestBinaryReport(t *testing.T) {
 
 func TestReportInputErrors(t *testing.T) {
 	in := startServer(t, "")
-	base := func() map[string]any { return map[string]any{"path": "ok/path", "mimeType": "text/plain", "text": "hello"} }
+	base := func() map[string]any {
+		return map[string]any{"path": "ok/path", "mimeType": "text/plain", "text": "hello"}
+	}
 	cases := []struct {
 		name  string
 		edit  func(map[string]any)
@@ -386,14 +388,14 @@ var digits = regexp.MustCompile(`[0-9]+`)
 func TestMalformedURIs(t *testing.T) {
 	in := startServer(t, "")
 	cases := map[string]string{
-		"report://default/a/../b":   "..",
-		"report://default/a//b":     "empty",
-		"report://default/a/":       "slash",
-		"report://default/a%2Fb":    "percent",
-		"REPORT://default/x":        "lower-case",
-		"report://default/x?y=1":    "query",
-		"report://default:80/x":     "port",
-		"report://DEFAULT/x":        "tenant",
+		"report://default/a/../b":                       "..",
+		"report://default/a//b":                         "empty",
+		"report://default/a/":                           "slash",
+		"report://default/a%2Fb":                        "percent",
+		"REPORT://default/x":                            "lower-case",
+		"report://default/x?y=1":                        "query",
+		"report://default:80/x":                         "port",
+		"report://DEFAULT/x":                            "tenant",
 		"report://default/" + strings.Repeat("a", 2048): "1024",
 	}
 	for _, v := range versions {

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resourced/resourced/store"
+)
+
+func TestParseRetention(t *testing.T) {
+	good := map[string]time.Duration{
+		`3600`:      time.Hour,
+		`1.5`:       1500 * time.Millisecond,
+		`"PT1H"`:    time.Hour,
+		`"P7D"`:     7 * 24 * time.Hour,
+		`"P1W"`:     7 * 24 * time.Hour,
+		`"P1DT2H"`:  26 * time.Hour,
+		`"PT90M"`:   90 * time.Minute,
+		`"PT0.5S"`:  500 * time.Millisecond,
+		`"P1DT1S"`:  24*time.Hour + time.Second,
+		`"PT1H30M"`: 90 * time.Minute,
+	}
+	for in, want := range good {
+		got, terr := parseRetention(json.RawMessage(in))
+		if terr != nil || got != want {
+			t.Errorf("parseRetention(%s) = %v, %v, want %v", in, got, terr, want)
+		}
+	}
+	for _, in := range []string{`0`, `-5`, `"P"`, `"PT"`, `"P1Y"`, `"P1M"`, `"1h"`, `"forever"`, `true`, `"PT-1H"`, `1e300`, `"P99999999999999D"`} {
+		if got, terr := parseRetention(json.RawMessage(in)); terr == nil {
+			t.Errorf("parseRetention(%s) = %v, want a validation error", in, got)
+		} else if terr.ErrorKind != kindValidation || terr.FieldErrors[0].Field != "retention" {
+			t.Errorf("parseRetention(%s) error = %+v", in, terr)
+		}
+	}
+}
+
+func TestDecodeArgsNamesTheField(t *testing.T) {
+	var a snapshotArgs
+	cases := map[string]string{
+		`{"query": 5}`:                   "query: must be a string",
+		`{"hits": [{"id": 1}]}`:          "hits.id: must be a string",
+		`{"total": "2"}`:                 "total: must be an integer",
+		`{"listed": "yes"}`:              "listed: must be a boolean",
+		`{"query": "q", "surprise": 1}`:  "surprise: is not an argument",
+		`[1, 2]`:                         "arguments must be a JSON object",
+		`{"query": "q", "total": 1.5}`:   "total: must be an integer",
+		`{"hits": {"id": "x"}}`:          "hits: must be an array",
+		`{"query": "q", "hits": [], "x"`: "not valid JSON",
+	}
+	for in, want := range cases {
+		terr := decodeArgs(json.RawMessage(in), &a)
+		if terr == nil || terr.ErrorKind != kindValidation || !strings.Contains(terr.Message, want) {
+			t.Errorf("decodeArgs(%s) = %+v, want validation_error containing %q", in, terr, want)
+		}
+	}
+	if terr := decodeArgs(nil, &a); terr != nil {
+		t.Errorf("decodeArgs(nil) = %v, want success (no arguments)", terr)
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	for _, s := range []string{"a\x00b", "bell\a", "\x7f", string([]byte{0xff})} {
+		if checkText("title", s, 100) == nil {
+			t.Errorf("checkText(%q) accepted", s)
+		}
+	}
+	if terr := checkText("title", "tab\tand\nnewline, 日本語", 100); terr != nil {
+		t.Errorf("checkText rejected ordinary text: %v", terr)
+	}
+	if checkText("title", strings.Repeat("x", 101), 100) == nil {
+		t.Error("checkText accepted an over-long value")
+	}
+}
+
+func TestIsTextual(t *testing.T) {
+	for mt, want := range map[string]bool{
+		"text/plain": true, "text/csv; charset=utf-8": true, "application/json": true,
+		"application/vnd.api+json": true, "image/svg+xml": true, "application/octet-stream": false,
+		"image/png": false, "application/pdf": false, "garbage": false,
+	} {
+		if got := isTextual(mt); got != want {
+			t.Errorf("isTextual(%q) = %v, want %v", mt, got, want)
+		}
+	}
+}
+
+func pos(scheme, path string) store.Position { return store.Position{Scheme: scheme, Path: path} }
+
+func TestCursorIsBoundToTenantAndFilter(t *testing.T) {
+	c := encodeCursor("t1", "report\x00a/", pos("report", "a/b"))
+	if p, err := decodeCursor(c, "t1", "report\x00a/"); err != nil || p != pos("report", "a/b") {
+		t.Errorf("round trip: %v %v", p, err)
+	}
+	for _, tc := range []struct{ tenant, binding string }{{"t10", "report\x00a/"}, {"t1", "report\x00"}, {"t1", ""}} {
+		if _, err := decodeCursor(c, tc.tenant, tc.binding); err == nil {
+			t.Errorf("cursor of t1 accepted for %q/%q", tc.tenant, tc.binding)
+		}
+	}
+	for _, bad := range []string{"!!!", "e30", strings.Repeat("A", 5000)} {
+		if _, err := decodeCursor(bad, "t1", ""); err == nil {
+			t.Errorf("decodeCursor(%.20q) accepted", bad)
+		}
+	}
+}
