@@ -100,7 +100,7 @@ func checkSuccess(t *testing.T, r *toolResult, wantLinks int) map[string]any {
 			continue
 		}
 		links++
-		if c.URI == "" || c.Name == "" || c.Title == "" || c.MIMEType == "" || c.Size == nil || c.Annotations == nil || c.Annotations.LastModified == "" {
+		if c.URI == "" || c.Name == "" || c.Title == "" || c.Description == "" || c.MIMEType == "" || c.Size == nil || c.Annotations == nil || c.Annotations.LastModified == "" {
 			t.Errorf("resource_link lacks a field: %+v", c)
 		}
 	}

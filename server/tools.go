@@ -388,9 +388,13 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	if title == "" {
 		title = a.Path[strings.LastIndexByte(a.Path, '/')+1:]
 	}
+	desc := a.Description
+	if desc == "" {
+		desc = fmt.Sprintf("%s, %d bytes, saved %s", a.MIMEType, len(body), now.Format(time.RFC3339))
+	}
 	obj := &store.Object{Meta: store.Meta{
 		Key: k, MIMEType: a.MIMEType, Size: int64(len(body)), SHA256: store.Sum(body),
-		Created: now, Modified: now, Expires: expires, Title: title, Description: a.Description,
+		Created: now, Modified: now, Expires: expires, Title: title, Description: desc,
 		Listed: a.Listed, Visibility: vis,
 	}, Body: body}
 	m, replaced, terr := s.put(ctx, obj, cond)
