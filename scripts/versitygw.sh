@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# versitygw.sh starts and stops a throw-away versitygw S3 server on loopback
+# for the store/s3store tests.
+#
+#   eval "$(scripts/versitygw.sh start)"   # stdout is export lines only
+#   go test ./store/s3store
+#   scripts/versitygw.sh stop              # reads VERSITYGW_PID, VERSITYGW_DIR
+#
+# start installs versitygw with `go install` when it is not on PATH or in
+# $(go env GOPATH)/bin, generates random root keys (nothing is committed),
+# creates a temporary directory with the object root, the sidecar metadata
+# directory and the log, starts the server on a free 127.0.0.1 port, waits
+# until it answers HTTP, and creates the test bucket. Everything but the
+# export lines goes to stderr.
+set -euo pipefail
+
+readonly VERSION=v1.8.0
+readonly BUCKET=resourced-test
+readonly MARKER=.versitygw-sh # marks a directory this script created
+
+log() { printf 'versitygw.sh: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+usage() {
+	cat >&2 <<'EOF'
+usage: eval "$(scripts/versitygw.sh start)"
+       scripts/versitygw.sh stop
+EOF
+	exit 2
+}
+
+# find_bin prints the path of a versitygw binary, installing it if needed.
+find_bin() {
+	if command -v versitygw >/dev/null 2>&1; then
+		command -v versitygw
+		return
+	fi
+	command -v go >/dev/null 2>&1 || die "versitygw is not on PATH and go is not installed"
+	local gobin
+	gobin="$(go env GOBIN)"
+	if [ -z "$gobin" ]; then
+		gobin="$(go env GOPATH)/bin"
+	fi
+	if [ ! -x "$gobin/versitygw" ]; then
+		log "installing github.com/versity/versitygw/cmd/versitygw@$VERSION (about 5 minutes)"
+		go install "github.com/versity/versitygw/cmd/versitygw@$VERSION" >&2
+	fi
+	[ -x "$gobin/versitygw" ] || die "go install did not produce $gobin/versitygw"
+	printf '%s\n' "$gobin/versitygw"
+}
+
+# randhex N prints N random bytes as lower-case hex.
+randhex() {
+	od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
+}
+
+# port_free PORT succeeds when nothing accepts connections on 127.0.0.1:PORT.
+port_free() {
+	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# answers PORT succeeds when an HTTP server answers on 127.0.0.1:PORT.
+answers() {
+	local line
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+		printf 'GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+		IFS= read -r -t 2 line <&3 || exit 1
+		[[ "$line" == HTTP/* ]]
+	) 2>/dev/null
+}
+
+start() {
+	local bin dir port pid access secret attempt ready i
+	bin="$(find_bin)"
+	dir="$(mktemp -d "${TMPDIR:-/tmp}/versitygw.XXXXXX")"
+	touch "$dir/$MARKER"
+	mkdir -p "$dir/root/$BUCKET" "$dir/meta"
+	access="$(randhex 10)"
+	secret="$(randhex 20)"
+
+	pid=""
+	for attempt in 1 2 3 4 5; do
+		port=""
+		for i in $(seq 1 50); do
+			local p=$((20000 + RANDOM % 40000))
+			if port_free "$p"; then
+				port="$p"
+				break
+			fi
+		done
+		[ -n "$port" ] || { rm -rf "$dir"; die "no free port found"; }
+
+		log "starting $bin on 127.0.0.1:$port (root $dir/root, log $dir/versitygw.log)"
+		ROOT_ACCESS_KEY="$access" ROOT_SECRET_KEY="$secret" \
+			nohup "$bin" --port "127.0.0.1:$port" --keep-alive --quiet \
+			posix --sidecar "$dir/meta" "$dir/root" \
+			</dev/null >>"$dir/versitygw.log" 2>&1 &
+		pid=$!
+
+		ready=""
+		for i in $(seq 1 600); do # 600 × 0.1 s = 60 s
+			if ! kill -0 "$pid" 2>/dev/null; then
+				break
+			fi
+			if answers "$port"; then
+				ready=1
+				break
+			fi
+			sleep 0.1
+		done
+		if [ -n "$ready" ]; then
+			break
+		fi
+		if kill -0 "$pid" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+			rm -rf "$dir"
+			die "versitygw (pid $pid) did not answer on 127.0.0.1:$port within 60 s"
+		fi
+		log "versitygw exited early (attempt $attempt); log:"
+		tail -n 20 "$dir/versitygw.log" >&2 || true
+		pid=""
+	done
+	if [ -z "$pid" ]; then
+		rm -rf "$dir"
+		die "versitygw did not start"
+	fi
+	log "versitygw $VERSION is up (pid $pid); bucket $BUCKET"
+
+	printf 'export %s=%q\n' \
+		RESOURCED_TEST_S3_ENDPOINT "http://127.0.0.1:$port" \
+		RESOURCED_TEST_S3_BUCKET "$BUCKET" \
+		AWS_ACCESS_KEY_ID "$access" \
+		AWS_SECRET_ACCESS_KEY "$secret" \
+		AWS_REGION us-east-1 \
+		VERSITYGW_PID "$pid" \
+		VERSITYGW_DIR "$dir"
+}
+
+stop() {
+	local pid="${VERSITYGW_PID:-}" dir="${VERSITYGW_DIR:-}" i
+	[ -n "$pid" ] || [ -n "$dir" ] || die "VERSITYGW_PID and VERSITYGW_DIR are unset: nothing to stop"
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		for i in $(seq 1 100); do # up to 10 s
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "pid $pid did not exit; sending SIGKILL"
+			kill -9 "$pid" 2>/dev/null || true
+		fi
+		log "stopped pid $pid"
+	fi
+	if [ -n "$dir" ]; then
+		if [ -f "$dir/$MARKER" ]; then
+			rm -rf "$dir"
+			log "removed $dir"
+		elif [ -e "$dir" ]; then
+			die "$dir was not created by versitygw.sh; not removing it"
+		fi
+	fi
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+*) usage ;;
+esac

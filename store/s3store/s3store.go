@@ -1,0 +1,1080 @@
+// Package s3store owns the S3 store.Backend: every object is one S3 object
+// in one bucket, written with conditional requests so that create-only and
+// hash-bound replaces hold across processes, and read back with the same
+// semantics as the bbolt backend (proven by store/storetest).
+//
+// # Layout
+//
+// The object of key scheme://tenant/path lives at
+//
+//	<prefix>/<tenant>/<scheme>!/<path>!      e.g. "prod/t1/report!/2026/q1/summary!"
+//
+// Every prefix this package lists ends with the delimiter, so tenant "t1"
+// never matches the objects of "t10" or "t1-x". The "!" after the scheme
+// and after the last path segment sorts below every byte a scheme or path
+// may contain ('+', '-', '.', '/', ...). It has two jobs:
+//   - plain S3 key order is then (scheme, path) order, which List needs:
+//     without it "a+b/x" would sort before "a/x" although scheme "a" comes
+//     first;
+//   - no object key is the "directory" of another ("a/x!" and "a/x/y!"),
+//     which servers backed by a file system (versitygw posix, MinIO) cannot
+//     store side by side.
+//
+// S3 keys are at most 1024 bytes, and versitygw's posix backend allows 255
+// bytes per path segment. store.MaxPathLen is larger: a Put whose key does
+// not fit fails with ErrInvalidKey; Get, Stat and Delete of
+// such a key report ErrNotFound, since it cannot have been stored.
+//
+// # Objects
+//
+// An object's content is a record, the body behind a small header:
+//
+//	+-----------------+------------------+--------------+--------------+
+//	| "rsd" version 1 | uvarint metaLen  | metadata     | body         |
+//	| 4 bytes         | 1..10 bytes      | metaLen      | the rest     |
+//	+-----------------+------------------+--------------+--------------+
+//
+// The metadata is boltstore's encoding plus a write id: a flags byte (bit
+// 0: Listed); varints Size, Created, Modified and Expires (Unix
+// milliseconds; the zero time is its own UnixMilli); uvarint-length strings
+// MIMEType, SHA256, Title, Description, Visibility and the write id. Keeping
+// the metadata inside the content, not in S3 user metadata, means:
+//   - no size limit beyond the object's (AWS and versitygw cap user
+//     metadata at 2 KiB, while a description may be 4096 characters of
+//     UTF-8), and no encoding of non-ASCII titles;
+//   - metadata and body are published in one PUT and read in one GET, so a
+//     reader never pairs the metadata of one write with the body of
+//     another (versitygw's sidecar mode stores user metadata apart from the
+//     data, not atomically with it).
+//
+// For operators, each PUT also sets the S3 user metadata sha256, write-id
+// and, when the object expires, expires-at (RFC 3339, UTC). They are
+// informational: this package never reads them.
+//
+// Get reads the whole object and checks the body against its size and
+// SHA-256. Stat and every precondition read only the header: a ranged GET
+// of the first 4 KiB, and a second one (bound to the first's ETag) in the
+// rare case the header is longer. Times are kept to the millisecond, in
+// UTC.
+//
+// # Preconditions
+//
+// S3 conditions compare ETags; store conditions compare SHA-256 hashes. A
+// conditional write therefore reads the current header (hash, expiry,
+// Created and ETag), decides, and then writes with If-Match: <that ETag>,
+// so that a change in between fails the write (412) instead of being lost:
+//   - IfNone writes with If-None-Match: *. On 412 it reads the object: a
+//     live one fails with ErrPreconditionFailed; an expired one, which still
+//     occupies the key, is replaced with If-Match on its ETag.
+//   - IfMatch needs a live object with the wanted hash, keeps its Created
+//     and writes with If-Match on its ETag.
+//   - Always keeps the Created of a live object the same way (If-Match, or
+//     If-None-Match when there is none); after four conflicting attempts it
+//     writes unconditionally, so it never fails for contention, and only
+//     then may a concurrent write make Created or replaced stale.
+//
+// A 412 (or 409 ConditionalRequestConflict, or 404 on If-Match) is not
+// final: the SDK retries a PUT whose response was lost, and that retry
+// fails against our own first attempt. Every Put carries a random write id
+// in its record; after a conflict the object is read again, and if it holds
+// our write id, the write is ours and Put succeeds with what is stored. An
+// identical body written by another Put has another write id and still
+// counts as a conflict. When the object changed for other reasons the
+// decision is taken again, at most four times.
+//
+// The read and the conditional write are only as atomic as the server's
+// publication of an object: on AWS, and on versitygw storing metadata in
+// xattrs, the ETag and the content change together. versitygw's --sidecar
+// mode stores the new ETag before it links the new data, so for a moment a
+// reader may pair the old header with the new ETag; a replace bound to the
+// old hash can then overwrite that newer write. Use xattr mode in
+// production; sidecar mode is for tests on file systems without xattrs.
+//
+// Delete reads the header, checks expiry and the hash, and deletes; with
+// IfMatch it sends If-Match: <ETag>. AWS honours it atomically; versitygw
+// v1.8.0 honours it but checks it outside the lock its PUTs publish under,
+// so a PUT landing in that moment can still be deleted; a server that
+// ignores If-Match on DELETE leaves the whole read-to-delete window open.
+// A delete that finds the object gone (404) succeeds: the object is gone,
+// whether by our own retried request or by another caller.
+//
+// # Listing
+//
+// List pages through ListObjectsV2 under the tenant prefix (or the scheme
+// prefix plus the path prefix), starting after the cursor's key, and reads
+// the header of each candidate (ListObjectsV2 returns no metadata) to drop
+// expired and, for ListedOnly, unlisted objects. A page of n items costs
+// about n+1 header reads plus one ListObjectsV2 call per 1000 keys
+// examined; the reads run 8 at a time. Expired objects still stored cost a
+// read each until something removes them.
+//
+// # Calls
+//
+// Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
+// default), including the SDK's retries. A call that hits it fails with a
+// backend error; a canceled or expired caller context gives an error that
+// wraps ctx.Err(). The client sends checksums only where S3 requires them
+// (S3-compatible servers reject the newer default trailers) and a
+// Content-MD5 on every PUT instead. Credentials come from
+// Options.Credentials or the standard AWS chain; no error text carries
+// them.
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/resourced/resourced/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultCallTimeout = 10 * time.Second
+	DefaultRegion      = "us-east-1"
+)
+
+const (
+	// headProbe is how many bytes a header read fetches first.
+	headProbe = 4096
+	// listConcurrency bounds the header reads List runs at once.
+	listConcurrency = 8
+	// maxAttempts bounds the read-decide-write rounds of one Put or
+	// Delete when the object keeps changing under it.
+	maxAttempts = 4
+	// contentType is the Content-Type of every object: a record, not the
+	// body's own type (that is in the record).
+	contentType = "application/octet-stream"
+)
+
+// Options configures Open.
+type Options struct {
+	// Bucket holds the objects; required. It must exist (Ping checks it).
+	Bucket string
+	// Prefix is prepended to every key, followed by "/"; empty means the
+	// bucket root. A trailing "/" is ignored.
+	Prefix string
+	// Region is the signing region. Empty means the standard chain's
+	// (AWS_REGION, shared config), and DefaultRegion if it has none.
+	Region string
+	// Endpoint is the base URL of an S3-compatible server, e.g.
+	// "http://127.0.0.1:7070". Empty means AWS (or AWS_ENDPOINT_URL_S3).
+	Endpoint string
+	// PathStyle addresses the bucket in the path, not the host name; most
+	// S3-compatible servers need it.
+	PathStyle bool
+	// CallTimeout bounds every S3 call, retries included. Zero means
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Now is the clock used for expiry; nil means time.Now.
+	Now func() time.Time
+	// Credentials signs requests; nil means the standard AWS chain
+	// (environment, shared files, SSO, container and instance roles).
+	Credentials aws.CredentialsProvider
+
+	// wrapTransport, when set, wraps the HTTP transport; tests use it to
+	// lose responses.
+	wrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// Validate reports every problem of o, each naming its configuration key.
+// It is fast and pure: it does not contact S3.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("store.s3.%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if o.Bucket == "" {
+		bad("bucket", "required")
+	} else if !validBucket(o.Bucket) {
+		bad("bucket", "%q is not a bucket name (3 to 255 of a-z, A-Z, 0-9, '.', '_', '-', starting and ending with a letter or digit)", o.Bucket)
+	}
+	if msg := checkPrefix(o.Prefix); msg != "" {
+		bad("prefix", "%s", msg)
+	}
+	if o.Region != "" && !validRegion(o.Region) {
+		bad("region", "%q is not a region name (a-z, A-Z, 0-9, '-', '_')", o.Region)
+	}
+	if o.Endpoint != "" {
+		if msg := checkEndpoint(o.Endpoint); msg != "" {
+			bad("endpoint", "%s", msg)
+		}
+	}
+	if o.CallTimeout < 0 {
+		bad("callTimeout", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 255 || !alnum(b[0]) || !alnum(b[len(b)-1]) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; !alnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func validRegion(r string) bool {
+	if len(r) > 64 {
+		return false
+	}
+	for i := 0; i < len(r); i++ {
+		if c := r[i]; !alnum(c) && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// checkPrefix returns what is wrong with a key prefix, or "".
+func checkPrefix(p string) string {
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return ""
+	}
+	if len(p) > 512 {
+		return "longer than 512 bytes"
+	}
+	if strings.HasPrefix(p, "/") {
+		return fmt.Sprintf("%q starts with '/'", p)
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Sprintf("%q has an empty, '.' or '..' segment", p)
+		}
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return fmt.Sprintf("%q: byte %#x is not allowed (printable ASCII but '\\' only)", p, c)
+		}
+	}
+	return ""
+}
+
+// checkEndpoint returns what is wrong with an endpoint URL, or "". The URL
+// is never echoed when it carries credentials.
+func checkEndpoint(e string) string {
+	u, err := url.Parse(e)
+	if err != nil {
+		return "not a URL"
+	}
+	if u.User != nil {
+		return "must not contain credentials; use the AWS credential chain"
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Sprintf("%q: want http:// or https:// and a host", e)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Sprintf("%q: want no query or fragment", e)
+	}
+	return ""
+}
+
+// Store is a store.Backend on one S3 bucket, safe for concurrent use.
+type Store struct {
+	client  *s3.Client
+	bucket  string
+	base    string // Prefix + "/", or ""
+	timeout time.Duration
+	now     func() time.Time
+	closed  atomic.Bool
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// Open validates opts and builds the S3 client. It does not contact S3: a
+// missing bucket or bad credentials show in Ping and in every call.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	timeout := opts.CallTimeout
+	if timeout == 0 {
+		timeout = DefaultCallTimeout
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	var hc aws.HTTPClient = awshttp.NewBuildableClient()
+	if opts.wrapTransport != nil {
+		hc = &http.Client{
+			Transport:     opts.wrapTransport(awshttp.NewBuildableClient().GetTransport()),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	load := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
+	if opts.Region != "" {
+		load = append(load, config.WithRegion(opts.Region))
+	}
+	if opts.Credentials != nil {
+		load = append(load, config.WithCredentialsProvider(opts.Credentials))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: open: loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.UsePathStyle = opts.PathStyle
+		if opts.Endpoint != "" {
+			o.BaseEndpoint = aws.String(opts.Endpoint)
+		}
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	base := strings.TrimSuffix(opts.Prefix, "/")
+	if base != "" {
+		base += "/"
+	}
+	return &Store{
+		client:  client,
+		bucket:  opts.Bucket,
+		base:    base,
+		timeout: timeout,
+		now:     now,
+	}, nil
+}
+
+var errClosed = errors.New("store is closed")
+
+// begin runs the checks every method starts with.
+func (s *Store) begin(ctx context.Context, op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("s3store: %s: %w", op, errClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("s3store: %s: %w", op, err)
+	}
+	return nil
+}
+
+func checkKey(op string, k store.Key) error {
+	if k.IsZero() {
+		return fmt.Errorf("s3store: %s: %w: zero key", op, store.ErrInvalidKey)
+	}
+	return nil
+}
+
+// call returns the context of one S3 call: ctx with the call deadline.
+func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// fail wraps an S3 failure of op on what. A canceled or expired caller
+// context wins over whatever the SDK made of it; the call deadline is a
+// backend failure, not the caller's.
+func (s *Store) fail(ctx context.Context, op string, what any, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("s3store: %s %v: %w", op, what, cerr)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("s3store: %s %v: no answer from S3 within %v (store.s3.callTimeout): %v", op, what, s.timeout, err)
+	}
+	return fmt.Errorf("s3store: %s %v: %w", op, what, err)
+}
+
+func notFound(op string, k store.Key) error {
+	return fmt.Errorf("s3store: %s %s: %w", op, k, store.ErrNotFound)
+}
+
+func conflict(op string, k store.Key, why string) error {
+	return fmt.Errorf("s3store: %s %s: %s: %w", op, k, why, store.ErrPreconditionFailed)
+}
+
+// apiError returns the HTTP status and S3 error code of err, if any.
+func apiError(err error) (status int, code string) {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	return status, code
+}
+
+// maxSegmentLen is the longest '/'-separated key segment: S3-compatible
+// servers that keep objects as files (versitygw posix, MinIO) cannot store
+// longer names (NAME_MAX).
+const maxSegmentLen = 255
+
+// isMissing reports whether err says the object does not exist (or cannot,
+// because its key is too long for the server). A missing bucket is not a
+// missing object.
+func isMissing(err error) bool {
+	status, code := apiError(err)
+	switch code {
+	case "NoSuchBucket":
+		return false
+	case "NoSuchKey", "NotFound", "KeyTooLongError":
+		return true
+	}
+	return status == http.StatusNotFound
+}
+
+// isConflict reports whether a conditional request failed its condition:
+// 412, 409 ConditionalRequestConflict (AWS, for concurrent conditional
+// writes), or a missing object for If-Match.
+func isConflict(err error) bool {
+	status, code := apiError(err)
+	switch {
+	case status == http.StatusPreconditionFailed, code == "PreconditionFailed":
+		return true
+	case code == "ConditionalRequestConflict":
+		return true
+	case code == "NoSuchKey":
+		return true
+	}
+	return false
+}
+
+// readAll reads an object body of size n (-1 or 0 when unknown).
+func readAll(r io.Reader, n int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if n > 0 && n <= 1<<30 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
+// head is the header of a stored object and its ETag.
+type head struct {
+	rec  record
+	etag string
+}
+
+// meta returns the stored metadata with its key.
+func (h *head) meta(k store.Key) store.Meta {
+	m := h.rec.meta
+	m.Key = k
+	return m
+}
+
+// readHead returns the header of the object at objKey, or nil when there is
+// none. Expired objects are returned: callers decide.
+func (s *Store) readHead(ctx context.Context, objKey string) (*head, error) {
+	for range maxAttempts {
+		h, again, err := s.readHeadOnce(ctx, objKey)
+		if !again {
+			return h, err
+		}
+	}
+	return nil, errors.New("the object kept changing while its header was read")
+}
+
+// readHeadOnce reads the header with a ranged GET, and a second one bound
+// to the first's ETag when the header is longer than headProbe. again
+// reports that the object changed between the two.
+func (s *Store) readHeadOnce(ctx context.Context, objKey string) (h *head, again bool, err error) {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	buf, etag, err := s.getRange(cctx, objKey, headProbe, "")
+	if err != nil {
+		if isMissing(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	n, err := headerLen(buf)
+	if err != nil {
+		return nil, false, err
+	}
+	if n > len(buf) {
+		if len(buf) < headProbe {
+			return nil, false, fmt.Errorf("%w: header of %d bytes in an object of %d", errCorrupt, n, len(buf))
+		}
+		if etag == "" {
+			return nil, false, errors.New("the server returned no ETag")
+		}
+		buf, _, err = s.getRange(cctx, objKey, n, etag)
+		if err != nil {
+			if isMissing(err) || isConflict(err) {
+				return nil, true, nil
+			}
+			return nil, false, err
+		}
+	}
+	rec, _, err := decodeHeader(buf)
+	if err != nil {
+		return nil, false, err
+	}
+	return &head{rec: rec, etag: etag}, false, nil
+}
+
+// getRange reads the first n bytes of the object (fewer if it is shorter),
+// if its ETag is ifMatch when that is set.
+func (s *Store) getRange(ctx context.Context, objKey string, n int, ifMatch string) ([]byte, string, error) {
+	in := &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(objKey),
+		Range:  aws.String("bytes=0-" + strconv.Itoa(n-1)),
+	}
+	if ifMatch != "" {
+		in.IfMatch = aws.String(ifMatch)
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	defer out.Body.Close()
+	buf, err := readAll(io.LimitReader(out.Body, int64(n)), aws.ToInt64(out.ContentLength))
+	if err != nil {
+		return nil, "", err
+	}
+	return buf, aws.ToString(out.ETag), nil
+}
+
+// Get implements store.Backend.
+func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
+	if err := s.begin(ctx, "get"); err != nil {
+		return nil, err
+	}
+	if err := checkKey("get", k); err != nil {
+		return nil, err
+	}
+	objKey := s.objectKey(k)
+	if len(objKey) > maxKeyLen {
+		return nil, notFound("get", k)
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	out, err := s.client.GetObject(cctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(objKey),
+	})
+	if err != nil {
+		if isMissing(err) {
+			return nil, notFound("get", k)
+		}
+		return nil, s.fail(ctx, "get", k, err)
+	}
+	defer out.Body.Close()
+	buf, err := readAll(out.Body, aws.ToInt64(out.ContentLength))
+	if err != nil {
+		return nil, s.fail(ctx, "get", k, err)
+	}
+	rec, body, err := decodeRecord(buf)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: get %s: %w", k, err)
+	}
+	if rec.meta.Expired(s.now()) {
+		return nil, notFound("get", k)
+	}
+	rec.meta.Key = k
+	// body is a fresh buffer's tail: the caller owns it.
+	return &store.Object{Meta: rec.meta, Body: body}, nil
+}
+
+// Stat implements store.Backend.
+func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+	if err := s.begin(ctx, "stat"); err != nil {
+		return store.Meta{}, err
+	}
+	if err := checkKey("stat", k); err != nil {
+		return store.Meta{}, err
+	}
+	objKey := s.objectKey(k)
+	if len(objKey) > maxKeyLen {
+		return store.Meta{}, notFound("stat", k)
+	}
+	h, err := s.readHead(ctx, objKey)
+	if err != nil {
+		return store.Meta{}, s.fail(ctx, "stat", k, err)
+	}
+	if h == nil || h.rec.meta.Expired(s.now()) {
+		return store.Meta{}, notFound("stat", k)
+	}
+	return h.meta(k), nil
+}
+
+// putCond is the S3 condition of one PUT.
+type putCond struct {
+	ifNoneMatch bool   // If-None-Match: *
+	ifMatch     string // If-Match: <ETag>, when set
+}
+
+// newWriteID returns a random id for one Put.
+func newWriteID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// putObject writes rec and body at objKey under pc.
+func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body []byte, pc putCond) error {
+	data := encodeRecord(rec, body)
+	sum := md5.Sum(data)
+	meta := map[string]string{
+		"sha256":   rec.meta.SHA256,
+		"write-id": rec.writeID,
+	}
+	if !rec.meta.Expires.IsZero() {
+		meta["expires-at"] = rec.meta.Expires.Format("2006-01-02T15:04:05.000Z")
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(objKey),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		ContentType:   aws.String(contentType),
+		Metadata:      meta,
+	}
+	if pc.ifNoneMatch {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if pc.ifMatch != "" {
+		in.IfMatch = aws.String(pc.ifMatch)
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	_, err := s.client.PutObject(cctx, in)
+	return err
+}
+
+// Put implements store.Backend; the package doc explains the conditions.
+func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
+	if err := s.begin(ctx, "put"); err != nil {
+		return store.Meta{}, false, err
+	}
+	if err := store.CheckPut(obj, cond); err != nil {
+		return store.Meta{}, false, fmt.Errorf("s3store: %w", err)
+	}
+	k := obj.Key
+	objKey := s.objectKey(k)
+	if len(objKey) > maxKeyLen {
+		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
+	}
+	for seg := range strings.SplitSeq(objKey, "/") {
+		if len(seg) > maxSegmentLen {
+			return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: a key segment is %d bytes; file-backed S3 servers allow %d", k, store.ErrInvalidKey, len(seg), maxSegmentLen)
+		}
+	}
+	want := normalize(obj.Meta)
+	want.Key = store.Key{}
+	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: obj.Body}
+	var (
+		m        store.Meta
+		replaced bool
+		err      error
+	)
+	switch cond.Kind {
+	case store.IfNone:
+		m, err = w.create(ctx)
+	case store.IfMatch:
+		m, err = w.replace(ctx, cond.SHA256)
+		replaced = err == nil
+	default:
+		m, replaced, err = w.always(ctx)
+	}
+	if err != nil {
+		return store.Meta{}, false, err
+	}
+	return m, replaced, nil
+}
+
+// write is one Put in progress.
+type write struct {
+	s      *Store
+	k      store.Key
+	objKey string
+	want   store.Meta // normalized, without Key
+	id     string     // write id, the same for every attempt
+	body   []byte
+}
+
+// put writes the wanted metadata with created as Created under pc.
+func (w *write) put(ctx context.Context, created time.Time, pc putCond) (store.Meta, error) {
+	rec := record{meta: w.want, writeID: w.id}
+	rec.meta.Created = created
+	if err := w.s.putObject(ctx, w.objKey, &rec, w.body, pc); err != nil {
+		return store.Meta{}, err
+	}
+	m := rec.meta
+	m.Key = w.k
+	return m, nil
+}
+
+// reread reads the object after a conflict; own reports that it holds this
+// write, whose stored metadata is then returned.
+func (w *write) reread(ctx context.Context) (h *head, own bool, m store.Meta, err error) {
+	h, err = w.s.readHead(ctx, w.objKey)
+	if err != nil {
+		return nil, false, store.Meta{}, w.s.fail(ctx, "put", w.k, err)
+	}
+	if h != nil && h.rec.writeID == w.id {
+		return h, true, h.meta(w.k), nil
+	}
+	return h, false, store.Meta{}, nil
+}
+
+// create is Put with IfNone.
+func (w *write) create(ctx context.Context) (store.Meta, error) {
+	pc := putCond{ifNoneMatch: true}
+	for range maxAttempts {
+		m, err := w.put(ctx, w.want.Created, pc)
+		if err == nil {
+			return m, nil
+		}
+		if !isConflict(err) {
+			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
+		}
+		h, own, m, err := w.reread(ctx)
+		switch {
+		case err != nil:
+			return store.Meta{}, err
+		case own:
+			return m, nil
+		case h == nil:
+			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
+		case !h.rec.meta.Expired(w.s.now()):
+			return store.Meta{}, conflict("put", w.k, "exists")
+		case h.etag == "":
+			return store.Meta{}, fmt.Errorf("s3store: put %s: the server returned no ETag", w.k)
+		default:
+			pc = putCond{ifMatch: h.etag} // an expired object: replace exactly it
+		}
+	}
+	return store.Meta{}, conflict("put", w.k, "changed during every attempt")
+}
+
+// replace is Put with IfMatch sha.
+func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
+	for range maxAttempts {
+		h, own, m, err := w.reread(ctx)
+		switch {
+		case err != nil:
+			return store.Meta{}, err
+		case own: // an earlier attempt of ours landed after all
+			return m, nil
+		case h == nil || h.rec.meta.Expired(w.s.now()):
+			return store.Meta{}, conflict("put", w.k, "does not exist")
+		case h.rec.meta.SHA256 != sha:
+			return store.Meta{}, conflict("put", w.k, "has another body")
+		case h.etag == "":
+			return store.Meta{}, fmt.Errorf("s3store: put %s: the server returned no ETag", w.k)
+		}
+		m, err = w.put(ctx, h.rec.meta.Created, putCond{ifMatch: h.etag})
+		if err == nil {
+			return m, nil
+		}
+		if !isConflict(err) {
+			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
+		}
+	}
+	return store.Meta{}, conflict("put", w.k, "changed during every attempt")
+}
+
+// always is Put with Always.
+func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
+	var replaced bool // what the previous attempt would have reported
+	for attempt := 1; ; attempt++ {
+		h, own, m, err := w.reread(ctx)
+		switch {
+		case err != nil:
+			return store.Meta{}, false, err
+		case own:
+			return m, replaced, nil
+		}
+		live := h != nil && !h.rec.meta.Expired(w.s.now())
+		created := w.want.Created
+		if live {
+			created = h.rec.meta.Created
+		}
+		var pc putCond
+		switch {
+		case attempt == maxAttempts:
+			// Unconditional: Always never fails for contention.
+		case h == nil:
+			pc.ifNoneMatch = true
+		case h.etag != "":
+			pc.ifMatch = h.etag
+		}
+		m, err = w.put(ctx, created, pc)
+		if err == nil {
+			return m, live, nil
+		}
+		if pc == (putCond{}) || !isConflict(err) {
+			return store.Meta{}, false, w.s.fail(ctx, "put", w.k, err)
+		}
+		replaced = live
+	}
+}
+
+// Delete implements store.Backend.
+func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error {
+	if err := s.begin(ctx, "delete"); err != nil {
+		return err
+	}
+	if err := checkKey("delete", k); err != nil {
+		return err
+	}
+	switch {
+	case cond.Kind == store.Always:
+	case cond.Kind == store.IfMatch && cond.SHA256 != "":
+	default:
+		return fmt.Errorf("s3store: delete %s: invalid condition %+v (want Always or IfMatch with a hash)", k, cond)
+	}
+	objKey := s.objectKey(k)
+	if len(objKey) > maxKeyLen {
+		return notFound("delete", k)
+	}
+	for range maxAttempts {
+		h, err := s.readHead(ctx, objKey)
+		if err != nil {
+			return s.fail(ctx, "delete", k, err)
+		}
+		if h == nil || h.rec.meta.Expired(s.now()) {
+			return notFound("delete", k)
+		}
+		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
+		if cond.Kind == store.IfMatch {
+			if h.rec.meta.SHA256 != cond.SHA256 {
+				return conflict("delete", k, "has another body")
+			}
+			if h.etag == "" {
+				return fmt.Errorf("s3store: delete %s: the server returned no ETag", k)
+			}
+			in.IfMatch = aws.String(h.etag)
+		}
+		err = s.deleteObject(ctx, in)
+		switch {
+		case err == nil, isMissing(err):
+			return nil
+		case cond.Kind == store.IfMatch && isConflict(err):
+			continue // replaced meanwhile: decide again
+		default:
+			return s.fail(ctx, "delete", k, err)
+		}
+	}
+	return conflict("delete", k, "changed during every attempt")
+}
+
+func (s *Store) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	_, err := s.client.DeleteObject(cctx, in)
+	return err
+}
+
+func checkQuery(q store.ListQuery) error {
+	if err := store.ValidTenant(q.Tenant); err != nil {
+		return fmt.Errorf("s3store: list: %w", err)
+	}
+	if q.Scheme != "" {
+		if err := store.ValidScheme(q.Scheme); err != nil {
+			return fmt.Errorf("s3store: list: %w", err)
+		}
+	} else if q.Prefix != "" {
+		return fmt.Errorf("s3store: list: prefix %q without a scheme", q.Prefix)
+	}
+	if q.Limit <= 0 {
+		return fmt.Errorf("s3store: list: limit %d, want > 0", q.Limit)
+	}
+	return nil
+}
+
+func posOf(k store.Key) store.Position {
+	return store.Position{Scheme: k.Scheme(), Path: k.Path()}
+}
+
+// List implements store.Backend; the package doc gives its cost.
+func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error) {
+	if err := s.begin(ctx, "list"); err != nil {
+		return store.Page{}, err
+	}
+	if err := checkQuery(q); err != nil {
+		return store.Page{}, err
+	}
+	what := "tenant " + q.Tenant
+	prefix := s.tenantPrefix(q.Tenant)
+	if q.Scheme != "" {
+		prefix = s.schemePrefix(q.Tenant, q.Scheme) + q.Prefix
+		what = q.Scheme + "://" + q.Tenant + "/" + q.Prefix
+	}
+	var startAfter *string
+	if q.After != (store.Position{}) {
+		startAfter = aws.String(s.positionKey(q.Tenant, q.After))
+	}
+	l := lister{s: s, q: q, now: s.now()}
+	var token *string
+	for {
+		in := &s3.ListObjectsV2Input{
+			Bucket:  aws.String(s.bucket),
+			Prefix:  aws.String(prefix),
+			MaxKeys: aws.Int32(maxKeys(q.Limit)),
+		}
+		if token != nil {
+			in.ContinuationToken = token
+		} else {
+			in.StartAfter = startAfter
+		}
+		out, err := s.listObjects(ctx, in)
+		if err != nil {
+			return store.Page{}, s.fail(ctx, "list", what, err)
+		}
+		var cands []store.Key
+		for _, o := range out.Contents {
+			k, ok := s.parseKey(q.Tenant, aws.ToString(o.Key))
+			if !ok || q.Scheme != "" && k.Scheme() != q.Scheme || !q.After.Less(posOf(k)) {
+				continue // not ours, or at or before the cursor
+			}
+			cands = append(cands, k)
+		}
+		done, err := l.add(ctx, cands)
+		if err != nil {
+			return store.Page{}, s.fail(ctx, "list", what, err)
+		}
+		if done || !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
+			return l.page, nil
+		}
+		token = out.NextContinuationToken
+	}
+}
+
+// maxKeys asks for one key more than the page holds, to know More, within
+// S3's 1000.
+func maxKeys(limit int) int32 {
+	if limit >= 1000 {
+		return 1000
+	}
+	return int32(limit + 1)
+}
+
+func (s *Store) listObjects(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	return s.client.ListObjectsV2(cctx, in)
+}
+
+// lister collects one page of List.
+type lister struct {
+	s    *Store
+	q    store.ListQuery
+	now  time.Time
+	page store.Page
+}
+
+// add reads the headers of cands, in order, and adds the live ones; done
+// reports that the page is full and More is known.
+func (l *lister) add(ctx context.Context, cands []store.Key) (done bool, err error) {
+	for len(cands) > 0 {
+		// Read as many as the page may still take, plus one to know More,
+		// but at least listConcurrency (wasting a few reads at most).
+		n := min(len(cands), 256)
+		if need := l.q.Limit - len(l.page.Items); need < n {
+			n = max(need+1, min(n, listConcurrency))
+		}
+		heads, err := l.s.readHeads(ctx, cands[:n])
+		if err != nil {
+			return false, err
+		}
+		for i, k := range cands[:n] {
+			h := heads[i]
+			if h == nil || h.rec.meta.Expired(l.now) || l.q.ListedOnly && !h.rec.meta.Listed {
+				continue
+			}
+			if len(l.page.Items) == l.q.Limit {
+				l.page.More = true
+				return true, nil
+			}
+			l.page.Items = append(l.page.Items, h.meta(k))
+			l.page.Next = posOf(k)
+		}
+		cands = cands[n:]
+	}
+	return false, nil
+}
+
+// readHeads reads the headers of keys, listConcurrency at a time. A key
+// deleted since it was listed gives nil.
+func (s *Store) readHeads(ctx context.Context, keys []store.Key) ([]*head, error) {
+	heads := make([]*head, len(keys))
+	errs := make([]error, len(keys))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, listConcurrency)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
+			heads[i], errs[i] = s.readHead(ctx, s.objectKey(k))
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", k, errs[i])
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return heads, nil
+}
+
+// Ping implements store.Backend with HeadBucket: the bucket exists and the
+// credentials may use it.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.begin(ctx, "ping"); err != nil {
+		return err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	if _, err := s.client.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		return s.fail(ctx, "ping", "bucket "+s.bucket, err)
+	}
+	return nil
+}
+
+// Close marks the store closed. Later calls fail; a second Close does
+// nothing. The SDK's HTTP client keeps no resources but idle connections,
+// which it drops after 90 seconds.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}

@@ -1,0 +1,269 @@
+package s3store
+
+// Tests that need no S3 server.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/resourced/resourced/store"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want []string // substrings of the error; none: valid
+	}{
+		{"minimal", Options{Bucket: "b-1"}, nil},
+		{"full", Options{Bucket: "my.bucket", Prefix: "prod/resourced/", Region: "eu-central-1",
+			Endpoint: "http://127.0.0.1:7070", PathStyle: true, CallTimeout: time.Second}, nil},
+		{"https endpoint with path", Options{Bucket: "bbb", Endpoint: "https://s3.example.com/base"}, nil},
+		{"no bucket", Options{}, []string{"store.s3.bucket: required"}},
+		{"bad bucket", Options{Bucket: "a/b"}, []string{"store.s3.bucket: "}},
+		{"short bucket", Options{Bucket: "ab"}, []string{"store.s3.bucket: "}},
+		{"leading slash", Options{Bucket: "bbb", Prefix: "/x"}, []string{"store.s3.prefix: "}},
+		{"dot segment", Options{Bucket: "bbb", Prefix: "a/../b"}, []string{"store.s3.prefix: "}},
+		{"empty segment", Options{Bucket: "bbb", Prefix: "a//b"}, []string{"store.s3.prefix: "}},
+		{"space in prefix", Options{Bucket: "bbb", Prefix: "a b"}, []string{"store.s3.prefix: "}},
+		{"bad region", Options{Bucket: "bbb", Region: "us east"}, []string{"store.s3.region: "}},
+		{"endpoint scheme", Options{Bucket: "bbb", Endpoint: "ftp://x"}, []string{"store.s3.endpoint: "}},
+		{"endpoint no host", Options{Bucket: "bbb", Endpoint: "127.0.0.1:7070"}, []string{"store.s3.endpoint: "}},
+		{"negative timeout", Options{Bucket: "bbb", CallTimeout: -time.Second}, []string{"store.s3.callTimeout: must not be negative"}},
+		{"every problem", Options{Prefix: "/x", Region: "?", Endpoint: "x", CallTimeout: -1},
+			[]string{"store.s3.bucket", "store.s3.prefix", "store.s3.region", "store.s3.endpoint", "store.s3.callTimeout"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Errorf("Validate(%+v) = %v, want nil", tc.opts, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate(%+v) = nil, want an error", tc.opts)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate(%+v) = %q, want it to contain %q", tc.opts, err, w)
+				}
+			}
+			if _, err := Open(t.Context(), tc.opts); err == nil {
+				t.Errorf("Open(%+v) = nil error, want the validation error", tc.opts)
+			}
+		})
+	}
+}
+
+func TestEndpointCredentialsNotEchoed(t *testing.T) {
+	err := (&Options{Bucket: "bbb", Endpoint: "https://AKIDEXAMPLE:s3cr3t@s3.example.com"}).Validate()
+	if err == nil {
+		t.Fatal("Validate(endpoint with user info) = nil, want an error")
+	}
+	if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "AKIDEXAMPLE") {
+		t.Errorf("Validate error %q repeats the credentials", err)
+	}
+}
+
+// TestOpenOffline: Open does not contact S3.
+func TestOpenOffline(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	s, err := Open(t.Context(), Options{
+		Bucket: "bbb", Endpoint: "http://127.0.0.1:1", PathStyle: true, Prefix: "p/",
+		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", ""),
+	})
+	if err != nil {
+		t.Fatalf("Open = %v, want nil", err)
+	}
+	if s.base != "p/" || s.timeout != DefaultCallTimeout {
+		t.Errorf("Open: base %q, timeout %v; want \"p/\", %v", s.base, s.timeout, DefaultCallTimeout)
+	}
+	if got := s.client.Options().Region; got != DefaultRegion {
+		t.Errorf("region %q, want %q", got, DefaultRegion)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if _, err := s.Stat(t.Context(), store.MustKey("t1", "report", "x")); !errors.Is(err, errClosed) {
+		t.Errorf("Stat after Close = %v, want %v", err, errClosed)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}
+
+// TestCallDeadline: a server that never answers fails the call after
+// CallTimeout, as a backend failure; a canceled caller context wins.
+func TestCallDeadline(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	s, err := Open(t.Context(), Options{
+		Bucket: "bbb", Endpoint: srv.URL, PathStyle: true, CallTimeout: 300 * time.Millisecond,
+		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := store.MustKey("t1", "report", "x")
+
+	start := time.Now()
+	_, err = s.Get(t.Context(), k)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Get took %v with a 300ms call timeout", d)
+	}
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Get from a silent server = %v, want a backend failure (not ErrNotFound, not the caller's deadline)", err)
+	} else if !strings.Contains(err.Error(), "callTimeout") {
+		t.Errorf("Get from a silent server = %q, want it to name store.s3.callTimeout", err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, _, err = s.Put(ctx, &store.Object{Meta: store.Meta{Key: k, Size: 1, SHA256: store.Sum([]byte("x"))}, Body: []byte("x")}, store.Cond{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Put canceled during the call = %v, want an error wrapping %v", err, context.Canceled)
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	ms := func(s int64) time.Time { return time.UnixMilli(s).UTC() }
+	for _, tc := range []struct {
+		name string
+		meta store.Meta
+		body []byte
+	}{
+		{"empty", store.Meta{MIMEType: "application/octet-stream", Visibility: store.Private, Created: ms(1), Modified: ms(2), Expires: time.UnixMilli(time.Time{}.UnixMilli()).UTC()}, []byte{}},
+		{"full", store.Meta{MIMEType: "text/markdown; charset=utf-8", Title: "été ✓", Description: "a\nb \"c\"",
+			Listed: true, Visibility: store.Public, Created: ms(-5), Modified: ms(1e12), Expires: ms(2e12)}, []byte("hello")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.meta.Size = int64(len(tc.body))
+			tc.meta.SHA256 = store.Sum(tc.body)
+			in := record{meta: tc.meta, writeID: "w1"}
+			data := encodeRecord(&in, tc.body)
+			got, body, err := decodeRecord(data)
+			if err != nil {
+				t.Fatalf("decodeRecord = %v", err)
+			}
+			if diff := cmp.Diff(in, got, cmp.AllowUnexported(record{}), cmp.Transformer("Key", store.Key.String)); diff != "" {
+				t.Errorf("record (-want +got):\n%s", diff)
+			}
+			if !bytes.Equal(body, tc.body) {
+				t.Errorf("body = %q, want %q", body, tc.body)
+			}
+			// A prefix holding the header is enough for the header.
+			n, err := headerLen(data[:14])
+			if err != nil || n != len(data)-len(tc.body) {
+				t.Errorf("headerLen = %d, %v; want %d", n, err, len(data)-len(tc.body))
+			}
+			for cut := range len(data) {
+				if _, _, err := decodeRecord(data[:cut]); err == nil {
+					t.Errorf("decodeRecord(first %d of %d bytes) = nil error", cut, len(data))
+				}
+			}
+		})
+	}
+	body := []byte("body")
+	data := encodeRecord(&record{meta: store.Meta{Size: 4, SHA256: store.Sum([]byte("other"))}}, body)
+	if _, _, err := decodeRecord(data); !errors.Is(err, errCorrupt) {
+		t.Errorf("decodeRecord(wrong hash) = %v, want %v", err, errCorrupt)
+	}
+	if _, _, err := decodeRecord([]byte("plain text object")); !errors.Is(err, errCorrupt) {
+		t.Errorf("decodeRecord(foreign object) = %v, want %v", err, errCorrupt)
+	}
+}
+
+// TestKeyOrder: the byte order of object keys is the (scheme, path) order
+// of positions, a path prefix is a key prefix, and keys parse back.
+func TestKeyOrder(t *testing.T) {
+	s := &Store{base: "pre/fix/"}
+	r := rand.New(rand.NewPCG(3, 4))
+	schemeChars := "ab+-.z0"
+	pathChars := "aA-._~/0zZ"
+	gen := func(chars string, n int) string {
+		var b strings.Builder
+		for range 1 + r.IntN(n) {
+			b.WriteByte(chars[r.IntN(len(chars))])
+		}
+		return b.String()
+	}
+	var keys []store.Key
+	for len(keys) < 2000 {
+		k, err := store.NewKey("t1", "a"+gen(schemeChars, 3), gen(pathChars, 6))
+		if err == nil {
+			keys = append(keys, k)
+		}
+	}
+	byPos := slices.Clone(keys)
+	slices.SortFunc(byPos, func(a, b store.Key) int {
+		if c := strings.Compare(a.Scheme(), b.Scheme()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path(), b.Path())
+	})
+	byKey := slices.Clone(keys)
+	slices.SortFunc(byKey, func(a, b store.Key) int { return strings.Compare(s.objectKey(a), s.objectKey(b)) })
+	str := func(ks []store.Key) []string {
+		out := make([]string, len(ks))
+		for i, k := range ks {
+			out[i] = k.String()
+		}
+		return out
+	}
+	if diff := cmp.Diff(str(byPos), str(byKey)); diff != "" {
+		t.Errorf("key order differs from position order (-pos +key):\n%s", diff)
+	}
+	for i, k := range keys {
+		if got, ok := s.parseKey("t1", s.objectKey(k)); !ok || got != k {
+			t.Errorf("parseKey(%q) = %v, %v; want %v", s.objectKey(k), got, ok, k)
+		}
+		if _, ok := s.parseKey("t10", s.objectKey(k)); ok {
+			t.Errorf("parseKey(t10, %q) matched", s.objectKey(k))
+		}
+		// positionKey is a lower bound for what follows the position and
+		// an upper bound for what precedes it.
+		o := keys[(i+1)%len(keys)]
+		pos := store.Position{Scheme: k.Scheme(), Path: k.Path()}
+		opos := store.Position{Scheme: o.Scheme(), Path: o.Path()}
+		if pk := s.positionKey("t1", pos); pos != opos && pos.Less(opos) != (s.objectKey(o) > pk) {
+			t.Errorf("position %v, key %v: Less %v, objectKey %q > positionKey %q: %v",
+				pos, o, pos.Less(opos), s.objectKey(o), pk, s.objectKey(o) > pk)
+		}
+		// A path prefix of the same scheme is a key prefix.
+		if strings.HasPrefix(o.Path(), k.Path()) && o.Scheme() == k.Scheme() &&
+			!strings.HasPrefix(s.objectKey(o), s.schemePrefix("t1", k.Scheme())+k.Path()) {
+			t.Errorf("%v has the path prefix of %v but not the key prefix", o, k)
+		}
+	}
+	// No object key is the "directory" of another.
+	for _, a := range keys {
+		for _, b := range keys[:100] {
+			if strings.HasPrefix(s.objectKey(b), s.objectKey(a)+"/") {
+				t.Fatalf("%q is below %q", s.objectKey(b), s.objectKey(a))
+			}
+		}
+	}
+}
