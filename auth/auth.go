@@ -2,9 +2,16 @@
 // that owns what the caller reads and writes, who the caller is, and which
 // scopes it holds. It knows nothing of storage or MCP.
 //
-// This version has one mode, None, for tests and loopback use: every caller
-// is tenant "default" with both scopes. JWT verification arrives with the
-// auth issue and plugs in behind the same Authenticator interface.
+// Two Authenticators exist. JWT verifies "Authorization: Bearer <token>"
+// with golang-jwt: an allow-listed algorithm, a key from an HMAC secret, PEM
+// public keys or a JWKS URL, exp required, iss and aud checked, the tenant
+// from a configurable claim and scopes from "scope" (or "scp"). Its errors
+// wrap ErrUnauthenticated (answer 401) or ErrUnavailable (key source down,
+// answer 503), and Reason labels them. None, for tests and loopback use,
+// makes every caller tenant "default" with both scopes.
+//
+// LoadOrCreateHMACKey, LoadHMACKey and LoadPublicKeys read key files; Mint
+// signs development tokens with an HMAC key.
 package auth
 
 import (

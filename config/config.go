@@ -43,9 +43,28 @@ type Config struct {
 
 // Store selects and configures the storage backend.
 type Store struct {
-	// Backend is bbolt or memory.
+	// Backend is bbolt, s3 or memory.
 	Backend string `yaml:"backend"`
 	Bbolt   Bbolt  `yaml:"bbolt"`
+	S3      S3     `yaml:"s3"`
+}
+
+// S3 configures the S3 backend. Credentials come from the standard AWS
+// chain (environment, shared files, instance roles), never from this file.
+type S3 struct {
+	Bucket string `yaml:"bucket"`
+	// Prefix of every object key, e.g. "resourced"; "" for the bucket root.
+	Prefix string `yaml:"prefix"`
+	// Region; default us-east-1.
+	Region string `yaml:"region"`
+	// Endpoint of an S3-compatible server (MinIO, Ceph RGW, versitygw);
+	// "" for AWS.
+	Endpoint string `yaml:"endpoint"`
+	// PathStyle addressing (bucket in the path), which most S3-compatible
+	// servers need.
+	PathStyle bool `yaml:"pathStyle"`
+	// CallTimeout bounds every S3 call.
+	CallTimeout Duration `yaml:"callTimeout"`
 }
 
 // Bbolt configures the embedded bbolt backend.
@@ -58,10 +77,47 @@ type Bbolt struct {
 
 // Auth configures how callers are identified.
 type Auth struct {
-	// Mode is "none": every caller is tenant "default" with both scopes.
-	// It is allowed on loopback addresses only.
+	// Mode is "jwt" (default): every /mcp request needs a bearer JWT; or
+	// "none": every caller is tenant "default" with both scopes, allowed on
+	// loopback addresses only.
 	Mode string `yaml:"mode"`
+	// Issuer is the required "iss" claim. Default: baseURL.
+	Issuer string `yaml:"issuer"`
+	// Audiences: a token's "aud" must contain one of them. Default: baseURL.
+	Audiences []string `yaml:"audiences"`
+	// Algorithms allowed in tokens. Default: HS256 with an HMAC key;
+	// RS256, ES256 and EdDSA with public keys or a JWKS URL.
+	Algorithms []string `yaml:"algorithms"`
+	// Leeway for exp/nbf clock skew.
+	Leeway Duration `yaml:"leeway"`
+	// TenantClaim names the claim that carries the tenant.
+	TenantClaim string `yaml:"tenantClaim"`
+	// HMACSecretFile holds the HMAC key (base64, mode 0600). With no key
+	// source configured, <dataDir>/auth-hmac.key is created on first start.
+	HMACSecretFile string `yaml:"hmacSecretFile"`
+	// PublicKeyFiles are PEM public keys (RSA, ECDSA, Ed25519).
+	PublicKeyFiles []string `yaml:"publicKeyFiles"`
+	// JWKSURL is a JSON Web Key Set of your identity provider.
+	JWKSURL string `yaml:"jwksURL"`
+	// JWKSRefresh is how often the JWKS is fetched again.
+	JWKSRefresh Duration `yaml:"jwksRefresh"`
+	// AuthorizationServers are advertised in the RFC 9728 metadata.
+	AuthorizationServers []string `yaml:"authorizationServers"`
+	// AllowedOrigins may send browser requests (Origin header). The
+	// baseURL's origin is always allowed; "*" allows any.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// AllowedHosts are accepted in the Host header, besides the baseURL's
+	// host and, on loopback, localhost names.
+	AllowedHosts []string `yaml:"allowedHosts"`
 }
+
+// HasKeySource reports whether a verification key is configured.
+func (a *Auth) HasKeySource() bool {
+	return a.HMACSecretFile != "" || len(a.PublicKeyFiles) > 0 || a.JWKSURL != ""
+}
+
+// DefaultHMACKeyFile is where the first start writes the dev signing key.
+func (c *Config) DefaultHMACKeyFile() string { return filepath.Join(c.DataDir, "auth-hmac.key") }
 
 // Scheme kinds.
 const (
@@ -151,8 +207,20 @@ func (c *Config) applyDefaults() {
 	if c.Store.Bbolt.OpenTimeout == 0 {
 		c.Store.Bbolt.OpenTimeout = Duration(5 * time.Second)
 	}
+	if c.Store.S3.CallTimeout == 0 {
+		c.Store.S3.CallTimeout = Duration(10 * time.Second)
+	}
 	if c.Auth.Mode == "" {
-		c.Auth.Mode = "none"
+		c.Auth.Mode = "jwt"
+	}
+	if c.Auth.Leeway == 0 {
+		c.Auth.Leeway = Duration(30 * time.Second)
+	}
+	if c.Auth.TenantClaim == "" {
+		c.Auth.TenantClaim = "tenant"
+	}
+	if c.Auth.JWKSRefresh == 0 {
+		c.Auth.JWKSRefresh = Duration(5 * time.Minute)
 	}
 	if c.Schemes == nil {
 		c.Schemes = map[string]*Scheme{"search": {}, "report": {}}
@@ -252,17 +320,56 @@ func (c *Config) Validate() error {
 		if c.Store.Bbolt.OpenTimeout <= 0 {
 			bad("store.bbolt.openTimeout", "must be positive")
 		}
+	case "s3":
+		s3 := &c.Store.S3
+		if s3.Bucket == "" {
+			bad("store.s3.bucket", "required when store.backend is s3")
+		}
+		if s3.Endpoint != "" && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
+			bad("store.s3.endpoint", "want an http(s) URL, got %q", s3.Endpoint)
+		}
+		if strings.HasPrefix(s3.Prefix, "/") || strings.HasSuffix(s3.Prefix, "/") || strings.Contains(s3.Prefix, "//") {
+			bad("store.s3.prefix", "no leading, trailing or double '/', got %q", s3.Prefix)
+		}
+		if s3.CallTimeout <= 0 {
+			bad("store.s3.callTimeout", "must be positive")
+		}
 	case "memory":
 	default:
-		bad("store.backend", "want bbolt or memory, got %q", c.Store.Backend)
+		bad("store.backend", "want bbolt, s3 or memory, got %q", c.Store.Backend)
 	}
 	switch c.Auth.Mode {
 	case "none":
 		if err == nil && !IsLoopback(host) {
 			bad("auth.mode", "none is allowed only when listen is a loopback address, got %q", c.Listen)
 		}
+	case "jwt":
+		a := &c.Auth
+		if a.HMACSecretFile != "" && (len(a.PublicKeyFiles) > 0 || a.JWKSURL != "") {
+			bad("auth.hmacSecretFile", "an HMAC key cannot be combined with publicKeyFiles or jwksURL (algorithm confusion)")
+		}
+		if a.JWKSURL != "" && !strings.HasPrefix(a.JWKSURL, "https://") && !strings.HasPrefix(a.JWKSURL, "http://") {
+			bad("auth.jwksURL", "want an http(s) URL, got %q", a.JWKSURL)
+		}
+		if a.Leeway < 0 || a.Leeway > Duration(5*time.Minute) {
+			bad("auth.leeway", "want 0 to 5m, got %s", a.Leeway.Std())
+		}
+		if a.JWKSRefresh < Duration(10*time.Second) || a.JWKSRefresh > Duration(24*time.Hour) {
+			bad("auth.jwksRefresh", "want 10s to 24h, got %s", a.JWKSRefresh.Std())
+		}
+		if a.JWKSURL != "" && len(a.PublicKeyFiles) > 0 {
+			bad("auth.jwksURL", "configure jwksURL or publicKeyFiles, not both")
+		}
+		for _, alg := range a.Algorithms {
+			if !slices.Contains(knownAlgorithms, alg) {
+				bad("auth.algorithms", "unknown algorithm %q; want one of %s", alg, strings.Join(knownAlgorithms, ", "))
+			}
+		}
+		if (a.JWKSURL != "" || len(a.PublicKeyFiles) > 0) && a.Issuer == "" {
+			bad("auth.issuer", "required with publicKeyFiles or jwksURL: the iss claim your identity provider sets")
+		}
 	default:
-		bad("auth.mode", "want none, got %q (JWT auth is not available in this version)", c.Auth.Mode)
+		bad("auth.mode", "want jwt or none, got %q", c.Auth.Mode)
 	}
 	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
 		bad("baseURL", "want an http:// or https:// URL, got %q", c.BaseURL)
@@ -299,6 +406,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+var knownAlgorithms = []string{"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// CanonicalBaseURL is BaseURL without a trailing slash, or http://<listen>.
+func (c *Config) CanonicalBaseURL() string {
+	if c.BaseURL != "" {
+		return strings.TrimRight(c.BaseURL, "/")
+	}
+	return "http://" + c.Listen
 }
 
 // IsLoopback reports whether host (from host:port) names a loopback address.

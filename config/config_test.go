@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestExampleConfigMatchesDefaults(t *testing.T) {
@@ -16,14 +17,14 @@ func TestExampleConfigMatchesDefaults(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("example config does not validate: %v", err)
 	}
-	if diff := cmp.Diff(Default(), c); diff != "" {
+	if diff := cmp.Diff(Default(), c, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("example config differs from the defaults (-default +example):\n%s", diff)
 	}
 }
 
 func TestDefaults(t *testing.T) {
 	c := Default()
-	if c.Listen != "127.0.0.1:8765" || c.Store.Backend != "bbolt" || c.Auth.Mode != "none" || c.BboltPath() != "data/resourced.db" {
+	if c.Listen != "127.0.0.1:8765" || c.Store.Backend != "bbolt" || c.Auth.Mode != "jwt" || c.BboltPath() != "data/resourced.db" {
 		t.Errorf("defaults: %+v", c)
 	}
 	s := c.Schemes["search"]
@@ -57,6 +58,7 @@ func TestDecodeErrors(t *testing.T) {
 func TestValidateNamesEveryProblem(t *testing.T) {
 	c, err := Decode(strings.NewReader(`
 listen: "0.0.0.0:8765"
+auth: {mode: none}
 logLevel: loud
 store: {backend: cassandra}
 schemes:
@@ -73,7 +75,7 @@ schemes:
 	}
 	for _, want := range []string{
 		"logLevel: want debug",
-		"store.backend: want bbolt or memory",
+		"store.backend: want bbolt, s3 or memory",
 		"auth.mode: none is allowed only when listen is a loopback address",
 		"schemes.Bad: scheme names",
 		"schemes.report.kind: want search or report",
@@ -107,5 +109,49 @@ func TestParseSize(t *testing.T) {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) succeeded", in)
 		}
+	}
+}
+
+func TestValidateAuth(t *testing.T) {
+	c, err := Decode(strings.NewReader(`
+auth:
+  hmacSecretFile: /k
+  jwksURL: ftp://x
+  leeway: 1h
+  algorithms: [HS256, none]
+  jwksRefresh: 1ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	for _, want := range []string{
+		"auth.hmacSecretFile: an HMAC key cannot be combined",
+		"auth.jwksURL: want an http(s) URL",
+		"auth.leeway: want 0 to 5m",
+		`auth.algorithms: unknown algorithm "none"`,
+		"auth.jwksRefresh: want 10s to 24h",
+		"auth.issuer: required with publicKeyFiles or jwksURL",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error lacks %q:\n%v", want, err)
+		}
+	}
+	if c, _ := Decode(strings.NewReader("auth: {mode: basic}\n")); c.Validate() == nil {
+		t.Error("auth.mode basic accepted")
+	}
+}
+
+func TestValidateS3(t *testing.T) {
+	c, _ := Decode(strings.NewReader("store:\n  backend: s3\n  s3: {endpoint: minio:9000, prefix: /x/}\n"))
+	err := c.Validate()
+	for _, want := range []string{"store.s3.bucket: required", "store.s3.endpoint: want an http(s) URL", "store.s3.prefix: no leading"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error lacks %q:\n%v", want, err)
+		}
+	}
+	c, _ = Decode(strings.NewReader("store:\n  backend: s3\n  s3: {bucket: b, endpoint: \"http://127.0.0.1:7070\", pathStyle: true, prefix: team/a}\n"))
+	if err := c.Validate(); err != nil {
+		t.Errorf("valid s3 config: %v", err)
 	}
 }

@@ -532,7 +532,7 @@ func TestProtocolErrors(t *testing.T) {
 		}
 	}
 	// Malformed JSON: an HTTP error, and the server keeps serving.
-	r := in.post(http2025(), []byte(`{"jsonrpc":"2.0","id":1,"method":`))
+	r := in.post(in.http2025(), []byte(`{"jsonrpc":"2.0","id":1,"method":`))
 	if r.Status < 400 {
 		t.Errorf("malformed JSON got HTTP %d", r.Status)
 	}

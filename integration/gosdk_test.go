@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ func TestGoSDKClient(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			c := mcp.NewClient(&mcp.Implementation{Name: "resourced-it", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: in.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+			transport := &mcp.StreamableClientTransport{Endpoint: in.URL + "/mcp", HTTPClient: bearerClient(in.Token)}
+			cs, err := c.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: v})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,4 +95,20 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// bearerClient is an HTTP client that sends token on every request.
+func bearerClient(token string) *http.Client {
+	return &http.Client{Transport: bearerTransport{token: token, next: http.DefaultTransport}}
+}
+
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }

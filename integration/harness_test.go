@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -23,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // binary is the resourced binary built once by TestMain.
@@ -55,7 +58,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// instance is one running resourced process.
+// instance is one running resourced process, seen by one caller.
 type instance struct {
 	t       *testing.T
 	dataDir string
@@ -63,7 +66,25 @@ type instance struct {
 	cmd     *exec.Cmd
 	URL     string // http://127.0.0.1:PORT
 	logs    *syncBuffer
+	stdout  *syncBuffer
 	done    chan struct{}
+	// Key signs test tokens; Token is sent by rpc and the clients (tenant
+	// "default", both scopes, unless made with as).
+	Key   []byte
+	Token string
+	// extraEnv is added to the process environment.
+	extraEnv []string
+}
+
+// testBaseURL is the canonical URL test servers are configured with, so
+// token audiences do not depend on the port.
+const testBaseURL = "http://resourced.test"
+
+// as returns a view of the same process that sends token.
+func (in *instance) as(token string) *instance {
+	c := *in
+	c.Token = token
+	return &c
 }
 
 type syncBuffer struct {
@@ -83,19 +104,75 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startServer starts resourced on 127.0.0.1:0 with configYAML (may be "")
-// in a fresh data directory, and waits for its "listening" log line.
-func startServer(t *testing.T, configYAML string) *instance {
+// startServer starts resourced on 127.0.0.1:0 in a fresh data directory
+// with JWT auth: an HMAC key made for the test, baseURL testBaseURL, and
+// extraYAML appended to the config (top-level keys other than baseURL and
+// auth). It waits for the "listening" log line.
+func startServer(t *testing.T, extraYAML string) *instance {
+	t.Helper()
+	return startServerEnv(t, extraYAML)
+}
+
+// startServerEnv is startServer with extra environment variables.
+func startServerEnv(t *testing.T, extraYAML string, env ...string) *instance {
+	t.Helper()
+	dir := t.TempDir()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "hmac.key")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := startServerConfigEnv(t, fmt.Sprintf("baseURL: %s\nauth:\n  hmacSecretFile: %s\n%s", testBaseURL, keyFile, extraYAML), env...)
+	in.Key = key
+	in.Token = in.mint(tokenClaims("default", scopeRead+" "+scopeWrite))
+	return in
+}
+
+// startServerConfig starts resourced with exactly configYAML.
+func startServerConfig(t *testing.T, configYAML string) *instance {
+	t.Helper()
+	return startServerConfigEnv(t, configYAML)
+}
+
+func startServerConfigEnv(t *testing.T, configYAML string, env ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "resourced.yaml")
 	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{t: t, dataDir: filepath.Join(dir, "data"), config: cfg}
+	in := &instance{t: t, dataDir: filepath.Join(dir, "data"), config: cfg, extraEnv: env}
 	in.start()
 	t.Cleanup(in.stop)
 	return in
+}
+
+const (
+	scopeRead  = "resources:read"
+	scopeWrite = "resources:write"
+)
+
+// tokenClaims are valid claims for testBaseURL: tenant, scopes, 1h life.
+func tokenClaims(tenant, scope string) jwt.MapClaims {
+	now := time.Now()
+	return jwt.MapClaims{
+		"iss": testBaseURL, "aud": testBaseURL, "sub": "it-" + tenant,
+		"tenant": tenant, "scope": scope,
+		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(),
+	}
+}
+
+// mint signs claims with the instance's HMAC key (HS256).
+func (in *instance) mint(claims jwt.MapClaims) string {
+	in.t.Helper()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(in.Key)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return tok
 }
 
 var listenRE = regexp.MustCompile(`"msg":"listening","addr":"([^"]+)"`)
@@ -104,8 +181,11 @@ func (in *instance) start() {
 	t := in.t
 	t.Helper()
 	in.logs = &syncBuffer{}
+	in.stdout = &syncBuffer{}
 	in.cmd = exec.Command(binary, "serve", "--config", in.config, "--listen", "127.0.0.1:0", "--data-dir", in.dataDir)
 	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
+	in.cmd.Env = append(in.cmd.Env, in.extraEnv...)
+	in.cmd.Stdout = in.stdout
 	stderr, err := in.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +301,7 @@ func (in *instance) rpc(version, method string, params map[string]any) *rawRespo
 	if params == nil {
 		params = map[string]any{}
 	}
-	hdr := http.Header{}
+	hdr := in.header()
 	hdr.Set("MCP-Protocol-Version", version)
 	if version >= v2026 {
 		params["_meta"] = map[string]any{
@@ -244,6 +324,15 @@ func (in *instance) rpc(version, method string, params map[string]any) *rawRespo
 	r := in.post(hdr, body)
 	validateResponse(in.t, version, method, r.Body)
 	return r
+}
+
+// header is the base header of a request: the bearer token, if any.
+func (in *instance) header() http.Header {
+	h := http.Header{}
+	if in.Token != "" {
+		h.Set("Authorization", "Bearer "+in.Token)
+	}
+	return h
 }
 
 // post sends a raw body to /mcp.
@@ -322,8 +411,8 @@ func (r *toolResult) structured(t *testing.T) map[string]any {
 	return m
 }
 
-func http2025() http.Header {
-	h := http.Header{}
+func (in *instance) http2025() http.Header {
+	h := in.header()
 	h.Set("MCP-Protocol-Version", v2025)
 	return h
 }

@@ -52,6 +52,7 @@ func TestTypeScriptClient(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, filepath.Join("ts", "unlisted-read.mjs"), in.URL+"/mcp", mode)
+			cmd.Env = append(os.Environ(), "RESOURCED_TOKEN="+in.Token)
 			// combined keeps stdout and stderr interleaved as the script wrote
 			// them; stdout alone carries the summary line.
 			// Two goroutines copy stdout and stderr: the shared buffer locks.

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/resourced/resourced/auth"
 )
 
 // reqLog collects what one HTTP request did, filled in by the layers that
@@ -80,23 +78,5 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			slog.Int64("bytes", sw.bytes),
 			slog.Duration("dur", time.Since(start)),
 		)
-	})
-}
-
-// authenticate resolves the caller to a principal before MCP sees the
-// request. A failure is 401 with no detail; the reason is logged.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth.Authenticate(r)
-		if err != nil {
-			s.log.Warn("authentication failed", "err", err)
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		if e := logEntry(r.Context()); e != nil {
-			e.tenant = p.Tenant
-		}
-		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,17 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported as serverInfo.version.
 	Version string
+	// BaseURL is the canonical URL (no trailing slash), e.g.
+	// https://resourced.example.com; the MCP endpoint is BaseURL + "/mcp".
+	BaseURL string
+	// AuthorizationServers are advertised in the RFC 9728 metadata.
+	AuthorizationServers []string
+	// AllowedOrigins may call /mcp from a browser; the BaseURL's origin
+	// always may, and "*" allows any.
+	AllowedOrigins []string
+	// AllowedHosts are accepted in the Host header besides the BaseURL's
+	// host (and localhost names on loopback listeners).
+	AllowedHosts []string
 }
 
 // Server is resourced's HTTP handler.
@@ -63,6 +75,11 @@ type Server struct {
 	handler http.Handler
 	ids     *idSource
 	maxBody int64
+
+	baseURL        string
+	authServers    []string
+	allowedOrigins []string
+	allowedHosts   []string
 }
 
 // New builds a Server.
@@ -79,6 +96,14 @@ func New(opts Options) (*Server, error) {
 		auth:    opts.Auth,
 		log:     opts.Logger,
 		now:     opts.Now,
+
+		baseURL:        strings.TrimRight(opts.BaseURL, "/"),
+		authServers:    opts.AuthorizationServers,
+		allowedOrigins: opts.AllowedOrigins,
+		allowedHosts:   opts.AllowedHosts,
+	}
+	if s.baseURL == "" {
+		return nil, errors.New("server: Options.BaseURL is required")
 	}
 	if s.auth == nil {
 		s.auth = auth.None{}
@@ -125,9 +150,15 @@ func New(opts Options) (*Server, error) {
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: requestBodyLimit(s.maxBody),
+		// guardOrigin does this, with the configured allow-lists.
+		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.authenticate(streamable))
+	mux.Handle("/mcp", s.guardOrigin(s.authenticate(streamable)))
+	if s.requiresAuth() {
+		mux.Handle(metadataPath, s.resourceMetadata())
+		mux.Handle(metadataPath+"/mcp", s.resourceMetadata())
+	}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	s.handler = s.logRequests(mux)

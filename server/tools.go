@@ -175,6 +175,8 @@ func (s *Server) put(ctx context.Context, obj *store.Object, cond store.Cond) (s
 	switch {
 	case err == nil:
 		return m, replaced, nil
+	case errors.Is(err, store.ErrInvalidKey):
+		return m, false, invalidField("path", "is too long for this server's storage backend; use a shorter path (S3 keys are at most 1024 bytes, and one segment at most 255)")
 	case errors.Is(err, store.ErrPreconditionFailed):
 		u := obj.Key.String()
 		if cond.Kind == store.IfMatch {

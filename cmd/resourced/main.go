@@ -24,6 +24,7 @@ import (
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/memstore"
+	"github.com/resourced/resourced/store/s3store"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -43,7 +44,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, args, getenv, stderr)
+		return serve(ctx, args, getenv, stdout, stderr)
+	case "token":
+		return token(args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "resourced", version)
 		return nil
@@ -56,7 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 const usage = `usage:
-  resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|memory] [--log-level LEVEL]
+  resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|s3|memory] [--log-level LEVEL]
+  resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
   resourced version
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
 (flags win over environment, environment over the config file)`
@@ -74,7 +78,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&flags.Listen, "listen", "", "address to listen on (default 127.0.0.1:8765)")
 	fs.StringVar(&flags.DataDir, "data-dir", "", "data directory (default ./data)")
-	fs.StringVar(&flags.Backend, "backend", "", "storage backend: bbolt or memory")
+	fs.StringVar(&flags.Backend, "backend", "", "storage backend: bbolt, s3 or memory")
 	fs.StringVar(&flags.LogLevel, "log-level", "", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -104,10 +108,16 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 }
 
 // openStore is the one place that knows every backend.
-func openStore(cfg *config.Config) (store.Backend, error) {
+func openStore(ctx context.Context, cfg *config.Config) (store.Backend, error) {
 	switch cfg.Store.Backend {
 	case "bbolt":
 		return boltstore.Open(cfg.BboltPath(), boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
+	case "s3":
+		s3 := &cfg.Store.S3
+		return s3store.Open(ctx, s3store.Options{
+			Bucket: s3.Bucket, Prefix: s3.Prefix, Region: s3.Region, Endpoint: s3.Endpoint,
+			PathStyle: s3.PathStyle, CallTimeout: s3.CallTimeout.Std(),
+		})
 	case "memory":
 		return memstore.New(memstore.Options{}), nil
 	}
@@ -135,19 +145,30 @@ func schemes(cfg *config.Config) []server.Scheme {
 	return out
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	st, err := openStore(cfg)
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
 	}
 	defer st.Close()
 
-	srv, err := server.New(server.Options{Store: st, Schemes: schemes(cfg), Logger: log, Version: version})
+	authn, closeAuth, err := authenticator(ctx, cfg, log, stdout)
+	if err != nil {
+		return err
+	}
+	defer closeAuth()
+	srv, err := server.New(server.Options{
+		Store: st, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version,
+		BaseURL:              cfg.CanonicalBaseURL(),
+		AuthorizationServers: cfg.Auth.AuthorizationServers,
+		AllowedOrigins:       cfg.Auth.AllowedOrigins,
+		AllowedHosts:         cfg.Auth.AllowedHosts,
+	})
 	if err != nil {
 		return err
 	}

@@ -20,9 +20,12 @@ import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcont
 
 const WANT_VERSION = { auto: '2026-07-28', legacy: '2025-11-25' };
 
+// The bearer token comes from RESOURCED_TOKEN (never the command line, where
+// other users of the machine could read it); none is sent when it is unset.
 const [mcpURL, mode] = process.argv.slice(2);
+const token = process.env.RESOURCED_TOKEN;
 if (!mcpURL || !(mode in WANT_VERSION)) {
-    console.error('usage: node unlisted-read.mjs <mcpURL> <auto|legacy>');
+    console.error('usage: RESOURCED_TOKEN=<jwt> node unlisted-read.mjs <mcpURL> <auto|legacy>');
     process.exit(2);
 }
 
@@ -47,7 +50,10 @@ const client = new Client(
     { name: 'resourced-ts-integration', version: '1.0.0' },
     mode === 'auto' ? { versionNegotiation: { mode: 'auto' } } : {}
 );
-const transport = new StreamableHTTPClientTransport(new URL(mcpURL));
+const transport = new StreamableHTTPClientTransport(
+    new URL(mcpURL),
+    token ? { authProvider: { token: async () => token } } : {}
+);
 
 async function main() {
     // --- connect -----------------------------------------------------------

@@ -1,0 +1,427 @@
+package integration
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+const metadataURL = testBaseURL + "/.well-known/oauth-protected-resource"
+
+// listTools sends tools/list with the instance's token and returns the
+// HTTP exchange (schema-validated when it is JSON-RPC).
+func (in *instance) listTools() *rawResponse {
+	in.t.Helper()
+	hdr := in.header()
+	hdr.Set("MCP-Protocol-Version", v2025)
+	return in.post(hdr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+}
+
+// checkUnauthorized asserts a 401 with the RFC 9728 challenge and no
+// verifier detail in the body.
+func checkUnauthorized(t *testing.T, r *rawResponse, what string) {
+	t.Helper()
+	if r.Status != http.StatusUnauthorized {
+		t.Errorf("%s: HTTP %d, want 401: %s", what, r.Status, r.Body)
+		return
+	}
+	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, `resource_metadata="`+metadataURL+`"`) {
+		t.Errorf("%s: WWW-Authenticate = %q", what, ch)
+	}
+	body := strings.ToLower(string(r.Body))
+	for _, leak := range []string{"signature", "expired", "malformed", "claim", "crypto", "key", "audience", "issuer", "tenant", "segment", "base64", "algorithm"} {
+		if strings.Contains(body, leak) {
+			t.Errorf("%s: response body leaks verifier detail %q: %s", what, leak, r.Body)
+		}
+	}
+}
+
+func TestBadTokensAreRejected(t *testing.T) {
+	in := startServer(t, "")
+	other := make([]byte, 32)
+	rand.Read(other)
+	sign := func(key []byte, c jwt.MapClaims) string {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	with := func(edit func(jwt.MapClaims)) string {
+		c := tokenClaims("default", scopeRead+" "+scopeWrite)
+		edit(c)
+		return sign(in.Key, c)
+	}
+	b64 := base64.RawURLEncoding.EncodeToString
+	claimsJSON, _ := json.Marshal(tokenClaims("default", scopeRead))
+	cases := map[string]string{
+		"no token":          "",
+		"alg none":          b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(claimsJSON) + ".",
+		"wrong signature":   sign(other, tokenClaims("default", scopeRead)),
+		"expired":           with(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() }),
+		"nbf in the future": with(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() }),
+		"missing exp":       with(func(c jwt.MapClaims) { delete(c, "exp") }),
+		"wrong aud":         with(func(c jwt.MapClaims) { c["aud"] = "http://elsewhere.test" }),
+		"wrong iss":         with(func(c jwt.MapClaims) { c["iss"] = "http://evil.test" }),
+		"missing tenant":    with(func(c jwt.MapClaims) { delete(c, "tenant") }),
+		"upper-case tenant": with(func(c jwt.MapClaims) { c["tenant"] = "ACME" }),
+		"tenant with slash": with(func(c jwt.MapClaims) { c["tenant"] = "a/../b" }),
+		"tenant not string": with(func(c jwt.MapClaims) { c["tenant"] = 7 }),
+		"64 KB token":       with(func(c jwt.MapClaims) { c["pad"] = strings.Repeat("x", 64<<10) }),
+		"garbage base64":    "!!!.@@@.###",
+		"two segments":      "abc.def",
+	}
+	for name, tok := range cases {
+		t.Run(name, func(t *testing.T) {
+			checkUnauthorized(t, in.as(tok).listTools(), name)
+		})
+	}
+	// Not a bearer scheme at all.
+	hdr := http.Header{"Authorization": {"Basic " + b64([]byte("a:b"))}, "Mcp-Protocol-Version": {v2025}}
+	checkUnauthorized(t, in.post(hdr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), "basic auth")
+	// The server kept serving throughout.
+	if r := in.listTools(); r.Status != 200 || r.Error != nil {
+		t.Fatalf("valid token after bad ones: HTTP %d %s", r.Status, r.Body)
+	}
+	if strings.Contains(in.logs.String(), in.Token) {
+		t.Error("the server logged a token")
+	}
+}
+
+func TestScopesAreEnforced(t *testing.T) {
+	in := startServer(t, "")
+	ro := in.as(in.mint(tokenClaims("default", scopeRead)))
+	wo := in.as(in.mint(tokenClaims("default", scopeWrite)))
+	body := func(method, params string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`)
+	}
+	forbidden := func(t *testing.T, r *rawResponse, scope string) {
+		t.Helper()
+		ch := r.Header.Get("WWW-Authenticate")
+		if r.Status != http.StatusForbidden || !strings.Contains(ch, `error="insufficient_scope"`) || !strings.Contains(ch, `scope="`+scope+`"`) || !strings.Contains(ch, "resource_metadata=") {
+			t.Errorf("HTTP %d WWW-Authenticate %q, want 403 insufficient_scope %s", r.Status, ch, scope)
+		}
+	}
+	save := body("tools/call", `{"name":"save_report","arguments":{"path":"x","mimeType":"text/plain","text":"x"}}`)
+	forbidden(t, ro.post(ro.http2025(), save), scopeWrite)
+	forbidden(t, ro.post(ro.http2025(), body("tools/call", `{"name":"delete_resource","arguments":{"uri":"report://default/x"}}`)), scopeWrite)
+	forbidden(t, wo.post(wo.http2025(), body("resources/read", `{"uri":"report://default/x"}`)), scopeRead)
+	forbidden(t, wo.post(wo.http2025(), body("resources/list", `{}`)), scopeRead)
+	forbidden(t, wo.post(wo.http2025(), body("tools/call", `{"name":"stat_resource","arguments":{"uri":"report://default/x"}}`)), scopeRead)
+	// A batch hiding a write behind a read is judged by every message.
+	forbidden(t, ro.post(ro.http2025(), []byte("["+string(body("tools/list", "{}"))+","+string(save)+"]")), scopeWrite)
+
+	// What each token may do, it does.
+	sc := checkSuccess(t, wo.call(v2026, "save_report", map[string]any{"path": "scoped", "mimeType": "text/plain", "text": "hello"}), 1)
+	if got := ro.read(v2026, sc["uri"].(string)).body(t); string(got) != "hello" {
+		t.Errorf("read-only token read %q", got)
+	}
+	for _, c := range []*instance{ro, wo} {
+		if r := c.listTools(); r.Status != 200 {
+			t.Errorf("tools/list with a single-scope token: HTTP %d", r.Status)
+		}
+	}
+}
+
+func TestTenantIsolation(t *testing.T) {
+	in := startServer(t, "")
+	a := in.as(in.mint(tokenClaims("acme", scopeRead+" "+scopeWrite)))
+	b := in.as(in.mint(tokenClaims("acme-b", scopeRead+" "+scopeWrite)))
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			path := "billing/" + v + "/private"
+			sa := checkSuccess(t, a.call(v, "save_report", map[string]any{"path": path, "mimeType": "text/plain", "text": "A's secret", "listed": true}), 1)
+			aURI := sa["uri"].(string)
+			if aURI != "report://acme/"+path {
+				t.Fatalf("A's uri = %s", aURI)
+			}
+			// B reading A's URI looks exactly like B reading nothing.
+			never := "report://acme/never/" + v
+			r1 := b.rpc(v, "resources/read", map[string]any{"uri": aURI})
+			r2 := b.rpc(v, "resources/read", map[string]any{"uri": never})
+			if got, want := errorMember(t, r1), strings.Replace(errorMember(t, r2), never, aURI, 1); got != want || r1.Status != r2.Status {
+				t.Errorf("foreign read differs from unknown read:\n%s\n%s", got, want)
+			}
+			checkFailure(t, b.call(v, "stat_resource", map[string]any{"uri": aURI}), "not_found")
+			checkFailure(t, b.call(v, "delete_resource", map[string]any{"uri": aURI}), "not_found")
+			// Neither list shows A's resources to B.
+			if lr := b.rpc(v, "resources/list", nil); strings.Contains(string(lr.Body), "acme/") && strings.Contains(string(lr.Body), path) {
+				t.Errorf("B's resources/list shows A's resource: %s", lr.Body)
+			}
+			lb := checkSuccess(t, b.call(v, "list_resources", map[string]any{}), -1)
+			for _, it := range lb["items"].([]any) {
+				if strings.HasPrefix(it.(map[string]any)["uri"].(string), "report://acme/") {
+					t.Errorf("B's list_resources shows %v", it)
+				}
+			}
+			// B saving the same path creates B's own resource; A's is untouched.
+			sb := checkSuccess(t, b.call(v, "save_report", map[string]any{"path": path, "mimeType": "text/plain", "text": "B's own"}), 1)
+			if sb["status"] != "created" || sb["uri"] != "report://acme-b/"+path {
+				t.Errorf("B's save: %v", sb)
+			}
+			if got := a.read(v, aURI).body(t); string(got) != "A's secret" {
+				t.Errorf("A's body is now %q", got)
+			}
+			// A public resource of A is readable by B, and only it is public.
+			pub := checkSuccess(t, a.call(v, "save_report", map[string]any{"path": "public/" + v, "mimeType": "text/plain", "text": "for all", "visibility": "public"}), 1)
+			rr := b.read(v, pub["uri"].(string))
+			if string(rr.body(t)) != "for all" || rr.CacheScope == nil || *rr.CacheScope != "public" {
+				t.Errorf("B reading A's public resource: %q cacheScope %s", rr.body(t), show(rr.CacheScope))
+			}
+			if rr := a.read(v, aURI); *rr.CacheScope != "private" {
+				t.Errorf("A's private resource served with cacheScope %s", *rr.CacheScope)
+			}
+			// B cannot write into A's public resource either.
+			checkFailure(t, b.call(v, "delete_resource", map[string]any{"uri": pub["uri"]}), "not_found")
+		})
+	}
+}
+
+func TestProtectedResourceMetadata(t *testing.T) {
+	in := startServer(t, "")
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		resp, err := http.Get(in.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md map[string]any
+		json.NewDecoder(resp.Body).Decode(&md)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || md["resource"] != testBaseURL+"/mcp" {
+			t.Errorf("GET %s: HTTP %d %v", path, resp.StatusCode, md)
+		}
+		if s, _ := json.Marshal(md["scopes_supported"]); !strings.Contains(string(s), scopeWrite) {
+			t.Errorf("GET %s: scopes_supported = %s", path, s)
+		}
+	}
+}
+
+func TestOriginAndHostProtection(t *testing.T) {
+	in := startServer(t, "")
+	cases := []struct {
+		name, origin, host string
+		want               int
+	}{
+		{"foreign origin", "http://evil.example", "", 403},
+		{"own origin", testBaseURL, "", 200},
+		{"rebinding host", "", "evil.example:8765", 403},
+		{"localhost host", "", "localhost:8765", 200},
+		{"base host", "", "resourced.test", 200},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("POST", in.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header = in.http2025()
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: HTTP %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+}
+
+// TestFirstStartAndTokenCommand: with no key configured the first start
+// creates a 0600 key and prints a working token; `resourced token` mints
+// more from the same key.
+func TestFirstStartAndTokenCommand(t *testing.T) {
+	in := startServerConfig(t, "baseURL: "+testBaseURL+"\n")
+	out := in.stdout.String()
+	m := regexp.MustCompile(`(?m)^(ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("first start printed no token; stdout:\n%s", out)
+	}
+	if strings.Contains(in.logs.String(), m[1]) {
+		t.Error("the first-start token went into the log stream")
+	}
+	keyFile := filepath.Join(in.dataDir, "auth-hmac.key")
+	st, err := os.Stat(keyFile)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %s: %v, mode %v, want 0600", keyFile, err, st.Mode().Perm())
+	}
+	first := in.as(m[1])
+	checkSuccess(t, first.call(v2026, "save_report", map[string]any{"path": "first", "mimeType": "text/plain", "text": "x"}), 1)
+
+	cmd := exec.Command(binary, "token", "--config", in.config, "--data-dir", in.dataDir, "--tenant", "t1", "--scope", scopeRead, "--ttl", "10m")
+	cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_DATA_DIR=")
+	tok, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("resourced token: %v", err)
+	}
+	ro := in.as(strings.TrimSpace(string(tok)))
+	sc := checkSuccess(t, ro.call(v2026, "list_resources", map[string]any{}), 0)
+	if len(sc["items"].([]any)) != 0 {
+		t.Errorf("tenant t1 sees default's resources: %v", sc)
+	}
+	if r := ro.post(ro.http2025(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_report","arguments":{"path":"x","mimeType":"text/plain","text":"x"}}}`)); r.Status != 403 {
+		t.Errorf("read-only minted token could write: HTTP %d", r.Status)
+	}
+	// A restart does not print a token again.
+	in.restart()
+	if strings.Count(in.stdout.String(), "ey") != 0 {
+		t.Errorf("second start printed a token again: %s", in.stdout)
+	}
+}
+
+func TestAuthNoneOnlyOnLoopback(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("auth: {mode: none}\n"), 0o600)
+	cmd := exec.Command(binary, "serve", "--config", cfg, "--listen", "0.0.0.0:0", "--data-dir", filepath.Join(dir, "data"))
+	cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "auth.mode: none is allowed only when listen is a loopback address") {
+		t.Errorf("auth none on 0.0.0.0: err %v, output %s", err, out)
+	}
+	// On loopback it serves every caller as tenant default, without a token.
+	in := startServerConfig(t, "auth: {mode: none}\n")
+	sc := checkSuccess(t, in.call(v2026, "save_report", map[string]any{"path": "anon", "mimeType": "text/plain", "text": "x"}), 1)
+	if sc["uri"] != "report://default/anon" {
+		t.Errorf("auth none saved %v", sc["uri"])
+	}
+}
+
+// jwksServer serves a JSON Web Key Set that the test can rotate and stop.
+type jwksServer struct {
+	mu   sync.Mutex
+	keys map[string]*ecdsa.PrivateKey
+	srv  *httptest.Server
+	hits int
+}
+
+func newJWKSServer(t *testing.T) *jwksServer {
+	j := &jwksServer{keys: map[string]*ecdsa.PrivateKey{}}
+	j.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.hits++
+		var set struct {
+			Keys []map[string]string `json:"keys"`
+		}
+		for kid, k := range j.keys {
+			set.Keys = append(set.Keys, map[string]string{
+				"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid,
+				"x": b64int(k.X), "y": b64int(k.Y),
+			})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(set)
+	}))
+	t.Cleanup(j.srv.Close)
+	return j
+}
+
+func b64int(n *big.Int) string {
+	b := make([]byte, 32)
+	return base64.RawURLEncoding.EncodeToString(n.FillBytes(b))
+}
+
+func (j *jwksServer) add(t *testing.T, kid string) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	j.keys[kid] = k
+	j.mu.Unlock()
+}
+
+func (j *jwksServer) sign(t *testing.T, kid string, c jwt.MapClaims) string {
+	j.mu.Lock()
+	k := j.keys[kid]
+	j.mu.Unlock()
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestJWKSRotationAndOutage(t *testing.T) {
+	j := newJWKSServer(t)
+	j.add(t, "k1")
+	in := startServerConfig(t, fmt.Sprintf("baseURL: %s\nauth:\n  issuer: https://idp.test\n  jwksURL: %s\n  jwksRefresh: 1h\n", testBaseURL, j.srv.URL))
+	claims := func() jwt.MapClaims {
+		c := tokenClaims("acme", scopeRead+" "+scopeWrite)
+		c["iss"] = "https://idp.test"
+		return c
+	}
+	if r := in.as(j.sign(t, "k1", claims())).listTools(); r.Status != 200 {
+		t.Fatalf("token of k1: HTTP %d %s", r.Status, r.Body)
+	}
+	// Rotation: a new kid verifies without a restart.
+	j.add(t, "k2")
+	if r := in.as(j.sign(t, "k2", claims())).listTools(); r.Status != 200 {
+		t.Fatalf("token of rotated k2: HTTP %d %s", r.Status, r.Body)
+	}
+	// Algorithm confusion: an HS256 token keyed with public material is refused.
+	hs, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, claims()).SignedString([]byte("k1"))
+	checkUnauthorized(t, in.as(hs).listTools(), "HS256 against a JWKS")
+	// Outage: a kid not yet seen cannot be verified → 503, never 500; the
+	// cached kids keep working.
+	j.add(t, "k3")
+	k3 := j.sign(t, "k3", claims())
+	j.srv.Close()
+	r := in.as(k3).listTools()
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Errorf("JWKS down, unknown kid: HTTP %d Retry-After %q, want 503 with Retry-After", r.Status, r.Header.Get("Retry-After"))
+	}
+	if r := in.as(j.sign(t, "k2", claims())).listTools(); r.Status != 200 {
+		t.Errorf("JWKS down, cached kid: HTTP %d", r.Status)
+	}
+	if r := in.as(j.sign(t, "k2", claims())).listTools(); r.Status == 500 {
+		t.Errorf("HTTP 500 during JWKS outage")
+	}
+}
+
+func TestPublicKeyFileAndAlgorithmConfusion(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	dir := t.TempDir()
+	pub := filepath.Join(dir, "idp.pem")
+	os.WriteFile(pub, pemBytes, 0o644)
+	in := startServerConfig(t, fmt.Sprintf("baseURL: %s\nauth:\n  issuer: https://idp.test\n  algorithms: [RS256]\n  publicKeyFiles: [%s]\n", testBaseURL, pub))
+	c := tokenClaims("acme", scopeRead)
+	c["iss"] = "https://idp.test"
+	good, _ := jwt.NewWithClaims(jwt.SigningMethodRS256, c).SignedString(k)
+	if r := in.as(good).listTools(); r.Status != 200 {
+		t.Fatalf("RS256 token: HTTP %d %s", r.Status, r.Body)
+	}
+	// The classic confusion: HS256 with the PEM of the public key as secret.
+	confused, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(pemBytes)
+	checkUnauthorized(t, in.as(confused).listTools(), "HS256 signed with the RSA public key")
+}

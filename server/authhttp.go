@@ -1,0 +1,214 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/resourced/resourced/auth"
+)
+
+// This file is the HTTP face of auth: DNS-rebinding protection (Origin and
+// Host), bearer authentication with RFC 6750 answers (401, 403
+// insufficient_scope, 503 when keys cannot be fetched), and the RFC 9728
+// protected resource metadata. go-sdk's RequireBearerToken answers 403
+// without error="insufficient_scope", copies verifier errors into responses
+// and turns a key-source outage into 500, so it is not used.
+
+const metadataPath = "/.well-known/oauth-protected-resource"
+
+// requiresAuth reports whether callers must present a token.
+func (s *Server) requiresAuth() bool {
+	_, none := s.auth.(auth.None)
+	return !none
+}
+
+// resourceMetadata serves RFC 9728 metadata for the /mcp resource.
+func (s *Server) resourceMetadata() http.Handler {
+	return sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               s.baseURL + "/mcp",
+		AuthorizationServers:   s.authServers,
+		ScopesSupported:        []string{auth.ScopeRead, auth.ScopeWrite},
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "resourced",
+	})
+}
+
+// guardOrigin refuses requests from browser origins and Host names that are
+// not allowed (DNS rebinding protection).
+func (s *Server) guardOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o) {
+			s.log.Warn("refused origin", "origin", o)
+			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
+			return
+		}
+		if !s.hostAllowed(r) {
+			s.log.Warn("refused host", "host", r.Host)
+			http.Error(w, "Forbidden: invalid Host header", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) originAllowed(origin string) bool {
+	if slices.Contains(s.allowedOrigins, "*") || slices.Contains(s.allowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(s.baseURL)
+	return err == nil && origin == u.Scheme+"://"+u.Host
+}
+
+// hostAllowed enforces the Host allow-list on loopback listeners, where a
+// DNS rebinding attack would reach: localhost names, the baseURL's host and
+// configured hosts. Elsewhere the allow-list applies only when configured.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	host := r.Host
+	hostname := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		hostname = h
+	}
+	if slices.Contains(s.allowedHosts, host) || slices.Contains(s.allowedHosts, hostname) {
+		return true
+	}
+	if u, err := url.Parse(s.baseURL); err == nil && (u.Host == host || u.Hostname() == hostname) {
+		return true
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	onLoopback := false
+	if local != nil {
+		if h, _, err := net.SplitHostPort(local.String()); err == nil {
+			ip := net.ParseIP(h)
+			onLoopback = ip != nil && ip.IsLoopback()
+		}
+	}
+	if !onLoopback {
+		return len(s.allowedHosts) == 0
+	}
+	hostname = strings.Trim(hostname, "[]")
+	if hostname == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostname)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authenticate resolves the caller to a principal before MCP sees the
+// request and enforces the scope the JSON-RPC method or tool needs.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.auth.Authenticate(r)
+		if err != nil {
+			reason := auth.Reason(err)
+			if e := logEntry(r.Context()); e != nil {
+				e.outcome = "auth:" + reason
+			}
+			if errors.Is(err, auth.ErrUnavailable) {
+				s.log.Error("token keys unavailable", "err", err)
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
+				return
+			}
+			s.log.Info("authentication failed", "reason", reason)
+			challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
+			if reason != "missing" {
+				challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		if e := logEntry(r.Context()); e != nil {
+			e.tenant = p.Tenant
+		}
+		if !p.Has(auth.ScopeRead) || !p.Has(auth.ScopeWrite) {
+			missing, body, err := s.missingScope(r, p)
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, "failed to read body", http.StatusBadRequest)
+				return
+			}
+			if missing != "" {
+				if e := logEntry(r.Context()); e != nil {
+					e.outcome = "auth:insufficient_scope"
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+missing+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
+				http.Error(w, "Forbidden: this call needs the "+missing+" scope", http.StatusForbidden)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// Scopes of tools; a tool not named here needs none (go-sdk answers an
+// unknown tool itself).
+var toolScopes = map[string]string{
+	"save_search_snapshot": auth.ScopeWrite,
+	"save_report":          auth.ScopeWrite,
+	"delete_resource":      auth.ScopeWrite,
+	"stat_resource":        auth.ScopeRead,
+	"list_resources":       auth.ScopeRead,
+}
+
+// scopeFor returns the scope a JSON-RPC method (and tool) needs, or "".
+func scopeFor(method, tool string) string {
+	switch method {
+	case "tools/call":
+		return toolScopes[tool]
+	case "resources/read", "resources/list", "resources/templates/list", "resources/subscribe", "resources/unsubscribe":
+		return auth.ScopeRead
+	}
+	return ""
+}
+
+// missingScope reads the request body (within the request limit) and
+// returns the first scope its messages need that p lacks, and the body.
+// A body it cannot parse needs no scope here: go-sdk rejects it.
+func (s *Server) missingScope(r *http.Request, p auth.Principal) (string, []byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, requestBodyLimit(s.maxBody)))
+	if err != nil {
+		return "", nil, err
+	}
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	var msgs []message
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(trimmed, &msgs) != nil {
+			return "", body, nil
+		}
+	} else {
+		var m message
+		if json.Unmarshal(trimmed, &m) != nil {
+			return "", body, nil
+		}
+		msgs = append(msgs, m)
+	}
+	for _, m := range msgs {
+		if sc := scopeFor(m.Method, m.Params.Name); sc != "" && !p.Has(sc) {
+			return sc, body, nil
+		}
+	}
+	return "", body, nil
+}
