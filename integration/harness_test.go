@@ -74,6 +74,8 @@ type instance struct {
 	Token string
 	// extraEnv is added to the process environment.
 	extraEnv []string
+	// listen is the address to serve on; "" means 127.0.0.1:0.
+	listen string
 }
 
 // testBaseURL is the canonical URL test servers are configured with, so
@@ -182,7 +184,11 @@ func (in *instance) start() {
 	t.Helper()
 	in.logs = &syncBuffer{}
 	in.stdout = &syncBuffer{}
-	in.cmd = exec.Command(binary, "serve", "--config", in.config, "--listen", "127.0.0.1:0", "--data-dir", in.dataDir)
+	listen := in.listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	in.cmd = exec.Command(binary, "serve", "--config", in.config, "--listen", listen, "--data-dir", in.dataDir)
 	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
 	in.cmd.Env = append(in.cmd.Env, in.extraEnv...)
 	in.cmd.Stdout = in.stdout
@@ -242,6 +248,12 @@ func (in *instance) stop() {
 	if in.t.Failed() {
 		in.t.Logf("resourced logs:\n%s", in.logs)
 	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (in *instance) kill() {
+	in.cmd.Process.Kill()
+	<-in.done
 }
 
 // restart stops the process and starts it again on the same data.
@@ -415,4 +427,36 @@ func (in *instance) http2025() http.Header {
 	h := in.header()
 	h.Set("MCP-Protocol-Version", v2025)
 	return h
+}
+
+func jsonMarshal(v any) ([]byte, error)   { return json.Marshal(v) }
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// postRaw posts body to baseURL/mcp with token (2025-11-25) and
+// returns the response body; unlike post it reports transport errors
+// instead of failing the test.
+func postRaw(baseURL, token string, body []byte) ([]byte, error) {
+	req, err := http.NewRequest("POST", baseURL+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("MCP-Protocol-Version", v2025)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return b, nil
 }

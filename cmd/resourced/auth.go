@@ -121,14 +121,10 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg := config.Default()
-	if path != "" {
-		var err error
-		if cfg, err = config.Load(path); err != nil {
-			return err
-		}
+	cfg, err := loadFile(path, getenv)
+	if err != nil {
+		return err
 	}
-	cfg.Apply(config.EnvOverrides(getenv))
 	cfg.Apply(config.Overrides{DataDir: dataDir})
 	if cfg.Auth.Mode != "jwt" {
 		return errors.New("auth.mode is not jwt: this server accepts no tokens")
@@ -138,7 +134,6 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	}
 	keyPath := cfg.Auth.HMACSecretFile
 	var key []byte
-	var err error
 	if keyPath != "" {
 		key, err = auth.LoadHMACKey(keyPath)
 	} else {

@@ -47,6 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args, getenv, stdout, stderr)
 	case "token":
 		return token(args, getenv, stdout, stderr)
+	case "check":
+		return check(args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "resourced", version)
 		return nil
@@ -60,6 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 const usage = `usage:
   resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|s3|memory] [--log-level LEVEL]
+  resourced check [--config FILE] [--data-dir DIR]     (bbolt consistency check of a stopped server)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
   resourced version
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
@@ -86,6 +89,20 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	cfg, err := loadFile(path, getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Apply(flags)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// loadFile reads the config file at path (none: defaults) and applies the
+// RESOURCED_* environment.
+func loadFile(path string, getenv func(string) string) (*config.Config, error) {
 	cfg := config.Default()
 	if path != "" {
 		var err error
@@ -94,10 +111,6 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 		}
 	}
 	cfg.Apply(config.EnvOverrides(getenv))
-	cfg.Apply(flags)
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid configuration:\n%w", err)
-	}
 	return cfg, nil
 }
 
