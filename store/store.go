@@ -318,3 +318,41 @@ func CheckCond(k Key, cur *Meta, cond Cond) error {
 	}
 	return nil
 }
+
+// PublicPosition is a place in the (tenant, scheme, path) order of public
+// objects. The zero PublicPosition is before everything.
+type PublicPosition struct {
+	Tenant, Scheme, Path string
+}
+
+// Less reports whether p sorts before q.
+func (p PublicPosition) Less(q PublicPosition) bool {
+	if p.Tenant != q.Tenant {
+		return p.Tenant < q.Tenant
+	}
+	if p.Scheme != q.Scheme {
+		return p.Scheme < q.Scheme
+	}
+	return p.Path < q.Path
+}
+
+// PublicPage is one page of ListPublic.
+type PublicPage struct {
+	Items []Meta
+	// Next is the position to pass as after for the next page; valid only
+	// when More is true.
+	Next PublicPosition
+	More bool
+}
+
+// PublicLister is implemented by every backend resourced ships: it lists
+// the live objects of all tenants that are both Listed and Public, in
+// (tenant, scheme, path) byte order, strictly after after, at most limit
+// (> 0) of them. It costs O(limit + objects skipped), not O(all objects):
+// backends keep an index of public listed objects, updated in the same
+// write as the object (or, where a backend cannot do that atomically, with
+// the object written first and the index entry checked against it on read,
+// so an index entry never shows an object that is not public and listed).
+type PublicLister interface {
+	ListPublic(ctx context.Context, after PublicPosition, limit int) (PublicPage, error)
+}

@@ -7,6 +7,19 @@
 //	└── <tenant>                  one bucket per tenant ("t1" and "t10" are siblings)
 //	    └── <scheme>              one bucket per scheme, e.g. "report"
 //	        └── <path> = record   key: the path bytes, e.g. "2026/q1/summary"
+//	"v1-public"                   index of public listed objects, for ListPublic
+//	└── <tenant> 0x00 <scheme> 0x00 <path> = ""
+//	                              e.g. "t1\x00report\x002026/q1/summary"
+//
+// The index holds one empty value per object whose metadata says Listed and
+// Public, expired or not: Put adds or removes the entry in the same
+// transaction that writes the object (also when it replaces an expired
+// one), Delete removes it with the object. No key part contains 0x00, which
+// sorts below every byte they may contain, so the byte order of index keys
+// is (tenant, scheme, path) order ("t1" < "t1-x" < "t10"). ListPublic seeks
+// the index and reads each entry's metadata from the tree above, skipping
+// expired objects. A file written before the index existed gets it built
+// from the tree when Open first creates the bucket.
 //
 // A record is one value:
 //
@@ -41,6 +54,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,6 +67,10 @@ const DefaultTimeout = 5 * time.Second
 
 // rootBucket is the top-level bucket; its name versions the layout.
 const rootBucket = "v1"
+
+// publicBucket is the top-level bucket of the index of public listed
+// objects, a sibling of rootBucket.
+const publicBucket = "v1-public"
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
@@ -70,7 +88,10 @@ type Store struct {
 	now func() time.Time
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Backend      = (*Store)(nil)
+	_ store.PublicLister = (*Store)(nil)
+)
 
 // Open opens or creates the database at path, creating its directory with
 // mode 0700 and the file with mode 0600. It fails after opts.Timeout if
@@ -97,14 +118,102 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists([]byte(rootBucket))
-		return err
+		r, err := tx.CreateBucketIfNotExists([]byte(rootBucket))
+		if err != nil {
+			return err
+		}
+		if tx.Bucket([]byte(publicBucket)) != nil {
+			return nil
+		}
+		idx, err := tx.CreateBucket([]byte(publicBucket))
+		if err != nil {
+			return err
+		}
+		return buildIndex(r, idx)
 	})
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	return &Store{db: db, now: now}, nil
+}
+
+// buildIndex adds an index entry for every public listed object of the tree
+// under r; Open runs it when a file has no index yet.
+func buildIndex(r, idx *bolt.Bucket) error {
+	return r.ForEachBucket(func(tenant []byte) error {
+		tb := r.Bucket(tenant)
+		return tb.ForEachBucket(func(scheme []byte) error {
+			return tb.Bucket(scheme).ForEach(func(p, v []byte) error {
+				if v == nil {
+					return nil
+				}
+				m, err := decodeMeta(v)
+				if err != nil {
+					return fmt.Errorf("building the public index: %s://%s/%s: %w", scheme, tenant, p, err)
+				}
+				if !indexed(&m) {
+					return nil
+				}
+				return idx.Put(indexKey(string(tenant), string(scheme), string(p)), nil)
+			})
+		})
+	})
+}
+
+// indexed reports whether an object with metadata m has an index entry.
+func indexed(m *store.Meta) bool {
+	return m.Listed && m.Visibility == store.Public
+}
+
+// indexKey returns the index key of an object: tenant, scheme and path
+// joined by 0x00.
+func indexKey(tenant, scheme, path string) []byte {
+	b := make([]byte, 0, len(tenant)+len(scheme)+len(path)+2)
+	b = append(b, tenant...)
+	b = append(b, 0)
+	b = append(b, scheme...)
+	b = append(b, 0)
+	return append(b, path...)
+}
+
+// parseIndexKey returns the key of an index entry.
+func parseIndexKey(ik []byte) (store.Key, error) {
+	parts := bytes.SplitN(ik, []byte{0}, 3)
+	if len(parts) != 3 {
+		return store.Key{}, fmt.Errorf("boltstore: corrupt public index entry %q", ik)
+	}
+	k, err := store.NewKey(string(parts[0]), string(parts[1]), string(parts[2]))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("boltstore: corrupt public index entry %q: %w", ik, err)
+	}
+	return k, nil
+}
+
+// seekKey returns where ListPublic starts in the index: at or before the
+// entry of every object after after. It is after's index key, cut before
+// the first 0x00 inside one of its parts (no stored key has one there), as
+// a cut key sorts below every longer key it starts.
+func seekKey(after store.PublicPosition) []byte {
+	var b []byte
+	for i, part := range []string{after.Tenant, after.Scheme, after.Path} {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		if j := strings.IndexByte(part, 0); j >= 0 {
+			return append(b, part[:j]...)
+		}
+		b = append(b, part...)
+	}
+	return b
+}
+
+func index(tx *bolt.Tx) (*bolt.Bucket, error) {
+	b := tx.Bucket([]byte(publicBucket))
+	if b == nil {
+		return nil, fmt.Errorf("boltstore: index bucket %q missing", publicBucket)
+	}
+	return b, nil
 }
 
 func checkKey(op string, k store.Key) error {
@@ -178,6 +287,10 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		if err != nil {
 			return err
 		}
+		idx, err := index(tx)
+		if err != nil {
+			return err
+		}
 		tb, err := r.CreateBucketIfNotExists([]byte(k.Tenant()))
 		if err != nil {
 			return fmt.Errorf("boltstore: put %s: %w", k, err)
@@ -199,6 +312,17 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		}
 		if err := sb.Put([]byte(k.Path()), encodeRecord(&m, body)); err != nil {
 			return fmt.Errorf("boltstore: put %s: %w", k, err)
+		}
+		// The entry follows the new object, whatever the old one was
+		// (live, expired or absent).
+		ik := indexKey(k.Tenant(), k.Scheme(), k.Path())
+		if indexed(&m) {
+			err = idx.Put(ik, nil)
+		} else {
+			err = idx.Delete(ik)
+		}
+		if err != nil {
+			return fmt.Errorf("boltstore: put %s: public index: %w", k, err)
 		}
 		stored, replaced = m, cur != nil
 		return nil
@@ -392,6 +516,69 @@ func (l *lister) scheme(scheme string, sb *bolt.Bucket) (done bool, err error) {
 	return false, nil
 }
 
+// ListPublic implements store.PublicLister. It seeks the index to after,
+// reads the metadata of each entry's object and skips expired ones, and
+// peeks past the last item so that More is exact. It costs one index entry
+// and one metadata decode per item or skipped (expired) object.
+func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (store.PublicPage, error) {
+	if err := ctx.Err(); err != nil {
+		return store.PublicPage{}, fmt.Errorf("boltstore: list public: %w", err)
+	}
+	if limit <= 0 {
+		return store.PublicPage{}, fmt.Errorf("boltstore: list public: limit %d, want > 0", limit)
+	}
+	var page store.PublicPage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		r, err := root(tx)
+		if err != nil {
+			return err
+		}
+		idx, err := index(tx)
+		if err != nil {
+			return err
+		}
+		c := idx.Cursor()
+		n := 0
+		for ik, _ := c.Seek(seekKey(after)); ik != nil; ik, _ = c.Next() {
+			if n++; n%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("boltstore: list public: %w", err)
+				}
+			}
+			k, err := parseIndexKey(ik)
+			if err != nil {
+				return err
+			}
+			pos := store.PublicPosition{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
+			if !after.Less(pos) {
+				continue
+			}
+			var sb *bolt.Bucket
+			if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
+				sb = tb.Bucket([]byte(k.Scheme()))
+			}
+			m, _, err := s.liveMeta(sb, k)
+			if err != nil {
+				return err
+			}
+			if m == nil || !indexed(m) {
+				continue // expired (or, in a damaged file, a stale entry)
+			}
+			if len(page.Items) == limit {
+				page.More = true
+				return nil
+			}
+			page.Items = append(page.Items, *m)
+			page.Next = pos
+		}
+		return nil
+	})
+	if err != nil {
+		return store.PublicPage{}, err
+	}
+	return page, nil
+}
+
 // Delete implements store.Backend. Removing the last object of a scheme or
 // tenant removes its bucket.
 func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error {
@@ -431,6 +618,13 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 		if err := sb.Delete([]byte(k.Path())); err != nil {
 			return fmt.Errorf("boltstore: delete %s: %w", k, err)
 		}
+		idx, err := index(tx)
+		if err != nil {
+			return err
+		}
+		if err := idx.Delete(indexKey(k.Tenant(), k.Scheme(), k.Path())); err != nil {
+			return fmt.Errorf("boltstore: delete %s: public index: %w", k, err)
+		}
 		if empty(sb) {
 			if err := tb.DeleteBucket([]byte(k.Scheme())); err != nil {
 				return fmt.Errorf("boltstore: delete %s: %w", k, err)
@@ -443,6 +637,12 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 		}
 		return nil
 	})
+}
+
+// hasKey reports whether b has a value (empty or not) at k.
+func hasKey(b *bolt.Bucket, k []byte) bool {
+	got, v := b.Cursor().Seek(k)
+	return v != nil && bytes.Equal(got, k)
 }
 
 func empty(b *bolt.Bucket) bool {
@@ -470,8 +670,9 @@ func (s *Store) Close() error {
 }
 
 // Check runs bbolt's consistency check of the whole file, then checks that
-// every record decodes and that its body matches its size and hash. It
-// returns the first problem found, or nil.
+// every record decodes, that its body matches its size and hash, and that
+// the public index holds exactly the public listed objects. It returns the
+// first problem found, or nil.
 func (s *Store) Check() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
@@ -487,6 +688,37 @@ func (s *Store) Check() error {
 		if err != nil {
 			return fmt.Errorf("boltstore: check: %w", err)
 		}
+		idx, err := index(tx)
+		if err != nil {
+			return fmt.Errorf("boltstore: check: %w", err)
+		}
+		// Every index entry names a public listed object...
+		err = idx.ForEach(func(ik, v []byte) error {
+			k, err := parseIndexKey(ik)
+			if err != nil {
+				return fmt.Errorf("boltstore: check: %w", err)
+			}
+			if v == nil || len(v) != 0 {
+				return fmt.Errorf("boltstore: check: public index entry %s: not an empty value", k)
+			}
+			var rec []byte
+			if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
+				if sb := tb.Bucket([]byte(k.Scheme())); sb != nil {
+					rec = sb.Get([]byte(k.Path()))
+				}
+			}
+			if rec == nil {
+				return fmt.Errorf("boltstore: check: public index entry %s: no such object", k)
+			}
+			if m, err := decodeMeta(rec); err == nil && !indexed(&m) {
+				return fmt.Errorf("boltstore: check: public index entry %s: the object is not public and listed", k)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// ...and every public listed object has one (below).
 		return r.ForEachBucket(func(tenant []byte) error {
 			tb := r.Bucket(tenant)
 			return tb.ForEachBucket(func(scheme []byte) error {
@@ -503,6 +735,9 @@ func (s *Store) Check() error {
 					}
 					if err != nil {
 						return fmt.Errorf("boltstore: check %s://%s/%s: %w", scheme, tenant, p, err)
+					}
+					if ik := indexKey(string(tenant), string(scheme), string(p)); indexed(&m) && !hasKey(idx, ik) {
+						return fmt.Errorf("boltstore: check %s://%s/%s: public and listed, but not in the public index", scheme, tenant, p)
 					}
 					return nil
 				})

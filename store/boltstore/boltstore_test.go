@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
@@ -203,5 +206,149 @@ func TestListRejectsBadQueries(t *testing.T) {
 		if _, err := s.List(context.Background(), q); err == nil {
 			t.Errorf("List(%+v) = nil error, want an error", q)
 		}
+	}
+}
+
+// TestOpenBuildsPublicIndex: a file written before the public index existed
+// opens, and Open builds the index from the objects.
+func TestOpenBuildsPublicIndex(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "resourced.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 12 {
+		k := store.MustKey([]string{"t1", "t10", "t1-x"}[i%3], "report", fmt.Sprintf("r/%02d", i))
+		o := object(k, fmt.Sprintf("body %02d", i), now)
+		o.Listed = i%4 != 1
+		if i%2 == 1 {
+			o.Visibility = store.Private
+		}
+		if i == 4 {
+			o.Expires = now.Add(-time.Second) // expired: indexed, never listed
+		}
+		if _, _, err := s.Put(ctx, o, store.CreateOnly()); err != nil {
+			t.Fatal(err)
+		}
+		if o.Listed && o.Visibility == store.Public && i != 4 {
+			want = append(want, k.String())
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Remove the index, as in a file of an older version.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("v1-public")) }); err != nil {
+		t.Fatalf("deleting the index bucket: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatalf("Open of a file without an index = %v", err)
+	}
+	defer s.Close()
+	if err := s.Check(); err != nil {
+		t.Errorf("Check after rebuilding the index = %v", err)
+	}
+	p, err := s.ListPublic(ctx, store.PublicPosition{}, 100)
+	if err != nil {
+		t.Fatalf("ListPublic = %v", err)
+	}
+	var got []string
+	for _, m := range p.Items {
+		got = append(got, m.Key.String())
+	}
+	slices.SortFunc(want, func(a, b string) int {
+		ka, kb := strings.SplitN(a, "/", 4), strings.SplitN(b, "/", 4) // scheme:, "", tenant, path
+		if c := strings.Compare(ka[2], kb[2]); c != 0 {
+			return c
+		}
+		return strings.Compare(ka[3], kb[3])
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListPublic after rebuilding the index (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckFindsIndexDamage: Check reports a missing or a stale index
+// entry.
+func TestCheckFindsIndexDamage(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "resourced.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	pub := store.MustKey("t1", "report", "public")
+	priv := store.MustKey("t1", "report", "private")
+	for _, tc := range []struct {
+		name   string
+		damage func(idx *bolt.Bucket) error
+	}{
+		{"missing", func(idx *bolt.Bucket) error { return idx.Delete([]byte("t1\x00report\x00public")) }},
+		{"stale", func(idx *bolt.Bucket) error { return idx.Put([]byte("t1\x00report\x00private"), nil) }},
+		{"dangling", func(idx *bolt.Bucket) error { return idx.Put([]byte("t2\x00report\x00gone"), nil) }},
+		{"corrupt", func(idx *bolt.Bucket) error { return idx.Put([]byte("t1\x00report"), nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(path)
+			s, err := boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := object(pub, "pub", now)
+			if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			o = object(priv, "priv", now)
+			o.Visibility = store.Private
+			if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatalf("Check before the damage = %v", err)
+			}
+			s.Close()
+			db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(func(tx *bolt.Tx) error { return tc.damage(tx.Bucket([]byte("v1-public"))) }); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			s, err = boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Check(); err == nil {
+				t.Errorf("Check of a %s index entry = nil, want an error", tc.name)
+			}
+			// ListPublic never shows a private object, whatever the index says.
+			p, err := s.ListPublic(ctx, store.PublicPosition{}, 10)
+			if tc.name == "corrupt" {
+				if err == nil {
+					t.Errorf("ListPublic over a corrupt index entry = nil error, want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ListPublic = %v", err)
+			}
+			for _, m := range p.Items {
+				if m.Key.String() != pub.String() {
+					t.Errorf("ListPublic returned %s", m.Key)
+				}
+			}
+		})
 	}
 }

@@ -43,7 +43,10 @@ type entry struct {
 	body []byte
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Backend      = (*Store)(nil)
+	_ store.PublicLister = (*Store)(nil)
+)
 
 // New returns an empty Store.
 func New(opts Options) *Store {
@@ -217,6 +220,59 @@ func checkQuery(q store.ListQuery) error {
 		return fmt.Errorf("memstore: list: limit %d, want > 0", q.Limit)
 	}
 	return nil
+}
+
+// ListPublic implements store.PublicLister. It filters and sorts every
+// object on each call: O(all objects), which is fine for the reference
+// implementation (the index the interface asks for is an optimisation the
+// results do not show).
+func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (store.PublicPage, error) {
+	if err := ctx.Err(); err != nil {
+		return store.PublicPage{}, fmt.Errorf("memstore: list public: %w", err)
+	}
+	if limit <= 0 {
+		return store.PublicPage{}, fmt.Errorf("memstore: list public: limit %d, want > 0", limit)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.PublicPage{}, errClosed
+	}
+	now := s.now()
+	var match []store.Meta
+	for _, t := range s.tenants {
+		for _, e := range t {
+			m := &e.meta
+			if !m.Listed || m.Visibility != store.Public || m.Expired(now) || !after.Less(publicPosOf(m.Key)) {
+				continue
+			}
+			match = append(match, *m)
+		}
+	}
+	slices.SortFunc(match, func(a, b store.Meta) int {
+		pa, pb := publicPosOf(a.Key), publicPosOf(b.Key)
+		switch {
+		case pa.Less(pb):
+			return -1
+		case pb.Less(pa):
+			return 1
+		}
+		return 0
+	})
+	var p store.PublicPage
+	for i, m := range match {
+		if i == limit {
+			p.More = true
+			break
+		}
+		p.Items = append(p.Items, m)
+		p.Next = publicPosOf(m.Key)
+	}
+	return p, nil
+}
+
+func publicPosOf(k store.Key) store.PublicPosition {
+	return store.PublicPosition{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
 }
 
 // Delete implements store.Backend.

@@ -60,3 +60,71 @@ func (s *Store) parseKey(tenant, objKey string) (store.Key, bool) {
 	}
 	return k, true
 }
+
+// publicDir is the key segment, below the prefix, of the public index.
+// '!' is not a tenant character, so no tenant's objects live below it.
+const publicDir = "!public/"
+
+// publicPrefix is the key prefix of every marker of the public index.
+func (s *Store) publicPrefix() string {
+	return s.base + publicDir
+}
+
+// markerKey returns the S3 key of k's marker in the public index:
+// <prefix>/!public/<tenant>!/<scheme>!/<path>!
+// The mark after the tenant does for tenants what it does for schemes:
+// "t1" < "t1-x" < "t10" in key order too.
+func (s *Store) markerKey(k store.Key) string {
+	return s.publicPrefix() + k.Tenant() + mark + "/" + k.Scheme() + mark + "/" + k.Path() + mark
+}
+
+// parseMarkerKey returns the key of a listed marker, and false for keys this
+// package did not write.
+func (s *Store) parseMarkerKey(key string) (store.Key, bool) {
+	rest, ok := strings.CutPrefix(key, s.publicPrefix())
+	if !ok {
+		return store.Key{}, false
+	}
+	tenant, rest, ok := strings.Cut(rest, mark+"/")
+	if !ok {
+		return store.Key{}, false
+	}
+	scheme, p, ok := strings.Cut(rest, mark+"/")
+	if !ok {
+		return store.Key{}, false
+	}
+	p, ok = strings.CutSuffix(p, mark)
+	if !ok {
+		return store.Key{}, false
+	}
+	k, err := store.NewKey(tenant, scheme, p)
+	if err != nil {
+		return store.Key{}, false
+	}
+	return k, true
+}
+
+// publicStartKey returns a key that sorts below the marker of every object
+// strictly after pos; ListPublic uses it as StartAfter and filters the
+// rest. It is pos in marker form, cut before the first byte of a part that
+// a key part cannot contain (mark or below, DEL or above): a position from
+// outside need not be valid, and a cut marker key still sorts below every
+// marker that follows pos.
+func (s *Store) publicStartKey(pos store.PublicPosition) string {
+	var b strings.Builder
+	b.WriteString(s.publicPrefix())
+	for n, part := range []string{pos.Tenant, pos.Scheme, pos.Path} {
+		if n > 0 {
+			b.WriteString("/")
+		}
+		for i := 0; i < len(part); i++ {
+			if c := part[i]; c <= mark[0] || c >= 0x7f {
+				b.WriteString(part[:i])
+				return b.String()
+			}
+		}
+		b.WriteString(part)
+		b.WriteString(mark)
+	}
+	return b.String()
+}

@@ -20,10 +20,22 @@
 //     which servers backed by a file system (versitygw posix, MinIO) cannot
 //     store side by side.
 //
+// The public index (below) keeps one empty marker object per public listed
+// object at
+//
+//	<prefix>/!public/<tenant>!/<scheme>!/<path>!   e.g. "prod/!public/t1!/report!/2026/q1/summary!"
+//
+// No tenant is "!public" ('!' is not a tenant character), so no tenant
+// prefix covers a marker. The "!" after the tenant does for tenants what
+// the one after the scheme does for schemes: marker key order is
+// (tenant, scheme, path) order, "t1" < "t1-x" < "t10", which "/" alone
+// would not give ("t1-x/" < "t1/").
+//
 // S3 keys are at most 1024 bytes, and versitygw's posix backend allows 255
-// bytes per path segment. store.MaxPathLen is larger: a Put whose key does
-// not fit fails with ErrInvalidKey; Get, Stat and Delete of
-// such a key report ErrNotFound, since it cannot have been stored.
+// bytes per path segment. store.MaxPathLen is larger: a Put whose key, or
+// the key of its marker (9 bytes longer), does not fit fails with
+// ErrInvalidKey; Get, Stat and Delete of such a key report ErrNotFound,
+// since it cannot have been stored.
 //
 // # Objects
 //
@@ -107,6 +119,49 @@
 // about n+1 header reads plus one ListObjectsV2 call per 1000 keys
 // examined; the reads run 8 at a time. Expired objects still stored cost a
 // read each until something removes them.
+//
+// ListPublic pages through ListObjectsV2 under the index prefix, starting
+// after the cursor's marker key, and reads the header of each marker's
+// object the same way, 8 at a time: a page of n items costs about n+1
+// header reads plus one ListObjectsV2 call per 1000 markers examined, and
+// one more read per stale marker it meets (next section).
+//
+// # Public index
+//
+// S3 cannot write two objects atomically, so the index is kept beside the
+// objects, not with them, and is only a hint: ListPublic shows an object
+// only after reading its header and finding it live, public and listed. A
+// stale marker therefore never shows an object; a missing marker hides a
+// public one. The writes are ordered so that markers are missing only
+// after a failure:
+//   - Put writes the object first. Then, if the stored object is public
+//     and listed, it writes the marker; otherwise, if the object it
+//     replaced may have had one (it was public and listed, or is unknown
+//     because the write was unconditional or a retried request of ours),
+//     it removes the marker. A Put over an expired object follows the new
+//     object like any other.
+//   - Delete deletes the object, then, if it was public and listed,
+//     removes the marker.
+//   - Removing a marker is a DELETE followed by a new read of the object's
+//     header; if that finds the object live, public and listed (a
+//     concurrent Put has just published it), or cannot tell, the marker is
+//     written again. So whatever the interleaving of concurrent writers,
+//     the last marker request after the last write of a public listed
+//     object is a PUT. Removal is not stopped by a canceled caller context
+//     once it has begun.
+//   - ListPublic removes, the same way and best effort, the stale markers
+//     it meets: objects gone, private, unlisted or expired. The one a
+//     private Put leaves when a concurrent public Put wrote its marker
+//     late is among them.
+//
+// The non-atomic part shows in two ways. Between the object write and the
+// marker write, a Put of a public object is readable by Get but not yet in
+// ListPublic (and a crash there leaves it out until it is written again).
+// And a Put or Delete whose object change succeeded but whose marker write
+// failed returns an error although the object change stands; retrying a
+// Put with Always repairs the index. Expiry is judged by each process's
+// clock: a process whose clock runs ahead may remove the marker of an
+// object that another still considers live.
 //
 // # Calls
 //
@@ -678,6 +733,9 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if len(objKey) > maxKeyLen {
 		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
 	}
+	if mk := s.markerKey(k); len(mk) > maxKeyLen {
+		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: the key of its public index marker is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(mk), maxKeyLen)
+	}
 	for seg := range strings.SplitSeq(objKey, "/") {
 		if len(seg) > maxSegmentLen {
 			return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: a key segment is %d bytes; file-backed S3 servers allow %d", k, store.ErrInvalidKey, len(seg), maxSegmentLen)
@@ -703,6 +761,10 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if err != nil {
 		return store.Meta{}, false, err
 	}
+	// The object is stored; now its marker (see "Public index").
+	if err := s.syncMarker(ctx, k, &m, w.mayHaveMarker); err != nil {
+		return store.Meta{}, false, fmt.Errorf("s3store: put %s: stored, but: %w", k, err)
+	}
 	return m, replaced, nil
 }
 
@@ -714,6 +776,25 @@ type write struct {
 	want   store.Meta // normalized, without Key
 	id     string     // write id, the same for every attempt
 	body   []byte
+
+	// mayHaveMarker: the object the last attempt replaced may have had a
+	// public index marker. False only when it is known not to: none, or
+	// one that is not public and listed, bound by the write's condition.
+	mayHaveMarker bool
+}
+
+// replacing records what the next attempt's PUT under pc replaces: h when
+// pc binds the PUT to it, no object for If-None-Match, or anything when
+// the PUT is unconditional.
+func (w *write) replacing(h *head, pc putCond) {
+	switch {
+	case pc.ifNoneMatch:
+		w.mayHaveMarker = false
+	case pc.ifMatch != "" && h != nil:
+		w.mayHaveMarker = indexed(&h.rec.meta)
+	default:
+		w.mayHaveMarker = true
+	}
 }
 
 // put writes the wanted metadata with created as Created under pc.
@@ -744,7 +825,9 @@ func (w *write) reread(ctx context.Context) (h *head, own bool, m store.Meta, er
 // create is Put with IfNone.
 func (w *write) create(ctx context.Context) (store.Meta, error) {
 	pc := putCond{ifNoneMatch: true}
+	var h *head
 	for range maxAttempts {
+		w.replacing(h, pc)
 		m, err := w.put(ctx, w.want.Created, pc)
 		if err == nil {
 			return m, nil
@@ -752,11 +835,13 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 		if !isConflict(err) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
 		}
-		h, own, m, err := w.reread(ctx)
+		var own bool
+		h, own, m, err = w.reread(ctx)
 		switch {
 		case err != nil:
 			return store.Meta{}, err
 		case own:
+			w.mayHaveMarker = true // what our write replaced is unknown
 			return m, nil
 		case h == nil:
 			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
@@ -779,6 +864,7 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		case err != nil:
 			return store.Meta{}, err
 		case own: // an earlier attempt of ours landed after all
+			w.mayHaveMarker = true
 			return m, nil
 		case h == nil || h.rec.meta.Expired(w.s.now()):
 			return store.Meta{}, conflict("put", w.k, "does not exist")
@@ -787,7 +873,9 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		case h.etag == "":
 			return store.Meta{}, fmt.Errorf("s3store: put %s: the server returned no ETag", w.k)
 		}
-		m, err = w.put(ctx, h.rec.meta.Created, putCond{ifMatch: h.etag})
+		pc := putCond{ifMatch: h.etag}
+		w.replacing(h, pc)
+		m, err = w.put(ctx, h.rec.meta.Created, pc)
 		if err == nil {
 			return m, nil
 		}
@@ -807,6 +895,7 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 		case err != nil:
 			return store.Meta{}, false, err
 		case own:
+			w.mayHaveMarker = true
 			return m, replaced, nil
 		}
 		live := h != nil && !h.rec.meta.Expired(w.s.now())
@@ -823,6 +912,7 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 		case h.etag != "":
 			pc.ifMatch = h.etag
 		}
+		w.replacing(h, pc)
 		m, err = w.put(ctx, created, pc)
 		if err == nil {
 			return m, live, nil
@@ -873,6 +963,13 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 		err = s.deleteObject(ctx, in)
 		switch {
 		case err == nil, isMissing(err):
+			if !indexed(&h.rec.meta) {
+				return nil
+			}
+			// The object is gone; now its marker (see "Public index").
+			if err := s.removeMarker(ctx, k); err != nil {
+				return fmt.Errorf("s3store: delete %s: deleted, but: %w", k, err)
+			}
 			return nil
 		case cond.Kind == store.IfMatch && isConflict(err):
 			continue // replaced meanwhile: decide again

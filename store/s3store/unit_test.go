@@ -267,3 +267,105 @@ func TestKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerKeyOrder: the byte order of marker keys is the (tenant, scheme,
+// path) order of public positions, marker keys parse back, no tenant prefix
+// covers them, and publicStartKey is a lower bound for what follows any
+// position, valid or not.
+func TestMarkerKeyOrder(t *testing.T) {
+	s := &Store{base: "pre/fix/"}
+	r := rand.New(rand.NewPCG(5, 6))
+	tenantChars := "t1-x0"
+	schemeChars := "ab+-.0"
+	pathChars := "aA-._~/0"
+	gen := func(chars string, n int) string {
+		var b strings.Builder
+		for range 1 + r.IntN(n) {
+			b.WriteByte(chars[r.IntN(len(chars))])
+		}
+		return b.String()
+	}
+	var keys []store.Key
+	for len(keys) < 2000 {
+		k, err := store.NewKey(gen(tenantChars, 4), "a"+gen(schemeChars, 2), gen(pathChars, 5))
+		if err == nil {
+			keys = append(keys, k)
+		}
+	}
+	keys = append(keys, store.MustKey("t1", "a", "x"), store.MustKey("t1-x", "a", "x"), store.MustKey("t10", "a", "x"))
+	byPos := slices.Clone(keys)
+	slices.SortFunc(byPos, func(a, b store.Key) int {
+		pa, pb := publicPos(a), publicPos(b)
+		switch {
+		case pa.Less(pb):
+			return -1
+		case pb.Less(pa):
+			return 1
+		}
+		return 0
+	})
+	byKey := slices.Clone(keys)
+	slices.SortFunc(byKey, func(a, b store.Key) int { return strings.Compare(s.markerKey(a), s.markerKey(b)) })
+	str := func(ks []store.Key) []string {
+		out := make([]string, len(ks))
+		for i, k := range ks {
+			out[i] = k.String()
+		}
+		return out
+	}
+	if diff := cmp.Diff(str(byPos), str(byKey)); diff != "" {
+		t.Errorf("marker key order differs from position order (-pos +key):\n%s", diff)
+	}
+
+	// Positions from outside: any bytes.
+	weird := []store.PublicPosition{
+		{},
+		{Tenant: "t1"},
+		{Tenant: "t1", Scheme: "a"},
+		{Tenant: "t1!", Scheme: "a"},
+		{Tenant: "t1 ", Scheme: "a"},
+		{Tenant: "t1\x00x"},
+		{Tenant: "t1", Scheme: "a!", Path: "x"},
+		{Tenant: "t1", Scheme: "a", Path: "x!"},
+		{Tenant: "t1", Scheme: "a", Path: "x\xff"},
+		{Tenant: "T1", Scheme: "A", Path: "X"},
+		{Tenant: "t1-x", Scheme: "a", Path: "x!/y"},
+	}
+	for _, k := range keys {
+		weird = append(weird, publicPos(k))
+	}
+	for i, k := range keys {
+		mk := s.markerKey(k)
+		if got, ok := s.parseMarkerKey(mk); !ok || got != k {
+			t.Errorf("parseMarkerKey(%q) = %v, %v; want %v", mk, got, ok, k)
+		}
+		if _, ok := s.parseKey(k.Tenant(), mk); ok {
+			t.Errorf("parseKey(%s, %q) matched a marker", k.Tenant(), mk)
+		}
+		if strings.HasPrefix(mk, s.tenantPrefix(k.Tenant())) {
+			t.Errorf("marker %q is below tenant prefix %q", mk, s.tenantPrefix(k.Tenant()))
+		}
+		if _, ok := s.parseMarkerKey(s.objectKey(k)); ok {
+			t.Errorf("parseMarkerKey(%q) matched an object key", s.objectKey(k))
+		}
+		for _, pos := range []store.PublicPosition{weird[i%len(weird)], publicPos(keys[(i+1)%len(keys)])} {
+			if sk := s.publicStartKey(pos); pos.Less(publicPos(k)) && !(mk > sk) {
+				t.Errorf("%v follows position %+q, but its marker %q is not after publicStartKey %q", k, pos, mk, sk)
+			}
+		}
+	}
+	for _, pos := range weird {
+		sk := s.publicStartKey(pos)
+		for _, k := range keys {
+			if pos.Less(publicPos(k)) && !(s.markerKey(k) > sk) {
+				t.Fatalf("%v follows position %+q, but its marker %q is not after publicStartKey %q", k, pos, s.markerKey(k), sk)
+			}
+		}
+	}
+	// The start key of an object's own position is its marker: StartAfter
+	// skips it.
+	k := store.MustKey("t1", "report", "a/b")
+	if got, want := s.publicStartKey(publicPos(k)), s.markerKey(k); got != want {
+		t.Errorf("publicStartKey(%v) = %q, want %q", k, got, want)
+	}
+}

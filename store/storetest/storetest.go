@@ -64,6 +64,10 @@ func Run(t *testing.T, newBackend NewFunc) {
 		{"ConcurrentPutGetList", testConcurrentPutGetList},
 		{"ConcurrentCreateOnly", testConcurrentCreateOnly},
 		{"NothingLeftBehind", testNothingLeftBehind},
+		{"ListPublic", testListPublic},
+		{"ListPublicChanges", testListPublicChanges},
+		{"ListPublicExpiry", testListPublicExpiry},
+		{"ListPublicConcurrent", testListPublicConcurrent},
 		{"Ping", testPing},
 		{"Close", testClose},
 	}
@@ -111,11 +115,18 @@ type harness struct {
 func newHarness(t *testing.T, newBackend NewFunc) *harness {
 	t.Helper()
 	c := &clock{now: epoch}
-	b := newBackend(t, c.Now)
+	// Registered first so that it runs last: the constructor's own
+	// cleanups (consistency checks, say) see the backend still open.
+	var b store.Backend
+	t.Cleanup(func() {
+		if b != nil {
+			_ = b.Close()
+		}
+	})
+	b = newBackend(t, c.Now)
 	if b == nil {
 		t.Fatal("NewFunc returned a nil Backend")
 	}
-	t.Cleanup(func() { _ = b.Close() })
 	return &harness{b: b, clock: c, ctx: t.Context()}
 }
 
@@ -1157,5 +1168,9 @@ func testClose(t *testing.T, h *harness) {
 	notNotFound("List", err)
 	notNotFound("Delete", h.b.Delete(h.ctx, k, store.Cond{}))
 	notNotFound("Ping", h.b.Ping(h.ctx))
+	if pl, ok := h.b.(store.PublicLister); ok {
+		_, err = pl.ListPublic(h.ctx, store.PublicPosition{}, 10)
+		notNotFound("ListPublic", err)
+	}
 	_ = h.b.Close() // a second Close must not panic
 }
