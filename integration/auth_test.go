@@ -425,3 +425,87 @@ func TestPublicKeyFileAndAlgorithmConfusion(t *testing.T) {
 	confused, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(pemBytes)
 	checkUnauthorized(t, in.as(confused).listTools(), "HS256 signed with the RSA public key")
 }
+
+// listURIs pages through resources/list and returns every URI in order.
+func (in *instance) listURIs(version string) []string {
+	in.t.Helper()
+	var uris []string
+	cursor := ""
+	for pages := 0; pages < 100; pages++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		r := in.rpc(version, "resources/list", params)
+		var res struct {
+			Resources []struct {
+				URI string `json:"uri"`
+			} `json:"resources"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+			in.t.Fatalf("resources/list: %s", r.Body)
+		}
+		for _, x := range res.Resources {
+			uris = append(uris, x.URI)
+		}
+		if res.NextCursor == "" {
+			return uris
+		}
+		cursor = res.NextCursor
+	}
+	in.t.Fatal("resources/list paging does not end")
+	return nil
+}
+
+// TestPublicResourcesAreListedForEveryone: resources/list shows the
+// caller's own listed resources, then other tenants' listed public ones.
+func TestPublicResourcesAreListedForEveryone(t *testing.T) {
+	in := startServer(t, "")
+	a := in.as(in.mint(tokenClaims("acme", scopeRead+" "+scopeWrite)))
+	b := in.as(in.mint(tokenClaims("beta", scopeRead+" "+scopeWrite)))
+	save := func(c *instance, path string, listed bool, vis string) {
+		checkSuccess(t, c.call(v2026, "save_report", map[string]any{"path": path, "mimeType": "text/plain", "text": path, "listed": listed, "visibility": vis}), 1)
+	}
+	save(a, "pub/1", true, "public")
+	save(a, "pub/2", true, "public")
+	save(a, "priv/listed", true, "private")
+	save(a, "pub/unlisted", false, "public")
+	save(b, "own/1", true, "private")
+	// Enough public resources of A to need a second page of resources/list.
+	for i := 0; i < 100; i++ {
+		save(a, fmt.Sprintf("many/%03d", i), true, "public")
+	}
+	for _, v := range versions {
+		got := b.listURIs(v)
+		if len(got) != 103 || got[0] != "report://beta/own/1" {
+			t.Fatalf("%s: B lists %d resources starting %v, want its own then A's 102 public", v, len(got), got[:min(3, len(got))])
+		}
+		seen := map[string]bool{}
+		for _, u := range got {
+			if seen[u] {
+				t.Errorf("%s: %s listed twice", v, u)
+			}
+			seen[u] = true
+			if strings.Contains(u, "priv/") || strings.Contains(u, "unlisted") {
+				t.Errorf("%s: B lists %s", v, u)
+			}
+		}
+		// A sees its own listed ones exactly once (public ones are its own).
+		if ga := a.listURIs(v); len(ga) != 103 {
+			t.Errorf("%s: A lists %d, want 103", v, len(ga))
+		}
+	}
+	// A cursor of B's listing is refused for A.
+	r := b.rpc(v2026, "resources/list", nil)
+	var res struct {
+		NextCursor string `json:"nextCursor"`
+	}
+	json.Unmarshal(r.Result, &res)
+	if res.NextCursor == "" {
+		t.Fatal("no second page")
+	}
+	if ar := a.rpc(v2026, "resources/list", map[string]any{"cursor": res.NextCursor}); ar.Error == nil || ar.Error.Code != -32602 {
+		t.Errorf("A used B's cursor: %s", ar.Body)
+	}
+}

@@ -90,8 +90,8 @@ func TestIsTextual(t *testing.T) {
 func pos(scheme, path string) store.Position { return store.Position{Scheme: scheme, Path: path} }
 
 func TestCursorIsBoundToTenantAndFilter(t *testing.T) {
-	c := encodeCursor("t1", "report\x00a/", pos("report", "a/b"))
-	if p, err := decodeCursor(c, "t1", "report\x00a/"); err != nil || p != pos("report", "a/b") {
+	c := encodeCursor("t1", "report\x00a/", cursorBody{Scheme: "report", Path: "a/b"})
+	if p, err := decodeCursor(c, "t1", "report\x00a/"); err != nil || pos(p.Scheme, p.Path) != pos("report", "a/b") {
 		t.Errorf("round trip: %v %v", p, err)
 	}
 	for _, tc := range []struct{ tenant, binding string }{{"t10", "report\x00a/"}, {"t1", "report\x00"}, {"t1", ""}} {

@@ -111,6 +111,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		p, err := s.auth.Authenticate(r)
 		if err != nil {
 			reason := auth.Reason(err)
+			s.metrics.authFailures.WithLabelValues(reason).Inc()
 			if e := logEntry(r.Context()); e != nil {
 				e.outcome = "auth:" + reason
 			}
@@ -144,6 +145,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			if missing != "" {
+				s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
 				if e := logEntry(r.Context()); e != nil {
 					e.outcome = "auth:insufficient_scope"
 				}

@@ -64,6 +64,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
+		if r.URL.Path == "/mcp" {
+			s.metrics.observeRequest(e, time.Since(start))
+		}
 		level := slog.LevelInfo
 		if sw.status >= http.StatusInternalServerError {
 			level = slog.LevelError

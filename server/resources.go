@@ -137,6 +137,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	} else {
 		c.Blob = obj.Body
 	}
+	s.metrics.bytesRead.WithLabelValues(u.Scheme).Add(float64(obj.Size))
 	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
 	res.TTLMs = s.ttlMs(&obj.Meta)
 	res.CacheScope = cacheScope(obj.Visibility)
@@ -193,8 +194,9 @@ func isTextual(mimeType string) bool {
 	return false
 }
 
-// listResources serves resources/list: the caller's listed resources,
-// paginated with a cursor bound to the tenant.
+// listResources serves resources/list: the caller's listed resources, then
+// the listed public resources of other tenants, paginated with a cursor
+// bound to the tenant.
 func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	p, err := requireScope(ctx, auth.ScopeRead)
 	if err != nil {
@@ -204,31 +206,60 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	after, err := decodeCursor(cursor, p.Tenant, "")
+	cur, err := decodeCursor(cursor, p.Tenant, "")
 	if err != nil {
 		return nil, invalidParams("invalid cursor: pass the nextCursor of a previous resources/list result, or none")
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
 	res.CacheScope = "private"
+	add := func(m *store.Meta) {
+		if s.schemes[m.Key.Scheme()] != nil { // a scheme no longer configured is not served
+			res.Resources = append(res.Resources, resourceOf(m))
+		}
+	}
+	if cur.Phase == "" {
+		after := store.Position{Scheme: cur.Scheme, Path: cur.Path}
+		for len(res.Resources) < listPageSize {
+			page, err := s.store.List(ctx, store.ListQuery{Tenant: p.Tenant, After: after, Limit: listPageSize - len(res.Resources), ListedOnly: true})
+			if err != nil {
+				return nil, s.internal(ctx, "resources/list", err)
+			}
+			for i := range page.Items {
+				add(&page.Items[i])
+			}
+			if !page.More {
+				cur = cursorBody{Phase: phasePublic}
+				break
+			}
+			after = page.Next
+			cur.Scheme, cur.Path = after.Scheme, after.Path
+		}
+		if cur.Phase == "" {
+			res.NextCursor = encodeCursor(p.Tenant, "", cur)
+			return res, nil
+		}
+	}
+	pl, ok := s.store.(store.PublicLister)
+	if !ok {
+		return res, nil
+	}
+	after := store.PublicPosition{Tenant: cur.PTenant, Scheme: cur.Scheme, Path: cur.Path}
 	for len(res.Resources) < listPageSize {
-		page, err := s.store.List(ctx, store.ListQuery{Tenant: p.Tenant, After: after, Limit: listPageSize - len(res.Resources), ListedOnly: true})
+		page, err := pl.ListPublic(ctx, after, listPageSize-len(res.Resources))
 		if err != nil {
 			return nil, s.internal(ctx, "resources/list", err)
 		}
 		for i := range page.Items {
-			m := &page.Items[i]
-			after = store.Position{Scheme: m.Key.Scheme(), Path: m.Key.Path()}
-			if s.schemes[m.Key.Scheme()] == nil {
-				continue // a scheme no longer configured is not served
+			if m := &page.Items[i]; m.Key.Tenant() != p.Tenant { // the caller's own came first
+				add(m)
 			}
-			res.Resources = append(res.Resources, resourceOf(m))
 		}
 		if !page.More {
 			return res, nil
 		}
 		after = page.Next
 	}
-	res.NextCursor = encodeCursor(p.Tenant, "", after)
+	res.NextCursor = encodeCursor(p.Tenant, "", cursorBody{Phase: phasePublic, PTenant: after.Tenant, Scheme: after.Scheme, Path: after.Path})
 	return res, nil
 }
 
@@ -250,33 +281,38 @@ func resourceOf(m *store.Meta) *mcp.Resource {
 type cursorBody struct {
 	Tenant  string `json:"t"`
 	Binding string `json:"b,omitempty"`
+	Phase   string `json:"ph,omitempty"` // resources/list: "" own, phasePublic others' public
+	PTenant string `json:"pt,omitempty"` // tenant of the position in phasePublic
 	Scheme  string `json:"s"`
 	Path    string `json:"p"`
 }
 
-func encodeCursor(tenant, binding string, pos store.Position) string {
-	b, _ := json.Marshal(cursorBody{Tenant: tenant, Binding: binding, Scheme: pos.Scheme, Path: pos.Path})
+const phasePublic = "public"
+
+func encodeCursor(tenant, binding string, c cursorBody) string {
+	c.Tenant, c.Binding = tenant, binding
+	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 var errBadCursor = errors.New("bad cursor")
 
-func decodeCursor(c, tenant, binding string) (store.Position, error) {
+func decodeCursor(c, tenant, binding string) (cursorBody, error) {
 	if c == "" {
-		return store.Position{}, nil
+		return cursorBody{}, nil
 	}
 	if len(c) > 4096 {
-		return store.Position{}, errBadCursor
+		return cursorBody{}, errBadCursor
 	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return store.Position{}, errBadCursor
+		return cursorBody{}, errBadCursor
 	}
 	var cb cursorBody
-	if err := json.Unmarshal(b, &cb); err != nil || cb.Tenant != tenant || cb.Binding != binding {
-		return store.Position{}, errBadCursor
+	if err := json.Unmarshal(b, &cb); err != nil || cb.Tenant != tenant || cb.Binding != binding || cb.Phase != "" && cb.Phase != phasePublic {
+		return cursorBody{}, errBadCursor
 	}
-	return store.Position{Scheme: cb.Scheme, Path: cb.Path}, nil
+	return cb, nil
 }
 
 // observe records the JSON-RPC method, tool and outcome for the request log.

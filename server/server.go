@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
@@ -62,6 +63,11 @@ type Options struct {
 	// AllowedHosts are accepted in the Host header besides the BaseURL's
 	// host (and localhost names on loopback listeners).
 	AllowedHosts []string
+	// Metrics is the registry /metrics serves; nil means a new one with the
+	// Go and process collectors.
+	Metrics *prometheus.Registry
+	// Backend names the storage backend in metrics.
+	Backend string
 }
 
 // Server is resourced's HTTP handler.
@@ -80,6 +86,7 @@ type Server struct {
 	authServers    []string
 	allowedOrigins []string
 	allowedHosts   []string
+	metrics        *metrics
 }
 
 // New builds a Server.
@@ -115,6 +122,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.ids = newIDSource(s.now)
+	s.metrics = newMetrics(opts.Metrics, opts.Backend)
 	for i := range opts.Schemes {
 		sc := opts.Schemes[i]
 		if err := uri.ValidScheme(sc.Name); err != nil {
@@ -161,6 +169,7 @@ func New(opts Options) (*Server, error) {
 	}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metrics.handler())
 	s.handler = s.logRequests(mux)
 	return s, nil
 }

@@ -174,6 +174,7 @@ func (s *Server) put(ctx context.Context, obj *store.Object, cond store.Cond) (s
 	m, replaced, err := s.store.Put(ctx, obj, cond)
 	switch {
 	case err == nil:
+		s.metrics.bytesSaved.WithLabelValues(obj.Key.Scheme()).Add(float64(obj.Size))
 		return m, replaced, nil
 	case errors.Is(err, store.ErrInvalidKey):
 		return m, false, invalidField("path", "is too long for this server's storage backend; use a shorter path (S3 keys are at most 1024 bytes, and one segment at most 255)")
@@ -546,11 +547,11 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 		}
 	}
 	binding := a.Scheme + "\x00" + a.Prefix
-	after, err := decodeCursor(a.Cursor, p.Tenant, binding)
-	if err != nil {
+	cur, err := decodeCursor(a.Cursor, p.Tenant, binding)
+	if err != nil || cur.Phase != "" {
 		return nil, invalidField("cursor", "is not a cursor of this listing: pass the nextCursor of a previous list_resources call with the same scheme and prefix, or omit it")
 	}
-	q := store.ListQuery{Tenant: p.Tenant, Scheme: a.Scheme, Prefix: a.Prefix, After: after}
+	q := store.ListQuery{Tenant: p.Tenant, Scheme: a.Scheme, Prefix: a.Prefix, After: store.Position{Scheme: cur.Scheme, Path: cur.Path}}
 	items := []metaValue{}
 	var links []*store.Meta
 	for len(items) < limit {
@@ -580,7 +581,7 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 		NextCursor string      `json:"nextCursor,omitempty"`
 	}{Status: "ok", Items: items}
 	if q.After != (store.Position{}) {
-		v.NextCursor = encodeCursor(p.Tenant, binding, q.After)
+		v.NextCursor = encodeCursor(p.Tenant, binding, cursorBody{Scheme: q.After.Scheme, Path: q.After.Path})
 	}
 	return &toolValue{value: v, links: links}, nil
 }

@@ -181,6 +181,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AuthorizationServers: cfg.Auth.AuthorizationServers,
 		AllowedOrigins:       cfg.Auth.AllowedOrigins,
 		AllowedHosts:         cfg.Auth.AllowedHosts,
+		Backend:              cfg.Store.Backend,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are resourced's Prometheus collectors. Labels have bounded
+// values only: JSON-RPC methods and tools outside the known sets are
+// "other", and tenants are never labels.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec   // method, tool, outcome
+	duration     *prometheus.HistogramVec // method, tool
+	bytesSaved   *prometheus.CounterVec   // scheme
+	bytesRead    *prometheus.CounterVec   // scheme
+	authFailures *prometheus.CounterVec   // reason
+}
+
+func newMetrics(reg *prometheus.Registry, backend string) *metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resourced_requests_total",
+			Help: "MCP requests by JSON-RPC method, tool and outcome (ok, a JSON-RPC error code, a tool errorKind, or auth:<reason>).",
+		}, []string{"method", "tool", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "resourced_request_duration_seconds",
+			Help:    "Time to answer an MCP request, by JSON-RPC method and tool (resources/read is the read path, save_* the write path).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "tool"}),
+		bytesSaved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "resourced_saved_bytes_total",
+			Help:        "Body bytes stored by successful saves, by scheme.",
+			ConstLabels: prometheus.Labels{"backend": backend},
+		}, []string{"scheme"}),
+		bytesRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "resourced_read_bytes_total",
+			Help:        "Body bytes served by resources/read, by scheme.",
+			ConstLabels: prometheus.Labels{"backend": backend},
+		}, []string{"scheme"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resourced_auth_failures_total",
+			Help: "Requests refused by authentication or authorization, by reason.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+var knownMethods = map[string]bool{
+	"initialize": true, "ping": true, "server/discover": true, "tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true,
+	"prompts/list": true, "notifications/initialized": true, "notifications/cancelled": true,
+}
+
+// observeRequest records one finished MCP request.
+func (m *metrics) observeRequest(e *reqLog, d time.Duration) {
+	method, tool := e.method, e.tool
+	if method == "" {
+		method = "none" // refused before MCP saw it (auth, malformed body)
+	} else if !knownMethods[method] {
+		method = "other"
+	}
+	if tool != "" && toolScopes[tool] == "" {
+		tool = "other"
+	}
+	outcome := e.outcome
+	if outcome == "" {
+		outcome = "none"
+	}
+	m.requests.WithLabelValues(method, tool, outcome).Inc()
+	m.duration.WithLabelValues(method, tool).Observe(d.Seconds())
+}
