@@ -77,9 +77,9 @@ func TestCrashSafety(t *testing.T) {
 	wg.Wait()
 	in.stop()
 
-	out, err := exec.Command(binary, "check", "--config", in.config, "--data-dir", in.dataDir).CombinedOutput()
+	out, err := exec.Command(binary, "fsck", "--config", in.config, "--data-dir", in.dataDir).CombinedOutput()
 	if err != nil {
-		t.Fatalf("resourced check after %d kills: %v\n%s", *crashRounds, err, out)
+		t.Fatalf("resourced fsck after %d kills: %v\n%s", *crashRounds, err, out)
 	}
 	in.start()
 	lost := 0

@@ -47,8 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args, getenv, stdout, stderr)
 	case "token":
 		return token(args, getenv, stdout, stderr)
-	case "check":
-		return check(args, getenv, stdout, stderr)
+	case "fsck":
+		return fsck(args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "resourced", version)
 		return nil
@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 const usage = `usage:
   resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|s3|memory] [--log-level LEVEL]
-  resourced check [--config FILE] [--data-dir DIR]     (bbolt consistency check of a stopped server)
+  resourced fsck [--config FILE] [--data-dir DIR]      (consistency check of a stopped server's bbolt file)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
   resourced version
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL

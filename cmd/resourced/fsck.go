@@ -8,12 +8,12 @@ import (
 	"github.com/resourced/resourced/store/boltstore"
 )
 
-// check verifies the bbolt file of a stopped server: bbolt's own
+// fsck verifies the bbolt file of a stopped server: bbolt's own
 // consistency check, and every record's size and sha256 against its body.
 //
-//	resourced check [--config FILE] [--data-dir DIR]
-func check(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+//	resourced fsck [--config FILE] [--data-dir DIR]
+func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("fsck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var path, dataDir string
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
@@ -29,7 +29,7 @@ func check(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		cfg.DataDir = dataDir
 	}
 	if cfg.Store.Backend != "bbolt" {
-		return fmt.Errorf("check works on the bbolt backend; store.backend is %q", cfg.Store.Backend)
+		return fmt.Errorf("fsck works on the bbolt backend; store.backend is %q", cfg.Store.Backend)
 	}
 	file := cfg.BboltPath()
 	st, err := boltstore.Open(file, boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
