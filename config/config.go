@@ -35,6 +35,9 @@ type Config struct {
 	LogLevel string `yaml:"logLevel"`
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests.
 	ShutdownTimeout Duration `yaml:"shutdownTimeout"`
+	// NotifyPollInterval is how often URIs with listeners are checked for
+	// changes made through other instances.
+	NotifyPollInterval Duration `yaml:"notifyPollInterval"`
 	Store           Store    `yaml:"store"`
 	Auth            Auth     `yaml:"auth"`
 	// Schemes maps a URI scheme to its policy.
@@ -201,6 +204,9 @@ func (c *Config) applyDefaults() {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(15 * time.Second)
 	}
+	if c.NotifyPollInterval == 0 {
+		c.NotifyPollInterval = Duration(2 * time.Second)
+	}
 	if c.Store.Backend == "" {
 		c.Store.Backend = "bbolt"
 	}
@@ -311,6 +317,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdownTimeout", "must not be negative")
+	}
+	if c.NotifyPollInterval < Duration(100*time.Millisecond) {
+		bad("notifyPollInterval", "want at least 100ms")
 	}
 	switch c.Store.Backend {
 	case "bbolt":

@@ -68,6 +68,9 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Backend names the storage backend in metrics.
 	Backend string
+	// PollInterval is how often subscribed URIs are checked for changes
+	// made through other instances; 0 means 2s.
+	PollInterval time.Duration
 }
 
 // Server is resourced's HTTP handler.
@@ -87,6 +90,8 @@ type Server struct {
 	allowedOrigins []string
 	allowedHosts   []string
 	metrics        *metrics
+	watch          watchlist
+	pollInterval   time.Duration
 }
 
 // New builds a Server.
@@ -123,6 +128,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s.ids = newIDSource(s.now)
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
+	s.pollInterval = opts.PollInterval
+	if s.pollInterval <= 0 {
+		s.pollInterval = 2 * time.Second
+	}
 	for i := range opts.Schemes {
 		sc := opts.Schemes[i]
 		if err := uri.ValidScheme(sc.Name); err != nil {
@@ -146,9 +155,11 @@ func New(opts Options) (*Server, error) {
 			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read.",
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
-			Resources: &mcp.ResourceCapabilities{},
+			Resources: &mcp.ResourceCapabilities{Subscribe: true},
 		},
-		SetCacheable: s.setCacheable,
+		SetCacheable:       s.setCacheable,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 	})
 	s.addResources()
 	s.addTools()
@@ -178,6 +189,12 @@ func New(opts Options) (*Server, error) {
 // bytes: base64 grows a body by 4/3 and JSON escaping of text can double
 // it, so allow twice the body plus 1 MiB for the rest of the request.
 func requestBodyLimit(maxBody int64) int64 { return 2*maxBody + 1<<20 }
+
+// Run runs the server's background work until ctx ends: polling
+// subscribed URIs for changes made through other instances.
+func (s *Server) Run(ctx context.Context) {
+	every(ctx, s.pollInterval, s.pollWatched)
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }

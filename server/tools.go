@@ -408,6 +408,7 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	if replaced {
 		status = "replaced"
 	}
+	s.changed(m.Key, m.SHA256)
 	v := metaValueOf(status, &m)
 	return &toolValue{value: v, links: []*store.Meta{&m}}, nil
 }
@@ -498,6 +499,7 @@ func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.
 	err = s.store.Delete(ctx, k, cond)
 	switch {
 	case err == nil:
+		s.changed(k, "")
 	case isNotFound(err):
 		return nil, notFoundTool(a.URI)
 	case errors.Is(err, store.ErrPreconditionFailed):

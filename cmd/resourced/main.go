@@ -182,6 +182,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AllowedOrigins:       cfg.Auth.AllowedOrigins,
 		AllowedHosts:         cfg.Auth.AllowedHosts,
 		Backend:              cfg.Store.Backend,
+		PollInterval:         cfg.NotifyPollInterval.Std(),
 	})
 	if err != nil {
 		return err
@@ -200,6 +201,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	go srv.Run(ctx)
 	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
 		"backend", cfg.Store.Backend, "auth", cfg.Auth.Mode, "version", version)
 
