@@ -38,10 +38,23 @@ type Config struct {
 	// NotifyPollInterval is how often URIs with listeners are checked for
 	// changes made through other instances.
 	NotifyPollInterval Duration `yaml:"notifyPollInterval"`
-	Store           Store    `yaml:"store"`
-	Auth            Auth     `yaml:"auth"`
+	Limits             Limits   `yaml:"limits"`
+	Store              Store    `yaml:"store"`
+	Auth               Auth     `yaml:"auth"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
+}
+
+// Limits bound what one save may carry (per-scheme body sizes are in
+// schemes.<name>.maxBytes).
+type Limits struct {
+	// MaxHits is the most hits one search snapshot may hold.
+	MaxHits int `yaml:"maxHits"`
+	// MaxTitleBytes and MaxDescriptionBytes bound those fields of a save.
+	MaxTitleBytes       int `yaml:"maxTitleBytes"`
+	MaxDescriptionBytes int `yaml:"maxDescriptionBytes"`
+	// MaxPathBytes bounds a report's path below its tenant.
+	MaxPathBytes int `yaml:"maxPathBytes"`
 }
 
 // Store selects and configures the storage backend.
@@ -210,6 +223,18 @@ func (c *Config) applyDefaults() {
 	if c.Store.Backend == "" {
 		c.Store.Backend = "bbolt"
 	}
+	if c.Limits.MaxHits == 0 {
+		c.Limits.MaxHits = 10000
+	}
+	if c.Limits.MaxTitleBytes == 0 {
+		c.Limits.MaxTitleBytes = 512
+	}
+	if c.Limits.MaxDescriptionBytes == 0 {
+		c.Limits.MaxDescriptionBytes = 4096
+	}
+	if c.Limits.MaxPathBytes == 0 {
+		c.Limits.MaxPathBytes = 512
+	}
 	if c.Store.Bbolt.OpenTimeout == 0 {
 		c.Store.Bbolt.OpenTimeout = Duration(5 * time.Second)
 	}
@@ -320,6 +345,18 @@ func (c *Config) Validate() error {
 	}
 	if c.NotifyPollInterval < Duration(100*time.Millisecond) {
 		bad("notifyPollInterval", "want at least 100ms")
+	}
+	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {
+		bad("limits.maxHits", "want 1 to 1000000")
+	}
+	if c.Limits.MaxTitleBytes < 0 || c.Limits.MaxTitleBytes > 4096 {
+		bad("limits.maxTitleBytes", "want 1 to 4096")
+	}
+	if c.Limits.MaxDescriptionBytes < 0 || c.Limits.MaxDescriptionBytes > 65536 {
+		bad("limits.maxDescriptionBytes", "want 1 to 65536")
+	}
+	if c.Limits.MaxPathBytes < 0 || c.Limits.MaxPathBytes > 900 {
+		bad("limits.maxPathBytes", "want 1 to 900 (a whole URI is at most 1024 bytes)")
 	}
 	switch c.Store.Backend {
 	case "bbolt":

@@ -112,3 +112,33 @@ func TestGracefulShutdownLosesNothing(t *testing.T) {
 		t.Error("no save was acknowledged before SIGTERM")
 	}
 }
+
+// TestConfiguredLimits: every configured limit is enforced with a result
+// that states it, and nothing is stored by a refused save.
+func TestConfiguredLimits(t *testing.T) {
+	in := startServer(t, "limits: {maxHits: 3, maxTitleBytes: 10, maxPathBytes: 20}\nschemes:\n  report: {maxBytes: 100}\n  search: {maxBytes: 1KiB}\n")
+	fourHits := []map[string]any{{"id": "1", "title": "", "snippet": ""}, {"id": "2", "title": "", "snippet": ""}, {"id": "3", "title": "", "snippet": ""}, {"id": "4", "title": "", "snippet": ""}}
+	cases := []struct {
+		name, tool string
+		args       map[string]any
+		kind, says string
+	}{
+		{"hits", "save_search_snapshot", map[string]any{"query": "q", "hits": fourHits}, "too_large", "at most 3"},
+		{"title", "save_report", map[string]any{"path": "p", "mimeType": "text/plain", "text": "x", "title": "eleven byte"}, "validation_error", "limit is 10"},
+		{"path", "save_report", map[string]any{"path": "a/b/c/d/e/f/g/h/i/j/k", "mimeType": "text/plain", "text": "x"}, "validation_error", "limit is 20"},
+		{"body", "save_report", map[string]any{"path": "p", "mimeType": "text/plain", "text": strings.Repeat("x", 101)}, "too_large", "at most 100 bytes"},
+		{"snapshot body", "save_search_snapshot", map[string]any{"query": strings.Repeat("q", 1100), "hits": fourHits[:1]}, "too_large", "at most 1024 bytes"},
+	}
+	for _, c := range cases {
+		r := in.call(v2026, c.tool, c.args)
+		checkFailure(t, r, c.kind)
+		if !strings.Contains(r.Content[0].Text, c.says) {
+			t.Errorf("%s: text %q does not state the limit (%q)", c.name, r.Content[0].Text, c.says)
+		}
+	}
+	checkSuccess(t, in.call(v2026, "save_report", map[string]any{"path": "p", "mimeType": "text/plain", "text": strings.Repeat("x", 100)}), 1)
+	sc := checkSuccess(t, in.call(v2026, "list_resources", map[string]any{}), 1)
+	if n := len(sc["items"].([]any)); n != 1 {
+		t.Errorf("%d resources stored, want only the one within limits", n)
+	}
+}

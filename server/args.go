@@ -68,13 +68,10 @@ func describeType(t reflect.Type) string {
 	return "a " + t.Kind().String()
 }
 
-// Input limits that keep one call's metadata small.
+// Fixed input limits; the others are in Limits.
 const (
-	maxQueryLen       = 4096
-	maxTitleLen       = 512
-	maxDescriptionLen = 4096
-	maxMIMETypeLen    = 255
-	maxHits           = 10000
+	maxQueryLen    = 4096
+	maxMIMETypeLen = 255
 )
 
 // checkText validates a free-text field: valid UTF-8, no control

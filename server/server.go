@@ -40,6 +40,29 @@ type Scheme struct {
 	MaxBytes     int64         // largest body
 }
 
+// Limits bound what one save may carry; zero fields take the defaults.
+type Limits struct {
+	MaxHits             int // hits of one search snapshot (default 10000)
+	MaxTitleBytes       int // default 512
+	MaxDescriptionBytes int // default 4096
+	MaxPathBytes        int // path of a report below its tenant (default 512)
+}
+
+func (l *Limits) applyDefaults() {
+	if l.MaxHits <= 0 {
+		l.MaxHits = 10000
+	}
+	if l.MaxTitleBytes <= 0 {
+		l.MaxTitleBytes = 512
+	}
+	if l.MaxDescriptionBytes <= 0 {
+		l.MaxDescriptionBytes = 4096
+	}
+	if l.MaxPathBytes <= 0 {
+		l.MaxPathBytes = 512
+	}
+}
+
 // Options configure a Server. Store and Schemes are required.
 type Options struct {
 	Store   store.Backend
@@ -71,6 +94,8 @@ type Options struct {
 	// PollInterval is how often subscribed URIs are checked for changes
 	// made through other instances; 0 means 2s.
 	PollInterval time.Duration
+	// Limits bound one save.
+	Limits Limits
 }
 
 // Server is resourced's HTTP handler.
@@ -92,6 +117,7 @@ type Server struct {
 	metrics        *metrics
 	watch          watchlist
 	pollInterval   time.Duration
+	limits         Limits
 }
 
 // New builds a Server.
@@ -128,6 +154,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s.ids = newIDSource(s.now)
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
+	s.limits = opts.Limits
+	s.limits.applyDefaults()
 	s.pollInterval = opts.PollInterval
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second

@@ -229,8 +229,8 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 	if a.Hits == nil {
 		return nil, invalidField("hits", "is required: an array of {id, title, snippet, url?, score?} (it may be empty)")
 	}
-	if len(a.Hits) > maxHits {
-		return nil, failure(kindTooLarge, fmt.Sprintf("hits has %d items; a snapshot holds at most %d. Save the rest in another snapshot.", len(a.Hits), maxHits))
+	if len(a.Hits) > s.limits.MaxHits {
+		return nil, failure(kindTooLarge, fmt.Sprintf("hits has %d items; a snapshot holds at most %d. Save the rest in another snapshot.", len(a.Hits), s.limits.MaxHits))
 	}
 	for i, h := range a.Hits {
 		f := fmt.Sprintf("hits[%d]", i)
@@ -241,10 +241,10 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 	if a.Total != nil && *a.Total != len(a.Hits) {
 		return nil, invalidField("total", fmt.Sprintf("is %d but hits has %d items; total is the number of hits: omit it or set it to %d", *a.Total, len(a.Hits), len(a.Hits)))
 	}
-	if terr := checkText("title", a.Title, maxTitleLen); terr != nil {
+	if terr := checkText("title", a.Title, s.limits.MaxTitleBytes); terr != nil {
 		return nil, terr
 	}
-	if terr := checkText("description", a.Description, maxDescriptionLen); terr != nil {
+	if terr := checkText("description", a.Description, s.limits.MaxDescriptionBytes); terr != nil {
 		return nil, terr
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
@@ -327,6 +327,9 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	if a.Path == "" {
 		return nil, invalidField("path", "is required, e.g. \"billing/2026-11/import-dry-run\"")
 	}
+	if len(a.Path) > s.limits.MaxPathBytes {
+		return nil, invalidField("path", fmt.Sprintf("is %d bytes; the limit is %d", len(a.Path), s.limits.MaxPathBytes))
+	}
 	if terr := checkMIMEType("mimeType", a.MIMEType); terr != nil {
 		return nil, terr
 	}
@@ -347,10 +350,10 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 		return nil, failure(kindValidation, "the body is missing: pass text (for textual content) or blobBase64 (for binary content)",
 			fieldError{"text", "text or blobBase64 is required"})
 	}
-	if terr := checkText("title", a.Title, maxTitleLen); terr != nil {
+	if terr := checkText("title", a.Title, s.limits.MaxTitleBytes); terr != nil {
 		return nil, terr
 	}
-	if terr := checkText("description", a.Description, maxDescriptionLen); terr != nil {
+	if terr := checkText("description", a.Description, s.limits.MaxDescriptionBytes); terr != nil {
 		return nil, terr
 	}
 	cond := store.CreateOnly()

@@ -183,6 +183,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AllowedHosts:         cfg.Auth.AllowedHosts,
 		Backend:              cfg.Store.Backend,
 		PollInterval:         cfg.NotifyPollInterval.Std(),
+		Limits: server.Limits{
+			MaxHits: cfg.Limits.MaxHits, MaxTitleBytes: cfg.Limits.MaxTitleBytes,
+			MaxDescriptionBytes: cfg.Limits.MaxDescriptionBytes, MaxPathBytes: cfg.Limits.MaxPathBytes,
+		},
 	})
 	if err != nil {
 		return err
