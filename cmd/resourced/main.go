@@ -49,6 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return token(args, getenv, stdout, stderr)
 	case "fsck":
 		return fsck(args, getenv, stdout, stderr)
+	case "backup":
+		return backup(args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "resourced", version)
 		return nil
@@ -63,6 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 const usage = `usage:
   resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|s3|memory] [--log-level LEVEL]
   resourced fsck [--config FILE] [--data-dir DIR]      (consistency check of a stopped server's bbolt file)
+  resourced backup --out FILE [--config FILE] [--data-dir DIR]   (online backup of the bbolt file)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
   resourced version
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
@@ -169,6 +172,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
 	}
 	defer st.Close()
+	if stopAdmin, err := serveAdmin(cfg, st, log); err != nil {
+		log.Warn("no admin socket: online backups need the server stopped", "err", err)
+	} else {
+		defer stopAdmin()
+	}
 
 	authn, closeAuth, err := authenticator(ctx, cfg, log, stdout)
 	if err != nil {
