@@ -36,6 +36,11 @@ var (
 	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrInvalidKey: a key, tenant or scheme failed validation.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrQuotaExceeded: a Put would leave its tenant over Cond.Quota.
+	ErrQuotaExceeded = errors.New("quota exceeded")
+	// ErrQuotaUnsupported: the backend cannot enforce a quota atomically
+	// (a Put with a non-zero Cond.Quota fails with it, writing nothing).
+	ErrQuotaUnsupported = errors.New("quotas are not supported by this backend")
 )
 
 // Limits on key parts. They are deliberately loose: the uri package enforces
@@ -199,6 +204,37 @@ const (
 type Cond struct {
 	Kind   CondKind
 	SHA256 string // for IfMatch
+	// Quota, when not zero, bounds the tenant's usage after the write; a
+	// Put that would exceed it fails with ErrQuotaExceeded and writes
+	// nothing. The check and the write are atomic: concurrent Puts racing
+	// for the last bytes never overshoot. Usage counts expired objects
+	// still stored (see Usage), and a replace counts only its size
+	// difference. The bound is on the usage after the write, so a Put
+	// that shrinks usage but leaves it over a (since lowered) quota fails
+	// too; Delete and DeleteExpired take no quota.
+	Quota Quota
+}
+
+// Quota limits what one tenant stores; a zero field is unlimited.
+type Quota struct {
+	Bytes   int64 // sum of body sizes
+	Objects int64 // number of objects
+}
+
+// IsZero reports whether q limits nothing.
+func (q Quota) IsZero() bool { return q.Bytes <= 0 && q.Objects <= 0 }
+
+// Usage is what one tenant stores: every object still in storage,
+// including expired ones the sweeper has not removed yet (they occupy
+// space until it does).
+type Usage struct {
+	Bytes   int64
+	Objects int64
+}
+
+// Exceeds reports whether u is over q.
+func (u Usage) Exceeds(q Quota) bool {
+	return q.Bytes > 0 && u.Bytes > q.Bytes || q.Objects > 0 && u.Objects > q.Objects
 }
 
 // CreateOnly is the precondition of a create that must not replace.
@@ -268,6 +304,21 @@ type Backend interface {
 	// Delete removes the object at k if cond holds (Always or IfMatch;
 	// IfNone is invalid). A missing object gives ErrNotFound.
 	Delete(ctx context.Context, k Key, cond Cond) error
+
+	// DeleteExpired removes up to limit (> 0) objects whose Expires is at
+	// or before the backend's clock and returns how many it removed. Each
+	// call is bounded (no long transaction) and never removes an object
+	// that a concurrent Put made live again. Callers loop while it returns
+	// limit, and sweep again later: a backend may examine only a bounded
+	// number of objects per call (s3store does), so a return below limit
+	// does not prove that no expired object remains.
+	DeleteExpired(ctx context.Context, limit int) (int, error)
+
+	// Usage returns what tenant stores (see Usage); a tenant with nothing
+	// stored has the zero Usage. An invalid tenant name gives
+	// ErrInvalidKey. Backends that do not support quotas return
+	// ErrQuotaUnsupported.
+	Usage(ctx context.Context, tenant string) (Usage, error)
 
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error

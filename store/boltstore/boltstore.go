@@ -10,16 +10,41 @@
 //	"v1-public"                   index of public listed objects, for ListPublic
 //	└── <tenant> 0x00 <scheme> 0x00 <path> = ""
 //	                              e.g. "t1\x00report\x002026/q1/summary"
+//	"v1-expiry"                   index of objects that expire, for DeleteExpired
+//	└── <expires> <tenant> 0x00 <scheme> 0x00 <path> = ""
+//	                              <expires>: 8 bytes, see below
+//	"v1-usage"                    what each tenant stores, for quotas
+//	└── <tenant> = <bytes> <objects>
+//	                              two 8-byte big-endian unsigned integers
 //
-// The index holds one empty value per object whose metadata says Listed and
-// Public, expired or not: Put adds or removes the entry in the same
-// transaction that writes the object (also when it replaces an expired
-// one), Delete removes it with the object. No key part contains 0x00, which
-// sorts below every byte they may contain, so the byte order of index keys
-// is (tenant, scheme, path) order ("t1" < "t1-x" < "t10"). ListPublic seeks
-// the index and reads each entry's metadata from the tree above, skipping
-// expired objects. A file written before the index existed gets it built
+// The public index holds one empty value per object whose metadata says
+// Listed and Public, expired or not: Put adds or removes the entry in the
+// same transaction that writes the object (also when it replaces an
+// expired one), Delete and DeleteExpired remove it with the object. No
+// key part contains 0x00, which sorts below every byte they may contain,
+// so the byte order of index keys is (tenant, scheme, path) order ("t1" <
+// "t1-x" < "t10"). ListPublic seeks the index and reads each entry's
+// metadata from the tree above, skipping expired objects. A file written before the index existed gets it built
 // from the tree when Open first creates the bucket.
+//
+// The expiry index holds one empty value per object with a non-zero
+// Expires, expired or not. Its key starts with Expires in Unix
+// milliseconds as 8 big-endian bytes with the sign bit flipped (so byte
+// order is time order, before 1970 too), followed by the public index's
+// key of the object. Put removes the entry of the object it replaces and
+// adds the new one, Delete removes it, all in the object's transaction.
+// DeleteExpired walks the index from its start while the expiry is at or
+// before now.
+//
+// The usage bucket holds, per tenant with at least one object stored,
+// the sum of the body sizes and the number of objects, expired ones
+// included; a tenant with none has no entry. Every transaction that
+// writes or removes an object updates it, so a Put with a quota checks
+// and writes in one transaction. Open builds either bucket from the tree
+// when it is missing, like the public index; Check verifies all three. (A
+// version of resourced older than a bucket does not maintain it: after
+// writing a file with one, Check reports the difference, and deleting the
+// bucket makes the next Open build it again.)
 //
 // A record is one value:
 //
@@ -39,19 +64,23 @@
 //
 // Durability: bbolt fsyncs every commit (NoSync is never set). Put and Delete
 // go through DB.Batch, so concurrent writers share commits; a batch function
-// may run more than once and is written to be idempotent. Reads use View and
+// may run more than once and is written to be idempotent (it reads what it
+// decides on, usage included, from its transaction and only assigns its
+// results). DeleteExpired is one Update of bounded size. Reads use View and
 // copy values out before the transaction ends.
 //
 // Deleting the last object of a scheme or tenant removes that bucket too.
-// An expired object stays in the file, invisible to every method, until a
-// Put over it replaces it.
+// An expired object stays in the file, invisible to every method but
+// Usage, until a Put over it replaces it or DeleteExpired removes it.
 package boltstore
 
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,6 +100,17 @@ const rootBucket = "v1"
 // publicBucket is the top-level bucket of the index of public listed
 // objects, a sibling of rootBucket.
 const publicBucket = "v1-public"
+
+// expiryBucket is the top-level bucket of the index of objects by expiry.
+const expiryBucket = "v1-expiry"
+
+// usageBucket is the top-level bucket of per-tenant usage.
+const usageBucket = "v1-usage"
+
+// maxSweepScan bounds the expiry index entries one DeleteExpired looks at,
+// in multiples of its limit: stale entries (only in a damaged file) are
+// removed but do not count as removed objects.
+const maxSweepScan = 4
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
@@ -122,14 +162,26 @@ func Open(path string, opts Options) (*Store, error) {
 		if err != nil {
 			return err
 		}
-		if tx.Bucket([]byte(publicBucket)) != nil {
-			return nil
+		for _, b := range []struct {
+			name  string
+			build func(r, b *bolt.Bucket) error
+		}{
+			{publicBucket, buildIndex},
+			{expiryBucket, buildExpiry},
+			{usageBucket, buildUsage},
+		} {
+			if tx.Bucket([]byte(b.name)) != nil {
+				continue
+			}
+			nb, err := tx.CreateBucket([]byte(b.name))
+			if err != nil {
+				return err
+			}
+			if err := b.build(r, nb); err != nil {
+				return err
+			}
 		}
-		idx, err := tx.CreateBucket([]byte(publicBucket))
-		if err != nil {
-			return err
-		}
-		return buildIndex(r, idx)
+		return nil
 	})
 	if err != nil {
 		_ = db.Close()
@@ -138,9 +190,9 @@ func Open(path string, opts Options) (*Store, error) {
 	return &Store{db: db, now: now}, nil
 }
 
-// buildIndex adds an index entry for every public listed object of the tree
-// under r; Open runs it when a file has no index yet.
-func buildIndex(r, idx *bolt.Bucket) error {
+// forEachRecord calls fn with the decoded metadata of every object of the
+// tree under r; what names the caller in errors.
+func forEachRecord(r *bolt.Bucket, what string, fn func(tenant, scheme, path []byte, m *store.Meta) error) error {
 	return r.ForEachBucket(func(tenant []byte) error {
 		tb := r.Bucket(tenant)
 		return tb.ForEachBucket(func(scheme []byte) error {
@@ -150,15 +202,135 @@ func buildIndex(r, idx *bolt.Bucket) error {
 				}
 				m, err := decodeMeta(v)
 				if err != nil {
-					return fmt.Errorf("building the public index: %s://%s/%s: %w", scheme, tenant, p, err)
+					return fmt.Errorf("%s: %s://%s/%s: %w", what, scheme, tenant, p, err)
 				}
-				if !indexed(&m) {
-					return nil
-				}
-				return idx.Put(indexKey(string(tenant), string(scheme), string(p)), nil)
+				return fn(tenant, scheme, p, &m)
 			})
 		})
 	})
+}
+
+// buildIndex adds an index entry for every public listed object of the tree
+// under r; Open runs it when a file has no index yet.
+func buildIndex(r, idx *bolt.Bucket) error {
+	return forEachRecord(r, "building the public index", func(tenant, scheme, p []byte, m *store.Meta) error {
+		if !indexed(m) {
+			return nil
+		}
+		return idx.Put(indexKey(string(tenant), string(scheme), string(p)), nil)
+	})
+}
+
+// buildExpiry adds an expiry index entry for every object of the tree under
+// r that has an expiry; Open runs it when a file has no expiry index yet.
+func buildExpiry(r, exp *bolt.Bucket) error {
+	return forEachRecord(r, "building the expiry index", func(tenant, scheme, p []byte, m *store.Meta) error {
+		if m.Expires.IsZero() {
+			return nil
+		}
+		return exp.Put(expiryKey(m.Expires, string(tenant), string(scheme), string(p)), nil)
+	})
+}
+
+// sumUsage returns the usage of every tenant of the tree under r.
+func sumUsage(r *bolt.Bucket, what string) (map[string]store.Usage, error) {
+	sums := map[string]store.Usage{}
+	err := forEachRecord(r, what, func(tenant, _, _ []byte, m *store.Meta) error {
+		u := sums[string(tenant)]
+		u.Bytes += m.Size
+		u.Objects++
+		sums[string(tenant)] = u
+		return nil
+	})
+	return sums, err
+}
+
+// buildUsage fills the usage bucket from the tree under r; Open runs it
+// when a file has no usage bucket yet.
+func buildUsage(r, ub *bolt.Bucket) error {
+	sums, err := sumUsage(r, "building the usage")
+	if err != nil {
+		return err
+	}
+	for tenant, u := range sums {
+		if err := ub.Put([]byte(tenant), encodeUsage(u)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expiryKey returns the expiry index key of the object at tenant, scheme,
+// path that expires at t: t's Unix milliseconds with the sign bit flipped,
+// big-endian, then the object's public index key.
+func expiryKey(t time.Time, tenant, scheme, path string) []byte {
+	b := make([]byte, 8, 8+len(tenant)+len(scheme)+len(path)+2)
+	binary.BigEndian.PutUint64(b, uint64(t.UnixMilli())^(1<<63))
+	b = append(b, tenant...)
+	b = append(b, 0)
+	b = append(b, scheme...)
+	b = append(b, 0)
+	return append(b, path...)
+}
+
+// parseExpiryKey returns the expiry and the key of an expiry index entry.
+func parseExpiryKey(ek []byte) (time.Time, store.Key, error) {
+	if len(ek) < 8 {
+		return time.Time{}, store.Key{}, fmt.Errorf("boltstore: corrupt expiry index entry %q", ek)
+	}
+	ms := int64(binary.BigEndian.Uint64(ek) ^ (1 << 63))
+	k, err := parseIndexKey(ek[8:])
+	if err != nil {
+		return time.Time{}, store.Key{}, fmt.Errorf("boltstore: corrupt expiry index entry %q: %w", ek, err)
+	}
+	return time.UnixMilli(ms).UTC(), k, nil
+}
+
+// encodeUsage returns the usage bucket value of u.
+func encodeUsage(u store.Usage) []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b, uint64(u.Bytes))
+	binary.BigEndian.PutUint64(b[8:], uint64(u.Objects))
+	return b
+}
+
+// decodeUsage decodes a usage bucket value; nil is the zero usage.
+func decodeUsage(v []byte) (store.Usage, error) {
+	if v == nil {
+		return store.Usage{}, nil
+	}
+	if len(v) != 16 {
+		return store.Usage{}, fmt.Errorf("boltstore: corrupt usage value of %d bytes", len(v))
+	}
+	u := store.Usage{
+		Bytes:   int64(binary.BigEndian.Uint64(v)),
+		Objects: int64(binary.BigEndian.Uint64(v[8:])),
+	}
+	if u.Bytes < 0 || u.Objects < 0 {
+		return store.Usage{}, fmt.Errorf("boltstore: corrupt usage value: %d bytes, %d objects", u.Bytes, u.Objects)
+	}
+	return u, nil
+}
+
+// readUsage returns the stored usage of tenant.
+func readUsage(ub *bolt.Bucket, tenant string) (store.Usage, error) {
+	u, err := decodeUsage(ub.Get([]byte(tenant)))
+	if err != nil {
+		return store.Usage{}, fmt.Errorf("%w (tenant %s)", err, tenant)
+	}
+	return u, nil
+}
+
+// writeUsage stores u as tenant's usage, removing the entry when the
+// tenant stores nothing.
+func writeUsage(ub *bolt.Bucket, tenant string, u store.Usage) error {
+	if u.Objects == 0 && u.Bytes == 0 {
+		return ub.Delete([]byte(tenant))
+	}
+	if u.Objects <= 0 || u.Bytes < 0 {
+		return fmt.Errorf("boltstore: usage of tenant %s would be %d bytes in %d objects: the usage bucket is damaged (run fsck)", tenant, u.Bytes, u.Objects)
+	}
+	return ub.Put([]byte(tenant), encodeUsage(u))
 }
 
 // indexed reports whether an object with metadata m has an index entry.
@@ -209,11 +381,30 @@ func seekKey(after store.PublicPosition) []byte {
 }
 
 func index(tx *bolt.Tx) (*bolt.Bucket, error) {
-	b := tx.Bucket([]byte(publicBucket))
+	return topBucket(tx, publicBucket)
+}
+
+// topBucket returns the top-level bucket name, which Open created.
+func topBucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
+	b := tx.Bucket([]byte(name))
 	if b == nil {
-		return nil, fmt.Errorf("boltstore: index bucket %q missing", publicBucket)
+		return nil, fmt.Errorf("boltstore: bucket %q missing", name)
 	}
 	return b, nil
+}
+
+// indexes returns the public index, the expiry index and the usage bucket.
+func indexes(tx *bolt.Tx) (idx, exp, ub *bolt.Bucket, err error) {
+	if idx, err = topBucket(tx, publicBucket); err != nil {
+		return nil, nil, nil, err
+	}
+	if exp, err = topBucket(tx, expiryBucket); err != nil {
+		return nil, nil, nil, err
+	}
+	if ub, err = topBucket(tx, usageBucket); err != nil {
+		return nil, nil, nil, err
+	}
+	return idx, exp, ub, nil
 }
 
 func checkKey(op string, k store.Key) error {
@@ -282,12 +473,14 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	)
 	// The function may run more than once (bbolt re-runs a batch when one
 	// of its functions fails): it only assigns its results.
+	// A failing function writes nothing: bbolt rolls its transaction back
+	// (and runs it alone to report its error).
 	err := s.db.Batch(func(tx *bolt.Tx) error {
 		r, err := root(tx)
 		if err != nil {
 			return err
 		}
-		idx, err := index(tx)
+		idx, exp, ub, err := indexes(tx)
 		if err != nil {
 			return err
 		}
@@ -299,12 +492,35 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		if err != nil {
 			return fmt.Errorf("boltstore: put %s: %w", k, err)
 		}
-		cur, _, err := s.liveMeta(sb, k)
-		if err != nil {
-			return err
+		// old is what the write replaces, live or expired; cur only if live.
+		var old *store.Meta
+		if v := sb.Get([]byte(k.Path())); v != nil {
+			m, err := decodeMeta(v)
+			if err != nil {
+				return fmt.Errorf("boltstore: %s: %w", k, err)
+			}
+			old = &m
+		}
+		var cur *store.Meta
+		if old != nil && !old.Expired(s.now()) {
+			cur = old
 		}
 		if err := store.CheckCond(k, cur, cond); err != nil {
 			return fmt.Errorf("boltstore: put: %w", err)
+		}
+		u, err := readUsage(ub, k.Tenant())
+		if err != nil {
+			return fmt.Errorf("boltstore: put %s: %w", k, err)
+		}
+		u.Bytes += want.Size
+		if old != nil {
+			u.Bytes -= old.Size
+		} else {
+			u.Objects++
+		}
+		if !cond.Quota.IsZero() && u.Exceeds(cond.Quota) {
+			return fmt.Errorf("boltstore: put %s: %w (usage after the write %d bytes in %d objects, quota %d bytes, %d objects)",
+				k, store.ErrQuotaExceeded, u.Bytes, u.Objects, cond.Quota.Bytes, cond.Quota.Objects)
 		}
 		m := want
 		if cur != nil {
@@ -313,7 +529,7 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		if err := sb.Put([]byte(k.Path()), encodeRecord(&m, body)); err != nil {
 			return fmt.Errorf("boltstore: put %s: %w", k, err)
 		}
-		// The entry follows the new object, whatever the old one was
+		// The entries follow the new object, whatever the old one was
 		// (live, expired or absent).
 		ik := indexKey(k.Tenant(), k.Scheme(), k.Path())
 		if indexed(&m) {
@@ -323,6 +539,19 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		}
 		if err != nil {
 			return fmt.Errorf("boltstore: put %s: public index: %w", k, err)
+		}
+		if old != nil && !old.Expires.IsZero() && !old.Expires.Equal(m.Expires) {
+			if err := exp.Delete(expiryKey(old.Expires, k.Tenant(), k.Scheme(), k.Path())); err != nil {
+				return fmt.Errorf("boltstore: put %s: expiry index: %w", k, err)
+			}
+		}
+		if !m.Expires.IsZero() {
+			if err := exp.Put(expiryKey(m.Expires, k.Tenant(), k.Scheme(), k.Path()), nil); err != nil {
+				return fmt.Errorf("boltstore: put %s: expiry index: %w", k, err)
+			}
+		}
+		if err := writeUsage(ub, k.Tenant(), u); err != nil {
+			return fmt.Errorf("boltstore: put %s: %w", k, err)
 		}
 		stored, replaced = m, cur != nil
 		return nil
@@ -615,28 +844,167 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 		if err := store.CheckCond(k, cur, cond); err != nil {
 			return fmt.Errorf("boltstore: delete: %w", err)
 		}
-		if err := sb.Delete([]byte(k.Path())); err != nil {
+		if err := s.remove(tx, r, tb, sb, k, cur); err != nil {
 			return fmt.Errorf("boltstore: delete %s: %w", k, err)
-		}
-		idx, err := index(tx)
-		if err != nil {
-			return err
-		}
-		if err := idx.Delete(indexKey(k.Tenant(), k.Scheme(), k.Path())); err != nil {
-			return fmt.Errorf("boltstore: delete %s: public index: %w", k, err)
-		}
-		if empty(sb) {
-			if err := tb.DeleteBucket([]byte(k.Scheme())); err != nil {
-				return fmt.Errorf("boltstore: delete %s: %w", k, err)
-			}
-			if empty(tb) {
-				if err := r.DeleteBucket([]byte(k.Tenant())); err != nil {
-					return fmt.Errorf("boltstore: delete %s: %w", k, err)
-				}
-			}
 		}
 		return nil
 	})
+}
+
+// remove deletes the object at k, whose metadata is m, from sb (in tb in
+// r), with its index entries and usage; it removes sb and tb when they
+// become empty.
+func (s *Store) remove(tx *bolt.Tx, r, tb, sb *bolt.Bucket, k store.Key, m *store.Meta) error {
+	idx, exp, ub, err := indexes(tx)
+	if err != nil {
+		return err
+	}
+	if err := sb.Delete([]byte(k.Path())); err != nil {
+		return err
+	}
+	if err := idx.Delete(indexKey(k.Tenant(), k.Scheme(), k.Path())); err != nil {
+		return fmt.Errorf("public index: %w", err)
+	}
+	if !m.Expires.IsZero() {
+		if err := exp.Delete(expiryKey(m.Expires, k.Tenant(), k.Scheme(), k.Path())); err != nil {
+			return fmt.Errorf("expiry index: %w", err)
+		}
+	}
+	u, err := readUsage(ub, k.Tenant())
+	if err != nil {
+		return err
+	}
+	u.Bytes -= m.Size
+	u.Objects--
+	if err := writeUsage(ub, k.Tenant(), u); err != nil {
+		return err
+	}
+	if empty(sb) {
+		if err := tb.DeleteBucket([]byte(k.Scheme())); err != nil {
+			return err
+		}
+		if empty(tb) {
+			if err := r.DeleteBucket([]byte(k.Tenant())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteExpired implements store.Backend in one write transaction (through
+// Update, not Batch: it is already a batch of deletions). It walks the
+// expiry index from its start while the expiry is at or before now, and
+// removes each entry's object when its record still carries that expiry;
+// an entry whose object is gone or carries another expiry is stale (only
+// a damaged file has one) and is removed alone. It stops after limit
+// objects, or after maxSweepScan×limit entries. Being one transaction, it
+// cannot remove an object that a concurrent Put made live again: that Put
+// commits before it (and moved the entry) or after it (and creates anew).
+func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("boltstore: delete expired: %w", err)
+	}
+	if limit <= 0 {
+		return 0, fmt.Errorf("boltstore: delete expired: limit %d, want > 0", limit)
+	}
+	scan := maxSweepScan * limit
+	if limit > math.MaxInt/maxSweepScan {
+		scan = math.MaxInt
+	}
+	var removed int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		removed = 0
+		r, err := root(tx)
+		if err != nil {
+			return err
+		}
+		exp, err := topBucket(tx, expiryBucket)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		c := exp.Cursor()
+		ek, _ := c.First()
+		for scanned := 0; ek != nil && removed < limit && scanned < scan; scanned++ {
+			if scanned%64 == 63 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("boltstore: delete expired: %w", err)
+				}
+			}
+			at, k, err := parseExpiryKey(ek)
+			if err != nil {
+				return err
+			}
+			if at.After(now) {
+				break
+			}
+			// Copy: ek points into the page the deletes below may change.
+			next := append(bytes.Clone(ek), 0) // the least key after ek
+			tb := r.Bucket([]byte(k.Tenant()))
+			var sb *bolt.Bucket
+			if tb != nil {
+				sb = tb.Bucket([]byte(k.Scheme()))
+			}
+			var m *store.Meta
+			if sb != nil {
+				if v := sb.Get([]byte(k.Path())); v != nil {
+					dm, err := decodeMeta(v)
+					if err != nil {
+						return fmt.Errorf("boltstore: delete expired %s: %w", k, err)
+					}
+					m = &dm
+				}
+			}
+			switch {
+			case m != nil && m.Expires.Equal(at) && m.Expired(now):
+				if err := s.remove(tx, r, tb, sb, k, m); err != nil {
+					return fmt.Errorf("boltstore: delete expired %s: %w", k, err)
+				}
+				removed++
+			case m != nil && m.Expires.Equal(at):
+				// Not expired after all (at is at or before now, so this
+				// cannot happen); leave it.
+			default:
+				if err := exp.Delete(next[:len(next)-1]); err != nil {
+					return fmt.Errorf("boltstore: delete expired: stale entry of %s: %w", k, err)
+				}
+			}
+			// The deletes invalidate the cursor: seek again.
+			ek, _ = c.Seek(next)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return removed, nil
+}
+
+// Usage implements store.Backend: one read of the usage bucket.
+func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Usage{}, fmt.Errorf("boltstore: usage: %w", err)
+	}
+	if err := store.ValidTenant(tenant); err != nil {
+		return store.Usage{}, fmt.Errorf("boltstore: usage: %w", err)
+	}
+	var u store.Usage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ub, err := topBucket(tx, usageBucket)
+		if err != nil {
+			return err
+		}
+		u, err = readUsage(ub, tenant)
+		if err != nil {
+			return fmt.Errorf("boltstore: usage: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Usage{}, err
+	}
+	return u, nil
 }
 
 // hasKey reports whether b has a value (empty or not) at k.
@@ -670,9 +1038,11 @@ func (s *Store) Close() error {
 }
 
 // Check runs bbolt's consistency check of the whole file, then checks that
-// every record decodes, that its body matches its size and hash, and that
-// the public index holds exactly the public listed objects. It returns the
-// first problem found, or nil.
+// every record decodes, that its body matches its size and hash, that the
+// public index holds exactly the public listed objects, that the expiry
+// index holds exactly the objects with an expiry, each under its expiry,
+// and that the usage bucket holds each tenant's sum of sizes and count of
+// objects. It returns the first problem found, or nil.
 func (s *Store) Check() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
@@ -688,9 +1058,18 @@ func (s *Store) Check() error {
 		if err != nil {
 			return fmt.Errorf("boltstore: check: %w", err)
 		}
-		idx, err := index(tx)
+		idx, exp, ub, err := indexes(tx)
 		if err != nil {
 			return fmt.Errorf("boltstore: check: %w", err)
+		}
+		// record returns the stored value at k, or nil.
+		record := func(k store.Key) []byte {
+			if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
+				if sb := tb.Bucket([]byte(k.Scheme())); sb != nil {
+					return sb.Get([]byte(k.Path()))
+				}
+			}
+			return nil
 		}
 		// Every index entry names a public listed object...
 		err = idx.ForEach(func(ik, v []byte) error {
@@ -701,12 +1080,7 @@ func (s *Store) Check() error {
 			if v == nil || len(v) != 0 {
 				return fmt.Errorf("boltstore: check: public index entry %s: not an empty value", k)
 			}
-			var rec []byte
-			if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
-				if sb := tb.Bucket([]byte(k.Scheme())); sb != nil {
-					rec = sb.Get([]byte(k.Path()))
-				}
-			}
+			rec := record(k)
 			if rec == nil {
 				return fmt.Errorf("boltstore: check: public index entry %s: no such object", k)
 			}
@@ -718,8 +1092,31 @@ func (s *Store) Check() error {
 		if err != nil {
 			return err
 		}
-		// ...and every public listed object has one (below).
-		return r.ForEachBucket(func(tenant []byte) error {
+		// ...every expiry index entry names an object with that expiry...
+		err = exp.ForEach(func(ek, v []byte) error {
+			at, k, err := parseExpiryKey(ek)
+			if err != nil {
+				return fmt.Errorf("boltstore: check: %w", err)
+			}
+			if v == nil || len(v) != 0 {
+				return fmt.Errorf("boltstore: check: expiry index entry %s: not an empty value", k)
+			}
+			rec := record(k)
+			if rec == nil {
+				return fmt.Errorf("boltstore: check: expiry index entry %s at %v: no such object", k, at)
+			}
+			if m, err := decodeMeta(rec); err == nil && !m.Expires.Equal(at) {
+				return fmt.Errorf("boltstore: check: expiry index entry %s at %v: the object expires at %v", k, at, m.Expires)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// ...and every public listed object, every object with an expiry
+		// has its entry, and the usage bucket holds the sums (below).
+		sums := map[string]store.Usage{}
+		err = r.ForEachBucket(func(tenant []byte) error {
 			tb := r.Bucket(tenant)
 			return tb.ForEachBucket(func(scheme []byte) error {
 				return tb.Bucket(scheme).ForEach(func(p, v []byte) error {
@@ -739,9 +1136,41 @@ func (s *Store) Check() error {
 					if ik := indexKey(string(tenant), string(scheme), string(p)); indexed(&m) && !hasKey(idx, ik) {
 						return fmt.Errorf("boltstore: check %s://%s/%s: public and listed, but not in the public index", scheme, tenant, p)
 					}
+					if ek := expiryKey(m.Expires, string(tenant), string(scheme), string(p)); !m.Expires.IsZero() && !hasKey(exp, ek) {
+						return fmt.Errorf("boltstore: check %s://%s/%s: expires at %v, but not in the expiry index", scheme, tenant, p, m.Expires)
+					}
+					u := sums[string(tenant)]
+					u.Bytes += m.Size
+					u.Objects++
+					sums[string(tenant)] = u
 					return nil
 				})
 			})
 		})
+		if err != nil {
+			return err
+		}
+		err = ub.ForEach(func(tenant, v []byte) error {
+			if v == nil {
+				return fmt.Errorf("boltstore: check: usage of tenant %q: a bucket, not a value", tenant)
+			}
+			got, err := decodeUsage(v)
+			if err != nil {
+				return fmt.Errorf("boltstore: check: usage of tenant %q: %w", tenant, err)
+			}
+			if want := sums[string(tenant)]; got != want {
+				return fmt.Errorf("boltstore: check: usage of tenant %q is %d bytes in %d objects; it stores %d bytes in %d objects", tenant, got.Bytes, got.Objects, want.Bytes, want.Objects)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for tenant, want := range sums {
+			if ub.Get([]byte(tenant)) == nil {
+				return fmt.Errorf("boltstore: check: tenant %q stores %d bytes in %d objects, but has no usage entry", tenant, want.Bytes, want.Objects)
+			}
+		}
+		return nil
 	})
 }

@@ -3,6 +3,7 @@ package boltstore_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -350,5 +351,290 @@ func TestCheckFindsIndexDamage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// expiryEntry returns the expiry index key of report://<tenant>/<p>
+// expiring at t.
+func expiryEntry(t time.Time, tenant, p string) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())^(1<<63))
+	return append(b, tenant+"\x00report\x00"+p...)
+}
+
+func usageValue(bytes, objects uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, bytes), objects)
+}
+
+// damage closes s, runs fn in a raw bbolt update of the file and reopens
+// it.
+func damage(t *testing.T, s *boltstore.Store, path string, now time.Time, fn func(tx *bolt.Tx) error) *boltstore.Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(fn); err != nil {
+		t.Fatalf("damaging the file: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatalf("reopen = %v", err)
+	}
+	return s
+}
+
+// TestExpiryIndexFollowsWrites: every Put and Delete keeps the expiry index
+// and the usage exact (Check after each step), without a sweep to tidy up.
+func TestExpiryIndexFollowsWrites(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "db"), boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := store.MustKey("t1", "report", "x")
+	steps := []struct {
+		name    string
+		expires time.Time
+		body    string
+		del     bool
+	}{
+		{"create expiring", now.Add(time.Hour), "aaaa", false},
+		{"same expiry", now.Add(time.Hour), "bb", false},
+		{"later expiry", now.Add(2 * time.Hour), "ccc", false},
+		{"no expiry", time.Time{}, "d", false},
+		{"expiring again", now.Add(time.Minute), "eeeee", false},
+		{"delete", time.Time{}, "", true},
+		{"expired create", now.Add(-time.Minute), "ff", false},
+		{"create over expired", now.Add(time.Minute), "g", false},
+	}
+	for _, st := range steps {
+		if st.del {
+			if err := s.Delete(ctx, k, store.Cond{}); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+		} else {
+			o := object(k, st.body, now)
+			o.Expires = st.expires
+			if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+		}
+		if err := s.Check(); err != nil {
+			t.Errorf("Check after %s = %v", st.name, err)
+		}
+		want := store.Usage{Bytes: int64(len(st.body)), Objects: 1}
+		if st.del {
+			want = store.Usage{}
+		}
+		if u, err := s.Usage(ctx, "t1"); err != nil || u != want {
+			t.Errorf("Usage after %s = %+v, %v; want %+v", st.name, u, err, want)
+		}
+	}
+}
+
+// TestDeleteExpiredOrder: the expiry index orders times before 1970 too, so
+// a sweep does not stop at a future expiry with older ones behind it.
+func TestDeleteExpiredOrder(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "db"), boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for p, exp := range map[string]time.Time{
+		"1960":   time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC),
+		"epoch":  time.UnixMilli(0),
+		"before": now.Add(-time.Millisecond),
+		"now":    now,
+		"future": now.Add(time.Millisecond),
+		"2100":   time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		o := object(store.MustKey("t1", "report", p), p, now.Add(-time.Hour))
+		o.Expires = exp
+		if _, _, err := s.Put(ctx, o, store.CreateOnly()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.DeleteExpired(ctx, 100); n != 4 || err != nil {
+		t.Errorf("DeleteExpired = %d, %v; want 4, nil", n, err)
+	}
+	if n, err := s.DeleteExpired(ctx, 100); n != 0 || err != nil {
+		t.Errorf("second DeleteExpired = %d, %v; want 0, nil", n, err)
+	}
+	if u, err := s.Usage(ctx, "t1"); err != nil || u != (store.Usage{Bytes: int64(len("future2100")), Objects: 2}) {
+		t.Errorf("Usage = %+v, %v; want the two future objects", u, err)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestOpenBuildsExpiryAndUsage: a file written before the expiry index and
+// the usage bucket existed opens, and Open builds both from the objects.
+func TestOpenBuildsExpiryAndUsage(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "resourced.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]store.Usage{}
+	expired := 0
+	for i := range 12 {
+		tenant := []string{"t1", "t10", "t1-x"}[i%3]
+		k := store.MustKey(tenant, []string{"a", "b"}[i%2], fmt.Sprintf("r/%02d", i))
+		o := object(k, strings.Repeat("x", i), now)
+		switch i % 4 {
+		case 1:
+			o.Expires = now.Add(-time.Second)
+			expired++
+		case 2:
+			o.Expires = now.Add(time.Hour)
+		}
+		if _, _, err := s.Put(ctx, o, store.CreateOnly()); err != nil {
+			t.Fatal(err)
+		}
+		u := want[tenant]
+		u.Bytes += int64(i)
+		u.Objects++
+		want[tenant] = u
+	}
+	s = damage(t, s, path, now, func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("v1-expiry")); err != nil {
+			return err
+		}
+		return tx.DeleteBucket([]byte("v1-usage"))
+	})
+	defer s.Close()
+	if err := s.Check(); err != nil {
+		t.Errorf("Check after rebuilding = %v", err)
+	}
+	for tenant, w := range want {
+		if u, err := s.Usage(ctx, tenant); err != nil || u != w {
+			t.Errorf("Usage(%s) after rebuilding = %+v, %v; want %+v", tenant, u, err, w)
+		}
+	}
+	if n, err := s.DeleteExpired(ctx, 100); n != expired || err != nil {
+		t.Errorf("DeleteExpired after rebuilding = %d, %v; want %d, nil", n, err, expired)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check after the sweep = %v", err)
+	}
+}
+
+// TestCheckFindsExpiryAndUsageDamage: Check reports a missing, stale,
+// dangling or corrupt expiry index entry and a wrong, missing or corrupt
+// usage entry.
+func TestCheckFindsExpiryAndUsageDamage(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "resourced.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	exp := now.Add(time.Hour)
+	expiry := func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket([]byte("v1-expiry")) }
+	usage := func(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket([]byte("v1-usage")) }
+	for _, tc := range []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+	}{
+		{"missing expiry entry", func(tx *bolt.Tx) error { return expiry(tx).Delete(expiryEntry(exp, "t1", "expiring")) }},
+		{"stale expiry entry", func(tx *bolt.Tx) error { return expiry(tx).Put(expiryEntry(exp, "t1", "forever"), nil) }},
+		{"wrong expiry", func(tx *bolt.Tx) error { return expiry(tx).Put(expiryEntry(now, "t1", "expiring"), nil) }},
+		{"dangling expiry entry", func(tx *bolt.Tx) error { return expiry(tx).Put(expiryEntry(exp, "t2", "gone"), nil) }},
+		{"corrupt expiry entry", func(tx *bolt.Tx) error { return expiry(tx).Put([]byte("short"), nil) }},
+		{"wrong usage", func(tx *bolt.Tx) error { return usage(tx).Put([]byte("t1"), usageValue(7, 2)) }},
+		{"missing usage", func(tx *bolt.Tx) error { return usage(tx).Delete([]byte("t1")) }},
+		{"usage of nobody", func(tx *bolt.Tx) error { return usage(tx).Put([]byte("t2"), usageValue(1, 1)) }},
+		{"corrupt usage", func(tx *bolt.Tx) error { return usage(tx).Put([]byte("t1"), []byte("short")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(path)
+			s, err := boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := object(store.MustKey("t1", "report", "expiring"), "exp", now)
+			o.Expires = exp
+			if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Put(ctx, object(store.MustKey("t1", "report", "forever"), "forever", now), store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatalf("Check before the damage = %v", err)
+			}
+			s = damage(t, s, path, now, tc.damage)
+			defer s.Close()
+			if err := s.Check(); err == nil {
+				t.Errorf("Check with a %s = nil, want an error", tc.name)
+			}
+		})
+	}
+}
+
+// TestDeleteExpiredStaleEntries: in a damaged file, an expiry index entry
+// that does not match its object's record never removes the object; the
+// sweep drops the entry.
+func TestDeleteExpiredStaleEntries(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "resourced.db")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := boltstore.Open(path, boltstore.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := store.MustKey("t1", "report", "live")
+	later := store.MustKey("t1", "report", "later")
+	dead := store.MustKey("t1", "report", "dead")
+	if _, _, err := s.Put(ctx, object(live, "live", now), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	o := object(later, "later", now)
+	o.Expires = now.Add(time.Hour)
+	if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	o = object(dead, "dead", now)
+	o.Expires = now.Add(-time.Hour)
+	if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	s = damage(t, s, path, now, func(tx *bolt.Tx) error {
+		e := tx.Bucket([]byte("v1-expiry"))
+		for _, ek := range [][]byte{
+			expiryEntry(now.Add(-2*time.Hour), "t1", "live"),  // no expiry at all
+			expiryEntry(now.Add(-2*time.Hour), "t1", "later"), // another expiry
+			expiryEntry(now.Add(-2*time.Hour), "t2", "gone"),  // no object
+		} {
+			if err := e.Put(ek, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	defer s.Close()
+	if n, err := s.DeleteExpired(ctx, 10); n != 1 || err != nil {
+		t.Errorf("DeleteExpired = %d, %v; want 1 (the expired object), nil", n, err)
+	}
+	for _, k := range []store.Key{live, later} {
+		if _, err := s.Stat(ctx, k); err != nil {
+			t.Errorf("Stat(%s) after the sweep = %v, want it kept", k, err)
+		}
+	}
+	if _, err := s.Stat(ctx, dead); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Stat(%s) after the sweep = %v, want %v", dead, err, store.ErrNotFound)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check after the sweep dropped the stale entries = %v", err)
 	}
 }

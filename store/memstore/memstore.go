@@ -5,6 +5,11 @@
 //
 // Bodies are copied in on Put and out on Get; times are kept at full
 // precision, in UTC.
+//
+// Expired objects stay in the map, invisible, until a Put replaces them or
+// DeleteExpired removes them; they count in Usage until then. Usage is
+// kept per tenant beside the map and changed under the same lock as the
+// objects, so quota checks are exact.
 package memstore
 
 import (
@@ -36,6 +41,7 @@ type Store struct {
 	mu      sync.RWMutex
 	closed  bool
 	tenants map[string]map[store.Position]*entry
+	usage   map[string]store.Usage // every stored object, expired or not
 }
 
 type entry struct {
@@ -54,7 +60,11 @@ func New(opts Options) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{now: now, tenants: make(map[string]map[store.Position]*entry)}
+	return &Store{
+		now:     now,
+		tenants: make(map[string]map[store.Position]*entry),
+		usage:   make(map[string]store.Usage),
+	}
 }
 
 func posOf(k store.Key) store.Position {
@@ -108,6 +118,19 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if err := store.CheckCond(k, curMeta, cond); err != nil {
 		return store.Meta{}, false, fmt.Errorf("memstore: put: %w", err)
 	}
+	// The usage after the write: a replaced object, live or expired,
+	// gives back its size and keeps its slot.
+	u := s.usage[k.Tenant()]
+	u.Bytes += m.Size
+	if old := s.tenants[k.Tenant()][posOf(k)]; old != nil {
+		u.Bytes -= old.meta.Size
+	} else {
+		u.Objects++
+	}
+	if !cond.Quota.IsZero() && u.Exceeds(cond.Quota) {
+		return store.Meta{}, false, fmt.Errorf("memstore: put %s: %w (usage after the write %d bytes in %d objects, quota %d bytes, %d objects)",
+			k, store.ErrQuotaExceeded, u.Bytes, u.Objects, cond.Quota.Bytes, cond.Quota.Objects)
+	}
 	if cur != nil {
 		m.Created = cur.meta.Created
 	}
@@ -117,6 +140,7 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		s.tenants[k.Tenant()] = t
 	}
 	t[posOf(k)] = &entry{meta: m, body: body}
+	s.usage[k.Tenant()] = u
 	return m, cur != nil, nil
 }
 
@@ -298,12 +322,73 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 	if err := store.CheckCond(k, &e.meta, cond); err != nil {
 		return fmt.Errorf("memstore: delete: %w", err)
 	}
+	s.remove(k, e)
+	return nil
+}
+
+// remove deletes the entry e at k and its usage. The caller holds s.mu.
+func (s *Store) remove(k store.Key, e *entry) {
 	t := s.tenants[k.Tenant()]
 	delete(t, posOf(k))
 	if len(t) == 0 {
 		delete(s.tenants, k.Tenant())
 	}
-	return nil
+	u := s.usage[k.Tenant()]
+	u.Bytes -= e.meta.Size
+	u.Objects--
+	if u.Objects == 0 {
+		delete(s.usage, k.Tenant())
+	} else {
+		s.usage[k.Tenant()] = u
+	}
+}
+
+// DeleteExpired implements store.Backend. It scans the map under the
+// write lock until it has removed limit objects: O(objects scanned), which
+// is fine for the reference implementation. Holding the lock throughout,
+// it cannot race with a Put.
+func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memstore: delete expired: %w", err)
+	}
+	if limit <= 0 {
+		return 0, fmt.Errorf("memstore: delete expired: limit %d, want > 0", limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errClosed
+	}
+	now := s.now()
+	n := 0
+	for _, t := range s.tenants {
+		for _, e := range t {
+			if n == limit {
+				return n, nil
+			}
+			if e.meta.Expired(now) {
+				s.remove(e.meta.Key, e) // deleting during range is allowed
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// Usage implements store.Backend.
+func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Usage{}, fmt.Errorf("memstore: usage: %w", err)
+	}
+	if err := store.ValidTenant(tenant); err != nil {
+		return store.Usage{}, fmt.Errorf("memstore: usage: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.Usage{}, errClosed
+	}
+	return s.usage[tenant], nil
 }
 
 func checkDeleteCond(k store.Key, cond store.Cond) error {
@@ -335,5 +420,6 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.tenants = nil
+	s.usage = nil
 	return nil
 }

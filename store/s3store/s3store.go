@@ -163,6 +163,41 @@
 // clock: a process whose clock runs ahead may remove the marker of an
 // object that another still considers live.
 //
+// # Expiry and quotas
+//
+// An expired object stays in the bucket, invisible, until a Put replaces
+// it or DeleteExpired removes it. S3 has no index by expiry, so
+// DeleteExpired lists object keys (ListObjectsV2, which returns no
+// metadata) and reads the header of each (a ranged GET), 8 at a time,
+// continuing from where the previous call of this Store stopped and
+// starting over at the end of the bucket. One call examines at most
+// maxSweepScan×limit objects and removes at most limit, each with a DELETE
+// bound by If-Match to the ETag of the header it read, so an object a
+// concurrent Put replaced survives (with the caveats of Delete above), and
+// then removes its marker if it had one. A full pass over a bucket of n
+// objects therefore costs about n header reads and n/1000 list calls,
+// whether or not anything has expired, spread over at least
+// n/(maxSweepScan×limit) calls; run it at a pace that suits the bucket.
+// The position is kept in memory: a restarted process starts over, and
+// several processes sweep independently (their deletes are conditional, so
+// that only wastes requests). Calls of one Store run one at a time.
+//
+// Bucket lifecycle rules are a complement, not a replacement: they expire
+// objects by age, prefix or tag, not by the expiry in our record, and they
+// leave public index markers behind (ListPublic removes those as stale).
+// Where every object under a prefix has a bounded lifetime, an expiration
+// rule a little longer than that lifetime reclaims space without reads;
+// DeleteExpired still removes objects on time.
+//
+// Quotas are not supported: a Put with a non-zero Cond.Quota fails with
+// store.ErrQuotaUnsupported before writing anything, and Usage fails with
+// it too. Enforcing a quota needs the check and the write to be atomic,
+// and S3 has no atomic counter across objects: a usage object updated
+// with If-Match after each write would serialize every write of a tenant
+// on one key and still drift whenever a process dies between the object
+// write and the counter write, and summing a tenant's objects on every Put
+// costs a list and a read per object and races with concurrent Puts.
+//
 // # Calls
 //
 // Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
@@ -360,6 +395,13 @@ type Store struct {
 	timeout time.Duration
 	now     func() time.Time
 	closed  atomic.Bool
+
+	// sweep is where DeleteExpired continues; its mutex also makes the
+	// calls of one Store run one at a time.
+	sweep struct {
+		mu    sync.Mutex
+		after string // the last S3 key examined; "": the start
+	}
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -729,6 +771,9 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		return store.Meta{}, false, fmt.Errorf("s3store: %w", err)
 	}
 	k := obj.Key
+	if !cond.Quota.IsZero() {
+		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w", k, store.ErrQuotaUnsupported)
+	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
 		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
@@ -1119,6 +1164,12 @@ func (l *lister) add(ctx context.Context, cands []store.Key) (done bool, err err
 // readHeads reads the headers of keys, listConcurrency at a time. A key
 // deleted since it was listed gives nil.
 func (s *Store) readHeads(ctx context.Context, keys []store.Key) ([]*head, error) {
+	return s.readHeadsOpt(ctx, keys, false)
+}
+
+// readHeadsOpt is readHeads; with skipCorrupt, an object whose header does
+// not decode gives nil too, instead of failing the whole read.
+func (s *Store) readHeadsOpt(ctx context.Context, keys []store.Key, skipCorrupt bool) ([]*head, error) {
 	heads := make([]*head, len(keys))
 	errs := make([]error, len(keys))
 	ctx, cancel := context.WithCancel(ctx)
@@ -1134,6 +1185,9 @@ func (s *Store) readHeads(ctx context.Context, keys []store.Key) ([]*head, error
 				return
 			}
 			heads[i], errs[i] = s.readHead(ctx, s.objectKey(k))
+			if skipCorrupt && errors.Is(errs[i], errCorrupt) {
+				heads[i], errs[i] = nil, nil
+			}
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", k, errs[i])
 				cancel()

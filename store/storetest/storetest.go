@@ -10,7 +10,12 @@
 //     identical, so a backend normalizes once, when it stores;
 //   - Page.More is false when the page ends exactly at the last object;
 //   - a closed backend fails every method without panicking, and a second
-//     Close does not panic (Run closes each backend when its subtest ends).
+//     Close does not panic (Run closes each backend when its subtest ends);
+//   - a backend whose Usage returns store.ErrQuotaUnsupported skips the
+//     quota subtests, but must then refuse every Put with a quota with
+//     that error, storing nothing;
+//   - DeleteExpired may examine a bounded part of the store per call, but
+//     repeated calls remove every expired object.
 package storetest
 
 import (
@@ -68,6 +73,9 @@ func Run(t *testing.T, newBackend NewFunc) {
 		{"ListPublicChanges", testListPublicChanges},
 		{"ListPublicExpiry", testListPublicExpiry},
 		{"ListPublicConcurrent", testListPublicConcurrent},
+		{"DeleteExpired", testDeleteExpired},
+		{"Quota", testQuota},
+		{"QuotaConcurrent", testQuotaConcurrent},
 		{"Ping", testPing},
 		{"Close", testClose},
 	}
@@ -969,6 +977,10 @@ func testCanceledContext(t *testing.T, h *harness) {
 	_, err = h.b.List(ctx, store.ListQuery{Tenant: "t1", Limit: 10})
 	wantErr(t, "List(canceled)", err, context.Canceled)
 	wantErr(t, "Delete(canceled)", h.b.Delete(ctx, k, store.Cond{}), context.Canceled)
+	_, err = h.b.DeleteExpired(ctx, 10)
+	wantErr(t, "DeleteExpired(canceled)", err, context.Canceled)
+	_, err = h.b.Usage(ctx, "t1")
+	wantErr(t, "Usage(canceled)", err, context.Canceled)
 
 	h.wantAbsent(t, newKey)
 	h.wantBody(t, k, []byte("kept"))
@@ -1167,6 +1179,10 @@ func testClose(t *testing.T, h *harness) {
 	_, err = h.b.List(h.ctx, store.ListQuery{Tenant: "t1", Limit: 10})
 	notNotFound("List", err)
 	notNotFound("Delete", h.b.Delete(h.ctx, k, store.Cond{}))
+	_, err = h.b.DeleteExpired(h.ctx, 10)
+	notNotFound("DeleteExpired", err)
+	_, err = h.b.Usage(h.ctx, "t1")
+	notNotFound("Usage", err)
 	notNotFound("Ping", h.b.Ping(h.ctx))
 	if pl, ok := h.b.(store.PublicLister); ok {
 		_, err = pl.ListPublic(h.ctx, store.PublicPosition{}, 10)

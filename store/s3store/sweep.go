@@ -1,0 +1,178 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/resourced/resourced/store"
+)
+
+// This file holds DeleteExpired and Usage (see the package doc, "Expiry
+// and quotas").
+
+// maxSweepScan bounds the objects one DeleteExpired examines, in multiples
+// of its limit.
+const maxSweepScan = 4
+
+// sweepStart returns the key DeleteExpired lists after when it starts at
+// the beginning: after every public index marker (<prefix>/!public/...,
+// and 'p' < '~') and before every object, whose tenant starts with a byte
+// above '!'.
+func (s *Store) sweepStart() string {
+	return s.base + "!~"
+}
+
+// parseObjectKey returns the key of an object listed under the prefix, and
+// false for keys this package did not write as objects (markers included).
+func (s *Store) parseObjectKey(objKey string) (store.Key, bool) {
+	rest, ok := strings.CutPrefix(objKey, s.base)
+	if !ok {
+		return store.Key{}, false
+	}
+	tenant, _, ok := strings.Cut(rest, "/")
+	if !ok || store.ValidTenant(tenant) != nil {
+		return store.Key{}, false
+	}
+	return s.parseKey(tenant, objKey)
+}
+
+// DeleteExpired implements store.Backend; the package doc gives its cost.
+// It examines at most maxSweepScan×limit listed keys, continuing after the
+// last key the previous call examined, and starts over at the beginning
+// once it reaches the end of the listing (the call that reaches the end
+// returns there). Objects whose header does not decode (not written by
+// this package, or damaged) are skipped, not deleted.
+func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+	const op = "delete expired"
+	if err := s.begin(ctx, op); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, fmt.Errorf("s3store: %s: limit %d, want > 0", op, limit)
+	}
+	s.sweep.mu.Lock()
+	defer s.sweep.mu.Unlock()
+	after := s.sweep.after
+	if after == "" {
+		after = s.sweepStart()
+	}
+	defer func() {
+		if after == s.sweepStart() {
+			after = ""
+		}
+		s.sweep.after = after
+	}()
+
+	budget := maxSweepScan * limit
+	if limit > math.MaxInt/maxSweepScan {
+		budget = math.MaxInt
+	}
+	now := s.now()
+	removed := 0
+	for budget > 0 && removed < limit {
+		out, err := s.listObjects(ctx, &s3.ListObjectsV2Input{
+			Bucket:     aws.String(s.bucket),
+			Prefix:     aws.String(s.base),
+			StartAfter: aws.String(after),
+			MaxKeys:    aws.Int32(int32(min(budget, 1000))),
+		})
+		if err != nil {
+			return removed, s.fail(ctx, op, "bucket "+s.bucket, err)
+		}
+		objs := out.Contents
+		for len(objs) > 0 && budget > 0 && removed < limit {
+			// Read the headers of a chunk, but not many more than the
+			// removals still allowed may need.
+			n := min(len(objs), budget, max(limit-removed, listConcurrency))
+			chunk := objs[:n]
+			var keys []store.Key
+			for _, o := range chunk {
+				if k, ok := s.parseObjectKey(aws.ToString(o.Key)); ok {
+					keys = append(keys, k)
+				}
+			}
+			// An object that is not a record of ours is left alone.
+			heads, err := s.readHeadsOpt(ctx, keys, true)
+			if err != nil {
+				return removed, s.fail(ctx, op, "bucket "+s.bucket, err)
+			}
+			j := 0 // index into keys and heads
+			for _, o := range chunk {
+				if removed == limit {
+					return removed, nil // o is examined again next time
+				}
+				prev := after
+				after = aws.ToString(o.Key)
+				budget--
+				k, ok := s.parseObjectKey(after)
+				if !ok {
+					continue
+				}
+				h := heads[j]
+				j++
+				if h == nil || !h.rec.meta.Expired(now) || h.etag == "" {
+					continue // gone, live, or not deletable conditionally
+				}
+				ok, err := s.deleteExpired(ctx, k, h)
+				if ok {
+					removed++
+				}
+				if err != nil {
+					after = prev // examine it again next time
+					return removed, err
+				}
+			}
+			objs = objs[n:]
+		}
+		if len(out.Contents) == 0 || len(objs) == 0 && !aws.ToBool(out.IsTruncated) {
+			after = s.sweepStart() // the end: start over next time
+			break
+		}
+	}
+	return removed, nil
+}
+
+// deleteExpired deletes the expired object k whose header h was read, if
+// it has not changed since, and then its marker; ok reports that this call
+// deleted it.
+func (s *Store) deleteExpired(ctx context.Context, k store.Key, h *head) (ok bool, err error) {
+	err = s.deleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket:  aws.String(s.bucket),
+		Key:     aws.String(s.objectKey(k)),
+		IfMatch: aws.String(h.etag),
+	})
+	switch {
+	case err == nil:
+		ok = true
+	case isMissing(err):
+		// Gone already (a Delete, another sweeper, or our own request
+		// retried by the SDK); its marker may remain.
+	case isConflict(err):
+		return false, nil // replaced meanwhile: it stays
+	default:
+		return false, s.fail(ctx, "delete expired", k, err)
+	}
+	if indexed(&h.rec.meta) {
+		if err := s.removeMarker(ctx, k); err != nil {
+			return ok, fmt.Errorf("s3store: delete expired %s: deleted, but: %w", k, err)
+		}
+	}
+	return ok, nil
+}
+
+// Usage implements store.Backend: quotas are not supported (see the
+// package doc).
+func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
+	if err := s.begin(ctx, "usage"); err != nil {
+		return store.Usage{}, err
+	}
+	if err := store.ValidTenant(tenant); err != nil {
+		return store.Usage{}, fmt.Errorf("s3store: usage: %w", err)
+	}
+	return store.Usage{}, fmt.Errorf("s3store: usage of tenant %s: %w", tenant, store.ErrQuotaUnsupported)
+}
