@@ -34,17 +34,22 @@ var emptyMD5 = func() string {
 
 // putMarker writes k's marker, unconditionally.
 func (s *Store) putMarker(ctx context.Context, k store.Key) error {
-	cctx, cancel := s.call(ctx)
-	defer cancel()
-	_, err := s.client.PutObject(cctx, &s3.PutObjectInput{
-		Bucket:        aws.String(s.bucket),
-		Key:           aws.String(s.markerKey(k)),
-		Body:          bytes.NewReader(nil),
-		ContentLength: aws.Int64(0),
-		ContentMD5:    aws.String(emptyMD5),
-		ContentType:   aws.String(contentType),
-	})
-	return err
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := s.call(ctx)
+		_, err := s.client.PutObject(cctx, &s3.PutObjectInput{
+			Bucket:        aws.String(s.bucket),
+			Key:           aws.String(s.markerKey(k)),
+			Body:          bytes.NewReader(nil),
+			ContentLength: aws.Int64(0),
+			ContentMD5:    aws.String(emptyMD5),
+			ContentType:   aws.String(contentType),
+		})
+		cancel()
+		if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
 }
 
 // removeMarker deletes k's marker unless k's object needs it.

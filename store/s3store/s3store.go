@@ -756,10 +756,30 @@ func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body 
 	if pc.ifMatch != "" {
 		in.IfMatch = aws.String(pc.ifMatch)
 	}
-	cctx, cancel := s.call(ctx)
-	defer cancel()
-	_, err := s.client.PutObject(cctx, in)
-	return err
+	for attempt := 1; ; attempt++ {
+		in.Body = bytes.NewReader(data)
+		cctx, cancel := s.call(ctx)
+		_, err := s.client.PutObject(cctx, in)
+		cancel()
+		if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
+}
+
+// etagRetryDelay is the pause before reading an object again whose GET
+// came back without an ETag: versitygw with --sidecar answers so while a
+// concurrent PUT of the key has not stored its metadata yet.
+const etagRetryDelay = 10 * time.Millisecond
+
+// isTransientLayout reports a refusal that file-backed S3 servers give
+// when a concurrent DELETE is removing the directory a PUT needs
+// (versitygw posix: 409 ExistingObjectIsDirectory); the PUT succeeds when
+// tried again.
+func isTransientLayout(err error) bool {
+	_, code := apiError(err)
+	return code == "ExistingObjectIsDirectory"
 }
 
 // Put implements store.Backend; the package doc explains the conditions.
@@ -893,7 +913,8 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 		case !h.rec.meta.Expired(w.s.now()):
 			return store.Meta{}, conflict("put", w.k, "exists")
 		case h.etag == "":
-			return store.Meta{}, fmt.Errorf("s3store: put %s: the server returned no ETag", w.k)
+			time.Sleep(etagRetryDelay) // see etagRetryDelay
+			continue
 		default:
 			pc = putCond{ifMatch: h.etag} // an expired object: replace exactly it
 		}
@@ -916,7 +937,8 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		case h.rec.meta.SHA256 != sha:
 			return store.Meta{}, conflict("put", w.k, "has another body")
 		case h.etag == "":
-			return store.Meta{}, fmt.Errorf("s3store: put %s: the server returned no ETag", w.k)
+			time.Sleep(etagRetryDelay) // see etagRetryDelay
+			continue
 		}
 		pc := putCond{ifMatch: h.etag}
 		w.replacing(h, pc)
@@ -1001,7 +1023,8 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 				return conflict("delete", k, "has another body")
 			}
 			if h.etag == "" {
-				return fmt.Errorf("s3store: delete %s: the server returned no ETag", k)
+				time.Sleep(etagRetryDelay)
+				continue
 			}
 			in.IfMatch = aws.String(h.etag)
 		}
