@@ -39,10 +39,15 @@ type Config struct {
 	// changes made through other instances.
 	NotifyPollInterval Duration `yaml:"notifyPollInterval"`
 	Limits             Limits   `yaml:"limits"`
+	Quota              Quota    `yaml:"quota"`
+	Sweep              Sweep    `yaml:"sweep"`
 	Store              Store    `yaml:"store"`
 	Auth               Auth     `yaml:"auth"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
+	// Fixtures adds the fixture tools and their public resources in tenant
+	// "fixtures" (docs/fixtures.md), for testing hosts; off by default.
+	Fixtures bool `yaml:"fixtures"`
 }
 
 // Limits bound what one save may carry (per-scheme body sizes are in
@@ -55,6 +60,21 @@ type Limits struct {
 	MaxDescriptionBytes int `yaml:"maxDescriptionBytes"`
 	// MaxPathBytes bounds a report's path below its tenant.
 	MaxPathBytes int `yaml:"maxPathBytes"`
+}
+
+// Quota bounds what each tenant stores; 0 is unlimited. Expired resources
+// count until the sweeper removes them. Not available with the s3 backend.
+type Quota struct {
+	Bytes   Size  `yaml:"bytes"`
+	Objects int64 `yaml:"objects"`
+}
+
+// Sweep configures the removal of expired resources.
+type Sweep struct {
+	// Interval between sweeps.
+	Interval Duration `yaml:"interval"`
+	// Batch bounds how many resources one transaction removes.
+	Batch int `yaml:"batch"`
 }
 
 // Store selects and configures the storage backend.
@@ -223,6 +243,12 @@ func (c *Config) applyDefaults() {
 	if c.Store.Backend == "" {
 		c.Store.Backend = "bbolt"
 	}
+	if c.Sweep.Interval == 0 {
+		c.Sweep.Interval = Duration(time.Minute)
+	}
+	if c.Sweep.Batch == 0 {
+		c.Sweep.Batch = 500
+	}
 	if c.Limits.MaxHits == 0 {
 		c.Limits.MaxHits = 10000
 	}
@@ -345,6 +371,18 @@ func (c *Config) Validate() error {
 	}
 	if c.NotifyPollInterval < Duration(100*time.Millisecond) {
 		bad("notifyPollInterval", "want at least 100ms")
+	}
+	if c.Quota.Bytes < 0 || c.Quota.Objects < 0 {
+		bad("quota", "must not be negative")
+	}
+	if c.Store.Backend == "s3" && (c.Quota.Bytes > 0 || c.Quota.Objects > 0) {
+		bad("quota", "is not available with the s3 backend (S3 has no atomic counter across objects); use bbolt, or leave quota at 0")
+	}
+	if c.Sweep.Interval < Duration(time.Second) {
+		bad("sweep.interval", "want at least 1s")
+	}
+	if c.Sweep.Batch < 1 || c.Sweep.Batch > 100000 {
+		bad("sweep.batch", "want 1 to 100000")
 	}
 	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {
 		bad("limits.maxHits", "want 1 to 1000000")

@@ -30,8 +30,14 @@ func TestGoSDKClient(t *testing.T) {
 			if got := cs.InitializeResult().ProtocolVersion; got != v {
 				t.Fatalf("negotiated %s, want %s", got, v)
 			}
-			if caps := cs.InitializeResult().Capabilities; caps.Resources == nil || caps.Tools == nil {
-				t.Errorf("capabilities lack resources or tools: %+v", caps)
+			caps := cs.InitializeResult().Capabilities
+			if caps.Resources == nil || caps.Tools == nil || caps.Prompts == nil {
+				t.Fatalf("capabilities lack resources, tools or prompts: %+v", caps)
+			}
+			// Subscriptions work through 2026-07-28's subscriptions/listen
+			// only, and only that version is told it may subscribe.
+			if caps.Resources.Subscribe != (v == v2026) {
+				t.Errorf("%s: resources.subscribe = %v", v, caps.Resources.Subscribe)
 			}
 
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "save_search_snapshot", Arguments: map[string]any{

@@ -199,3 +199,79 @@ func TestBackupAndRestore(t *testing.T) {
 		t.Errorf("offline backup: %v\n%s", err, msg)
 	}
 }
+
+// TestQuotaUnderConcurrency: parallel saves race for the last bytes of a
+// tenant's quota; exactly as many as fit succeed, the rest are
+// quota_exceeded, and usage never overshoots.
+func TestQuotaUnderConcurrency(t *testing.T) {
+	in := startServer(t, "quota: {bytes: 1000, objects: 50}\n")
+	body := strings.Repeat("x", 100)
+	var wg sync.WaitGroup
+	results := make([]*toolResult, 16)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = in.call(v2026, "save_report", map[string]any{"path": fmt.Sprintf("q/%d", i), "mimeType": "text/plain", "text": body})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, r := range results {
+		if r.IsError {
+			checkFailure(t, r, "quota_exceeded")
+			if !strings.Contains(r.Content[0].Text, "at most 1000 bytes") {
+				t.Errorf("quota error does not state the limit: %s", r.Content[0].Text)
+			}
+		} else {
+			ok++
+		}
+	}
+	if ok != 10 {
+		t.Errorf("%d of 16 saves of 100 bytes fit a 1000-byte quota, want exactly 10", ok)
+	}
+	// Another tenant has its own quota.
+	b := in.as(in.mint(tokenClaims("beta", scopeRead+" "+scopeWrite)))
+	checkSuccess(t, b.call(v2026, "save_report", map[string]any{"path": "q", "mimeType": "text/plain", "text": body}), 1)
+	// Deleting frees quota.
+	checkFailure(t, in.call(v2026, "save_report", map[string]any{"path": "q/more", "mimeType": "text/plain", "text": body}), "quota_exceeded")
+	sc := checkSuccess(t, in.call(v2026, "list_resources", map[string]any{"limit": 1}), 1)
+	checkSuccess(t, in.call(v2026, "delete_resource", map[string]any{"uri": sc["items"].([]any)[0].(map[string]any)["uri"]}), 0)
+	checkSuccess(t, in.call(v2026, "save_report", map[string]any{"path": "q/more", "mimeType": "text/plain", "text": body}), 1)
+}
+
+// TestRetentionAndSweeper: a resource reads as not found the moment it
+// expires, and the sweeper removes it (counted in /metrics).
+func TestRetentionAndSweeper(t *testing.T) {
+	in := startServer(t, "sweep: {interval: 1s, batch: 10}\n")
+	short := checkSuccess(t, in.call(v2026, "save_report", map[string]any{"path": "short", "mimeType": "text/plain", "text": "x", "retention": 1}), 1)
+	long := checkSuccess(t, in.call(v2026, "save_report", map[string]any{"path": "long", "mimeType": "text/plain", "text": "y", "retention": "P1D"}), 1)
+	exp, err := time.Parse(time.RFC3339Nano, short["expiresAt"].(string))
+	if err != nil || time.Until(exp) > 1500*time.Millisecond {
+		t.Fatalf("expiresAt %v for a 1s retention", short["expiresAt"])
+	}
+	// A snapshot's ttlMs never exceeds its remaining life.
+	snap := checkSuccess(t, in.call(v2026, "save_search_snapshot", map[string]any{"query": "q", "hits": hits, "retention": 2}), 1)
+	if rr := in.read(v2026, snap["uri"].(string)); rr.TTLMs == nil || *rr.TTLMs > 2000 {
+		t.Errorf("ttlMs %s for a snapshot with 2s to live", show(rr.TTLMs))
+	}
+	time.Sleep(time.Until(exp) + 50*time.Millisecond)
+	if r := in.rpc(v2026, "resources/read", map[string]any{"uri": short["uri"]}); r.Error == nil || r.Error.Code != -32602 {
+		t.Errorf("expired resource still readable: %s", r.Body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := getText(t, in.URL+"/metrics")
+		if strings.Contains(body, `resourced_swept_total{backend="bbolt"} 2`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper did not remove the 2 expired resources within 10s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	sc := checkSuccess(t, in.call(v2026, "list_resources", map[string]any{}), 1)
+	if items := sc["items"].([]any); len(items) != 1 || items[0].(map[string]any)["uri"] != long["uri"] {
+		t.Errorf("after the sweep list_resources = %v, want only %v", items, long["uri"])
+	}
+}

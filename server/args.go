@@ -23,10 +23,18 @@ func decodeArgs(raw json.RawMessage, v any) *toolError {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage("{}")
 	}
+	if json.Valid(raw) {
+		if terr := exactKeys(raw, reflect.TypeOf(v), ""); terr != nil {
+			return terr
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
+		if dec.More() {
+			return failure(kindValidation, "arguments must be one JSON object")
+		}
 		return nil
 	}
 	var te *json.UnmarshalTypeError
@@ -34,7 +42,10 @@ func decodeArgs(raw json.RawMessage, v any) *toolError {
 		if te.Field == "" {
 			return failure(kindValidation, "arguments must be a JSON object")
 		}
-		return invalidField(te.Field, "must be "+describeType(te.Type)+", not a JSON "+te.Value)
+		// Field is the Go path; embedded option structs are not part of
+		// the JSON names.
+		field := strings.ReplaceAll(te.Field, "saveOptions.", "")
+		return invalidField(field, "must be "+describeType(te.Type)+", not a JSON "+te.Value)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name, _ := strconv.Unquote(f)
@@ -129,8 +140,8 @@ func parseRetention(raw json.RawMessage) (time.Duration, *toolError) {
 	const field = "retention"
 	var secs float64
 	if err := json.Unmarshal(raw, &secs); err == nil {
-		if secs <= 0 || secs > math.MaxInt64/float64(time.Second) {
-			return 0, invalidField(field, "must be a positive number of seconds")
+		if secs < 1 || secs > math.MaxInt64/float64(time.Second) {
+			return 0, invalidField(field, "must be at least 1 second")
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
@@ -139,8 +150,8 @@ func parseRetention(raw json.RawMessage) (time.Duration, *toolError) {
 		return 0, invalidField(field, "must be a number of seconds or an ISO-8601 duration such as \"P7D\"")
 	}
 	d, ok := parseISODuration(s)
-	if !ok || d <= 0 {
-		return 0, invalidField(field, fmt.Sprintf("%q is not a positive ISO-8601 duration (e.g. \"PT1H\", \"P7D\", \"P1W\") or number of seconds", s))
+	if !ok || d < time.Second {
+		return 0, invalidField(field, fmt.Sprintf("%q is not an ISO-8601 duration of at least 1 second (e.g. \"PT1H\", \"P7D\", \"P1W\") or number of seconds", s))
 	}
 	return d, nil
 }

@@ -13,12 +13,13 @@ func TestParseRetention(t *testing.T) {
 	good := map[string]time.Duration{
 		`3600`:      time.Hour,
 		`1.5`:       1500 * time.Millisecond,
+		`1`:         time.Second,
 		`"PT1H"`:    time.Hour,
 		`"P7D"`:     7 * 24 * time.Hour,
 		`"P1W"`:     7 * 24 * time.Hour,
 		`"P1DT2H"`:  26 * time.Hour,
 		`"PT90M"`:   90 * time.Minute,
-		`"PT0.5S"`:  500 * time.Millisecond,
+		`"PT1.5S"`:  1500 * time.Millisecond,
 		`"P1DT1S"`:  24*time.Hour + time.Second,
 		`"PT1H30M"`: 90 * time.Minute,
 	}
@@ -28,7 +29,7 @@ func TestParseRetention(t *testing.T) {
 			t.Errorf("parseRetention(%s) = %v, %v, want %v", in, got, terr, want)
 		}
 	}
-	for _, in := range []string{`0`, `-5`, `"P"`, `"PT"`, `"P1Y"`, `"P1M"`, `"1h"`, `"forever"`, `true`, `"PT-1H"`, `1e300`, `"P99999999999999D"`} {
+	for _, in := range []string{`0`, `-5`, `0.5`, `1e-10`, `"PT0.5S"`, `"P"`, `"PT"`, `"P1Y"`, `"P1M"`, `"1h"`, `"forever"`, `true`, `"PT-1H"`, `1e300`, `"P99999999999999D"`} {
 		if got, terr := parseRetention(json.RawMessage(in)); terr == nil {
 			t.Errorf("parseRetention(%s) = %v, want a validation error", in, got)
 		} else if terr.ErrorKind != kindValidation || terr.FieldErrors[0].Field != "retention" {
@@ -40,8 +41,10 @@ func TestParseRetention(t *testing.T) {
 func TestDecodeArgsNamesTheField(t *testing.T) {
 	var a snapshotArgs
 	cases := map[string]string{
-		`{"query": 5}`:                   "query: must be a string",
-		`{"hits": [{"id": 1}]}`:          "hits.id: must be a string",
+		`{"query": 5}`:                    "query: must be a string",
+		`{"hits": [{"id": 1}]}`:           "hits.id: must be a string",
+		`{"listed": "yes", "query": "q"}`: "listed: must be a boolean",
+		`{"query": "q", "hits": [{"id": "1", "title": "", "snippet": "", "query": 1}]}`: "hits[0].query: is not an argument",
 		`{"total": "2"}`:                 "total: must be an integer",
 		`{"listed": "yes"}`:              "listed: must be a boolean",
 		`{"query": "q", "surprise": 1}`:  "surprise: is not an argument",

@@ -159,21 +159,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// Scopes of tools; a tool not named here needs none (go-sdk answers an
-// unknown tool itself).
-var toolScopes = map[string]string{
-	"save_search_snapshot": auth.ScopeWrite,
-	"save_report":          auth.ScopeWrite,
-	"delete_resource":      auth.ScopeWrite,
-	"stat_resource":        auth.ScopeRead,
-	"list_resources":       auth.ScopeRead,
-}
-
 // scopeFor returns the scope a JSON-RPC method (and tool) needs, or "".
-func scopeFor(method, tool string) string {
+// An unknown tool needs none: go-sdk answers it itself.
+func (s *Server) scopeFor(method, tool string) string {
 	switch method {
 	case "tools/call":
-		return toolScopes[tool]
+		return s.toolScopes[tool]
 	case "resources/read", "resources/list", "resources/templates/list", "resources/subscribe", "resources/unsubscribe":
 		return auth.ScopeRead
 	}
@@ -208,7 +199,7 @@ func (s *Server) missingScope(r *http.Request, p auth.Principal) (string, []byte
 		msgs = append(msgs, m)
 	}
 	for _, m := range msgs {
-		if sc := scopeFor(m.Method, m.Params.Name); sc != "" && !p.Has(sc) {
+		if sc := s.scopeFor(m.Method, m.Params.Name); sc != "" && !p.Has(sc) {
 			return sc, body, nil
 		}
 	}

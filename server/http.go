@@ -65,7 +65,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 		if r.URL.Path == "/mcp" {
-			s.metrics.observeRequest(e, time.Since(start))
+			s.metrics.observeRequest(e, time.Since(start), func(name string) bool { _, ok := s.toolScopes[name]; return ok })
 		}
 		level := slog.LevelInfo
 		if sw.status >= http.StatusInternalServerError {

@@ -19,6 +19,7 @@ type metrics struct {
 	bytesSaved   *prometheus.CounterVec   // scheme
 	bytesRead    *prometheus.CounterVec   // scheme
 	authFailures *prometheus.CounterVec   // reason
+	swept        prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, backend string) *metrics {
@@ -52,7 +53,12 @@ func newMetrics(reg *prometheus.Registry, backend string) *metrics {
 			Help: "Requests refused by authentication or authorization, by reason.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures)
+	m.swept = prometheus.NewCounter(prometheus.CounterOpts{
+		Name:        "resourced_swept_total",
+		Help:        "Expired resources removed by the sweeper.",
+		ConstLabels: prometheus.Labels{"backend": backend},
+	})
+	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept)
 	return m
 }
 
@@ -67,15 +73,16 @@ var knownMethods = map[string]bool{
 	"prompts/list": true, "notifications/initialized": true, "notifications/cancelled": true,
 }
 
-// observeRequest records one finished MCP request.
-func (m *metrics) observeRequest(e *reqLog, d time.Duration) {
+// observeRequest records one finished MCP request; knownTool tells the
+// registered tools from names a client made up.
+func (m *metrics) observeRequest(e *reqLog, d time.Duration, knownTool func(string) bool) {
 	method, tool := e.method, e.tool
 	if method == "" {
 		method = "none" // refused before MCP saw it (auth, malformed body)
 	} else if !knownMethods[method] {
 		method = "other"
 	}
-	if tool != "" && toolScopes[tool] == "" {
+	if tool != "" && !knownTool(tool) {
 		tool = "other"
 	}
 	outcome := e.outcome

@@ -61,6 +61,19 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, invalidParams("malformed resources/list request")
 			}
 			return s.listResources(ctx, r)
+		case "initialize":
+			// Subscriptions work only through 2026-07-28's
+			// subscriptions/listen; a 2025-11-25 session must not be told
+			// it can subscribe (docs/decisions.md).
+			res, err := next(ctx, method, req)
+			if ir, ok := res.(*mcp.InitializeResult); ok && ir.Capabilities != nil && ir.Capabilities.Resources != nil {
+				caps := *ir.Capabilities
+				rc := *caps.Resources
+				rc.Subscribe = false
+				caps.Resources = &rc
+				ir.Capabilities = &caps
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

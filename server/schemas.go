@@ -44,7 +44,7 @@ const metaProps = `
 const metaRequired = `"uri", "name", "title", "description", "mimeType", "size", "sha256", "createdAt", "lastModified", "listed", "visibility"`
 
 const saveOptionProps = `
-    "retention": {"type": ["string", "number"], "description": "How long to keep it: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."},
+    "retention": {"type": ["string", "number"], "description": "How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."},
     "listed": {"type": "boolean", "default": false, "description": "Show it in resources/list. Unlisted resources are still readable by URI."},
     "visibility": {"enum": ["private", "public"], "default": "private", "description": "public: readable by any authenticated caller and cacheable across users."},
     "scheme": {"type": "string", "description": "URI scheme to save under; defaults to the server's scheme of this kind."}`

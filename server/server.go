@@ -96,6 +96,16 @@ type Options struct {
 	PollInterval time.Duration
 	// Limits bound one save.
 	Limits Limits
+	// Quota bounds what each tenant stores; zero fields are unlimited.
+	Quota store.Quota
+	// SweepInterval is how often expired resources are removed (0: 1m);
+	// SweepBatch bounds one removal transaction (0: 500).
+	SweepInterval time.Duration
+	SweepBatch    int
+	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
+	// in each of the four result forms and the host probes, with their
+	// bodies stored as public resources of tenant "fixtures" at start.
+	Fixtures bool
 }
 
 // Server is resourced's HTTP handler.
@@ -118,6 +128,11 @@ type Server struct {
 	watch          watchlist
 	pollInterval   time.Duration
 	limits         Limits
+	quota          store.Quota
+	sweepInterval  time.Duration
+	sweepBatch     int
+	// toolScopes maps each registered tool to the scope it needs.
+	toolScopes map[string]string
 }
 
 // New builds a Server.
@@ -153,7 +168,16 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.ids = newIDSource(s.now)
+	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
+	s.quota = opts.Quota
+	s.sweepInterval, s.sweepBatch = opts.SweepInterval, opts.SweepBatch
+	if s.sweepInterval <= 0 {
+		s.sweepInterval = time.Minute
+	}
+	if s.sweepBatch <= 0 {
+		s.sweepBatch = 500
+	}
 	s.limits = opts.Limits
 	s.limits.applyDefaults()
 	s.pollInterval = opts.PollInterval
@@ -184,6 +208,9 @@ func New(opts Options) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{Subscribe: true},
+			// go-sdk answers prompts/list (with no prompts) whether or not
+			// the capability is declared; declare it so the two agree.
+			Prompts: &mcp.PromptCapabilities{},
 		},
 		SetCacheable:       s.setCacheable,
 		SubscribeHandler:   s.subscribe,
@@ -191,6 +218,11 @@ func New(opts Options) (*Server, error) {
 	})
 	s.addResources()
 	s.addTools()
+	if opts.Fixtures {
+		if err := s.addFixtures(context.Background()); err != nil {
+			return nil, err
+		}
+	}
 	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
 
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
@@ -218,9 +250,11 @@ func New(opts Options) (*Server, error) {
 // it, so allow twice the body plus 1 MiB for the rest of the request.
 func requestBodyLimit(maxBody int64) int64 { return 2*maxBody + 1<<20 }
 
-// Run runs the server's background work until ctx ends: polling
-// subscribed URIs for changes made through other instances.
+// Run runs the server's background work until ctx ends: removing expired
+// resources, and polling subscribed URIs for changes made through other
+// instances.
 func (s *Server) Run(ctx context.Context) {
+	go every(ctx, s.sweepInterval, s.sweep)
 	every(ctx, s.pollInterval, s.pollWatched)
 }
 

@@ -28,6 +28,7 @@ type toolValue struct {
 
 func (s *Server) addTools() {
 	for _, t := range s.toolDefs() {
+		s.toolScopes[t.tool.Name] = t.scope
 		s.mcp.AddTool(t.tool, s.toolHandler(t.scope, t.fn))
 	}
 }
@@ -169,13 +170,17 @@ func (s *Server) checkSize(sc *Scheme, n int) *toolError {
 	return nil
 }
 
-// put stores obj and maps store failures to tool errors.
+// put stores obj under the tenant quota and maps store failures to tool
+// errors.
 func (s *Server) put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, *toolError) {
+	cond.Quota = s.quota
 	m, replaced, err := s.store.Put(ctx, obj, cond)
 	switch {
 	case err == nil:
 		s.metrics.bytesSaved.WithLabelValues(obj.Key.Scheme()).Add(float64(obj.Size))
 		return m, replaced, nil
+	case errors.Is(err, store.ErrQuotaExceeded), errors.Is(err, store.ErrQuotaUnsupported):
+		return m, false, s.quotaFailure(ctx, obj.Key.Tenant(), err)
 	case errors.Is(err, store.ErrInvalidKey):
 		return m, false, invalidField("path", "is too long for this server's storage backend; use a shorter path (S3 keys are at most 1024 bytes, and one segment at most 255)")
 	case errors.Is(err, store.ErrPreconditionFailed):

@@ -51,6 +51,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fsck(args, getenv, stdout, stderr)
 	case "backup":
 		return backup(args, getenv, stdout, stderr)
+	case "check":
+		return check(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "resourced", version)
 		return nil
@@ -67,6 +69,7 @@ const usage = `usage:
   resourced fsck [--config FILE] [--data-dir DIR]      (consistency check of a stopped server's bbolt file)
   resourced backup --out FILE [--config FILE] [--data-dir DIR]   (online backup of the bbolt file)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
+  resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25] [--json FILE] [--markdown FILE]
   resourced version
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
 (flags win over environment, environment over the config file)`
@@ -86,6 +89,7 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	fs.StringVar(&flags.DataDir, "data-dir", "", "data directory (default ./data)")
 	fs.StringVar(&flags.Backend, "backend", "", "storage backend: bbolt, s3 or memory")
 	fs.StringVar(&flags.LogLevel, "log-level", "", "debug, info, warn or error")
+	fixtures := fs.Bool("fixtures", false, "add the fixture tools for testing MCP hosts (docs/fixtures.md); same as fixtures: true")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -97,6 +101,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 		return nil, err
 	}
 	cfg.Apply(flags)
+	if *fixtures {
+		cfg.Fixtures = true
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -178,6 +185,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer stopAdmin()
 	}
 
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	if cfg.BaseURL == "" {
+		// The canonical URL is where we really listen (also for port 0).
+		cfg.BaseURL = "http://" + ln.Addr().String()
+	}
 	authn, closeAuth, err := authenticator(ctx, cfg, log, stdout)
 	if err != nil {
 		return err
@@ -191,15 +206,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AllowedHosts:         cfg.Auth.AllowedHosts,
 		Backend:              cfg.Store.Backend,
 		PollInterval:         cfg.NotifyPollInterval.Std(),
+		Fixtures:             cfg.Fixtures,
+		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
+		SweepInterval:        cfg.Sweep.Interval.Std(),
+		SweepBatch:           cfg.Sweep.Batch,
 		Limits: server.Limits{
 			MaxHits: cfg.Limits.MaxHits, MaxTitleBytes: cfg.Limits.MaxTitleBytes,
 			MaxDescriptionBytes: cfg.Limits.MaxDescriptionBytes, MaxPathBytes: cfg.Limits.MaxPathBytes,
 		},
 	})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}

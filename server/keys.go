@@ -1,0 +1,184 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// encoding/json matches object keys to struct fields case-insensitively,
+// so {"Path": …} would fill path. Tool arguments are case-sensitive, as
+// their inputSchemas say: exactKeys checks every object key of the
+// arguments against the json names of the struct fields it would fill,
+// walking the document without copying its values (a save carries up to
+// the largest maxBytes of text).
+
+// fieldNames returns the json names of t's fields, embedded structs
+// flattened, with the type each decodes into.
+func fieldNames(t reflect.Type) map[string]reflect.Type {
+	if v, ok := fieldCache.Load(t); ok {
+		return v.(map[string]reflect.Type)
+	}
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			for k, v := range fieldNames(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	fieldCache.Store(t, out)
+	return out
+}
+
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// exactKeys reports the first key of data that is not exactly a field name
+// of t (recursing into struct and slice fields), naming it by its path
+// (hits[2].url). It assumes data is valid JSON and returns nil where the
+// shapes disagree: the decoder reports those.
+func exactKeys(data []byte, t reflect.Type, path string) *toolError {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 || t == rawMessageType {
+		return nil
+	}
+	switch {
+	case t.Kind() == reflect.Struct && data[0] == '{':
+		fields := fieldNames(t)
+		i := 1
+		for {
+			i = skipSpace(data, i)
+			if i >= len(data) || data[i] == '}' {
+				return nil
+			}
+			if data[i] == ',' {
+				i = skipSpace(data, i+1)
+			}
+			end := skipValue(data, i)
+			if end < 0 || data[i] != '"' {
+				return nil
+			}
+			key, err := strconv.Unquote(string(data[i:end]))
+			if err != nil {
+				return nil
+			}
+			i = skipSpace(data, end)
+			if i >= len(data) || data[i] != ':' {
+				return nil
+			}
+			vstart := skipSpace(data, i+1)
+			vend := skipValue(data, vstart)
+			if vend < 0 {
+				return nil
+			}
+			ft, ok := fields[key]
+			if !ok {
+				for name := range fields {
+					if strings.EqualFold(name, key) {
+						return invalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
+					}
+				}
+				return invalidField(path+key, "is not an argument of this tool; see its inputSchema")
+			}
+			if terr := exactKeys(data[vstart:vend], ft, path+key+"."); terr != nil {
+				return terr
+			}
+			i = vend
+		}
+	case t.Kind() == reflect.Slice && data[0] == '[':
+		i, n := 1, 0
+		for {
+			i = skipSpace(data, i)
+			if i >= len(data) || data[i] == ']' {
+				return nil
+			}
+			if data[i] == ',' {
+				i = skipSpace(data, i+1)
+			}
+			end := skipValue(data, i)
+			if end < 0 {
+				return nil
+			}
+			if terr := exactKeys(data[i:end], t.Elem(), strings.TrimSuffix(path, ".")+"["+strconv.Itoa(n)+"]."); terr != nil {
+				return terr
+			}
+			i, n = end, n+1
+		}
+	}
+	return nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at data[i], or -1.
+// Nesting is counted, not recursed, so deep documents cannot exhaust the
+// stack.
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				if i = skipString(data, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	default: // number, true, false, null
+		for i < len(data) && !strings.ContainsRune(" \t\r\n,}]:", rune(data[i])) {
+			i++
+		}
+		return i
+	}
+}
+
+// skipString returns the end of the JSON string starting at data[i], or -1.
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
