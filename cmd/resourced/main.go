@@ -51,6 +51,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fsck(args, getenv, stdout, stderr)
 	case "backup":
 		return backup(args, getenv, stdout, stderr)
+	case "check":
+		return check(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "resourced", version)
 		return nil
@@ -67,6 +69,7 @@ const usage = `usage:
   resourced fsck [--config FILE] [--data-dir DIR]      (consistency check of a stopped server's bbolt file)
   resourced backup --out FILE [--config FILE] [--data-dir DIR]   (online backup of the bbolt file)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
+  resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25] [--json FILE] [--markdown FILE]
   resourced version
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
 (flags win over environment, environment over the config file)`
