@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -133,8 +134,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if e := logEntry(r.Context()); e != nil {
 			e.tenant = p.Tenant
 		}
-		if !p.Has(auth.ScopeRead) || !p.Has(auth.ScopeWrite) {
-			missing, body, err := s.missingScope(r, p)
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, requestBodyLimit(s.maxBody)))
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
@@ -144,7 +145,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				http.Error(w, "failed to read body", http.StatusBadRequest)
 				return
 			}
-			if missing != "" {
+			msgs, err := parseEnvelope(body)
+			if err != nil {
+				s.refuseEnvelope(w, r, err)
+				return
+			}
+			if missing := missingScope(s, msgs, p); missing != "" {
 				s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
 				if e := logEntry(r.Context()); e != nil {
 					e.outcome = "auth:insufficient_scope"
@@ -171,37 +177,32 @@ func (s *Server) scopeFor(method, tool string) string {
 	return ""
 }
 
-// missingScope reads the request body (within the request limit) and
-// returns the first scope its messages need that p lacks, and the body.
-// A body it cannot parse needs no scope here: go-sdk rejects it.
-func (s *Server) missingScope(r *http.Request, p auth.Principal) (string, []byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, requestBodyLimit(s.maxBody)))
-	if err != nil {
-		return "", nil, err
-	}
-	type message struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	var msgs []message
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if json.Unmarshal(trimmed, &msgs) != nil {
-			return "", body, nil
-		}
-	} else {
-		var m message
-		if json.Unmarshal(trimmed, &m) != nil {
-			return "", body, nil
-		}
-		msgs = append(msgs, m)
-	}
+// missingScope returns the first scope that one of msgs needs and p
+// lacks, or "".
+func missingScope(s *Server, msgs []message, p auth.Principal) string {
 	for _, m := range msgs {
-		if sc := s.scopeFor(m.Method, m.Params.Name); sc != "" && !p.Has(sc) {
-			return sc, body, nil
+		if sc := s.scopeFor(m.method, m.tool); sc != "" && !p.Has(sc) {
+			return sc
 		}
 	}
-	return "", body, nil
+	return ""
+}
+
+// refuseEnvelope answers a body that is not acceptable JSON-RPC with HTTP
+// 400 and a JSON-RPC error (-32700 or -32600) without an id: JSON-RPC 2.0
+// would send "id": null, which MCP's schema does not admit (its id is
+// optional, a string or an integer).
+func (s *Server) refuseEnvelope(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg := int64(-32700), "Parse error: the body must be one JSON value"
+	var ee *errEnvelope
+	if errors.As(err, &ee) {
+		code, msg = -32600, "Invalid Request: "+ee.reason
+	}
+	if e := logEntry(r.Context()); e != nil {
+		e.outcome = strconv.FormatInt(code, 10)
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	w.Write(b)
 }

@@ -76,8 +76,8 @@ func exactKeys(data []byte, t reflect.Type, path string) *toolError {
 			if end < 0 || data[i] != '"' {
 				return nil
 			}
-			key, err := strconv.Unquote(string(data[i:end]))
-			if err != nil {
+			var key string
+			if json.Unmarshal(data[i:end], &key) != nil {
 				return nil
 			}
 			i = skipSpace(data, end)
@@ -95,6 +95,9 @@ func exactKeys(data []byte, t reflect.Type, path string) *toolError {
 					if strings.EqualFold(name, key) {
 						return invalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
 					}
+				}
+				if key == "" {
+					key = `""`
 				}
 				return invalidField(path+key, "is not an argument of this tool; see its inputSchema")
 			}

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// The envelope check runs on every /mcp POST before go-sdk sees the body.
+// go-sdk v1.8.0 decodes only the first JSON value of a body (answering
+// "{…} trailing" and dropping a second message), reads ids as float64
+// (1.5 becomes 1, 2^53+1 becomes 2^53, 1e30 becomes -2^63), and takes a
+// message with an id and no method for a response (202, no answer). And
+// encoding/json would read "METHOD" as "method" where go-sdk does not, so
+// the scope check must see the keys exactly as go-sdk will. So: the body
+// must be one JSON value; every message's members are read with their
+// exact names, none twice; an id is a string or an integer JSON can carry
+// exactly (|n| < 2^53); a message with an id has a method, a result or an
+// error.
+
+// message is what the envelope check reads of one JSON-RPC message.
+type message struct {
+	method, tool string
+	hasID        bool
+}
+
+// errEnvelope is a body that is not acceptable JSON-RPC; its text is the
+// reason given to the client.
+type errEnvelope struct{ reason string }
+
+func (e *errEnvelope) Error() string { return e.reason }
+
+var errParse = errors.New("not JSON")
+
+// parseEnvelope checks body and returns its messages. errParse means the
+// body is not one JSON value; *errEnvelope that it is not valid JSON-RPC.
+func parseEnvelope(body []byte) ([]message, error) {
+	if !json.Valid(body) {
+		return nil, errParse
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var msgs []message
+		i := 1
+		for {
+			i = skipSpace(body, i)
+			if i >= len(body) || body[i] == ']' {
+				return msgs, nil
+			}
+			if body[i] == ',' {
+				i = skipSpace(body, i+1)
+			}
+			end := skipValue(body, i)
+			if end < 0 {
+				return nil, errParse
+			}
+			m, err := parseMessage(body[i:end])
+			if err != nil {
+				return nil, err
+			}
+			msgs, i = append(msgs, m), end
+		}
+	}
+	m, err := parseMessage(body)
+	if err != nil {
+		return nil, err
+	}
+	return []message{m}, nil
+}
+
+// members calls f with each member of the JSON object data (exact names),
+// refusing a name that appears twice.
+func members(data []byte, f func(name string, value []byte) error) error {
+	if len(data) == 0 || data[0] != '{' {
+		return nil // not an object: go-sdk answers it
+	}
+	seen := map[string]bool{}
+	i := 1
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) || data[i] == '}' {
+			return nil
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		end := skipValue(data, i)
+		if end < 0 {
+			return errParse
+		}
+		name, err := strconv.Unquote(string(data[i:end]))
+		if err != nil {
+			var s string
+			if json.Unmarshal(data[i:end], &s) != nil {
+				return errParse
+			}
+			name = s
+		}
+		if seen[name] {
+			return &errEnvelope{"member " + strconv.Quote(name) + " appears twice"}
+		}
+		seen[name] = true
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return errParse
+		}
+		vstart := skipSpace(data, i+1)
+		vend := skipValue(data, vstart)
+		if vend < 0 {
+			return errParse
+		}
+		if err := f(name, data[vstart:vend]); err != nil {
+			return err
+		}
+		i = vend
+	}
+}
+
+// maxSafeID is the largest integer id every JSON implementation carries
+// exactly (2^53 - 1).
+const maxSafeID = 1<<53 - 1
+
+func parseMessage(data []byte) (message, error) {
+	var m message
+	var hasMethod, hasResult bool
+	err := members(data, func(name string, v []byte) error {
+		switch name {
+		case "id":
+			if string(v) == "null" {
+				return nil // go-sdk answers a null id itself
+			}
+			m.hasID = true
+			if v[0] == '"' {
+				return nil
+			}
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n > maxSafeID || n < -maxSafeID {
+				return &errEnvelope{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + truncate(string(v), 40)}
+			}
+		case "method":
+			hasMethod = true
+			if err := json.Unmarshal(v, &m.method); err != nil {
+				return nil // go-sdk answers a method that is not a string
+			}
+		case "result", "error":
+			hasResult = true
+		case "params":
+			return members(v, func(name string, pv []byte) error {
+				if name == "name" {
+					_ = json.Unmarshal(pv, &m.tool)
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+	if m.hasID && !hasMethod && !hasResult {
+		return m, &errEnvelope{"a message with an id needs a method (a request) or a result or error (a response)"}
+	}
+	return m, nil
+}
