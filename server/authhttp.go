@@ -159,6 +159,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				http.Error(w, "Forbidden: this call needs the "+missing+" scope", http.StatusForbidden)
 				return
 			}
+			if s.fastRead(w, r, p, body, msgs) {
+				return
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))

@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,6 +134,11 @@ type Server struct {
 	sweepBatch     int
 	// toolScopes maps each registered tool to the scope it needs.
 	toolScopes map[string]string
+	// noFastRead sends every resources/read through go-sdk (for the
+	// differential test of the fast path).
+	noFastRead bool
+	// serverInfoMeta is the result _meta go-sdk adds on 2026-07-28.
+	serverInfoMeta []byte
 }
 
 // New builds a Server.
@@ -202,7 +208,13 @@ func New(opts Options) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "resourced", Title: "resourced", Version: version}, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: "resourced", Title: "resourced", Version: version}
+	info, err := json.Marshal(impl)
+	if err != nil {
+		return nil, err
+	}
+	s.serverInfoMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
+	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: "resourced stores large tool results (search snapshots, reports) and serves them by URI. " +
 			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read.",
 		Capabilities: &mcp.ServerCapabilities{

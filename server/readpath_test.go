@@ -1,0 +1,192 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/memstore"
+)
+
+// headerAuth authenticates by the X-Test-Tenant header, so the test can
+// read as several tenants.
+type headerAuth struct{}
+
+func (headerAuth) Authenticate(r *http.Request) (auth.Principal, error) {
+	t := r.Header.Get("X-Test-Tenant")
+	if t == "" {
+		t = "t1"
+	}
+	scopes := []string{auth.ScopeRead, auth.ScopeWrite}
+	if r.Header.Get("X-Test-ReadOnly") != "" {
+		scopes = scopes[:1]
+	}
+	return auth.Principal{Tenant: t, Subject: "test", Scopes: scopes}, nil
+}
+
+// TestFastReadMatchesSDK sends the same randomized requests through the
+// fast read path and through go-sdk's path (two servers on one store and one
+// clock) and requires the same status, headers and JSON.
+func TestFastReadMatchesSDK(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st := memstore.New(memstore.Options{Now: clock})
+	schemes := []Scheme{
+		{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
+		{Name: "report", Kind: KindReport, TTL: 0, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
+	}
+	newServer := func(noFast bool) *httptest.Server {
+		s, err := New(Options{Store: st, Schemes: schemes, Auth: headerAuth{}, Now: clock, BaseURL: "http://127.0.0.1", Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.noFastRead = noFast
+		ts := httptest.NewServer(s)
+		t.Cleanup(ts.Close)
+		return ts
+	}
+	fast, sdk := newServer(false), newServer(true)
+
+	put := func(tenant, scheme, path, mimeType string, body []byte, vis store.Visibility, expires time.Time) string {
+		k := store.MustKey(tenant, scheme, path)
+		obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
+			Created: now.Add(-time.Minute), Modified: now.Add(-time.Second), Expires: expires, Title: path, Visibility: vis}, Body: body}
+		if _, _, err := st.Put(t.Context(), obj, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		return k.String()
+	}
+	binary := make([]byte, 1000)
+	for i := range binary {
+		binary[i] = byte(i * 7)
+	}
+	tricky := "quotes \" backslash \\ <b>&amp;</b> \x00\x01\x1f\x7f tab\t nl\n cr\r \u2028\u2029 é 日本 😀 \ufeff"
+	uris := []string{
+		put("t1", "report", "a/text", "text/plain; charset=utf-8", []byte(tricky), store.Private, now.Add(time.Hour)),
+		put("t1", "report", "a/json", "application/json", []byte(`{"x":"<y>","z":[1,2]}`), store.Private, now.Add(time.Hour)),
+		put("t1", "report", "a/bin", "application/octet-stream", binary, store.Private, now.Add(time.Hour)),
+		put("t1", "report", "a/badutf8", "text/plain", []byte{'a', 0xff, 'b'}, store.Private, now.Add(time.Hour)),
+		put("t1", "search", "results/snap", "application/json", []byte(`{"query":"q","total":0,"hits":[]}`), store.Private, now.Add(30*time.Minute)),
+		put("t2", "report", "pub", "text/csv", []byte("a,b\n1,2\n"), store.Public, now.Add(time.Hour)),
+		put("t2", "report", "priv", "text/plain", []byte("secret"), store.Private, now.Add(time.Hour)),
+		put("t1", "report", "expired", "text/plain", []byte("old"), store.Private, now.Add(-time.Second)),
+		"report://t1/missing", "report://t1/a//b", "REPORT://t1/a/text", "file:///etc/passwd", "report://t1/a/text?x", "",
+	}
+	ids := []string{`1`, `42`, `"abc"`, `"a\u0062c"`, `-7`, `9007199254740991`, `"<&>"`}
+	tenants := []string{"t1", "t2", "t10"}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	fastHits := 0
+	for n := 0; n < 600; n++ {
+		u, id, version := pick(uris), pick(ids), pick([]string{"2026-07-28", "2025-11-25"})
+		params := map[string]any{"uri": u}
+		if version == "2026-07-28" && rng.IntN(10) > 0 {
+			meta := map[string]any{metaProtocolVersion: version, metaClientCapabilities: map[string]any{}}
+			if rng.IntN(2) == 0 {
+				meta[metaClientInfo] = map[string]any{"name": "c", "version": "1"}
+			}
+			if rng.IntN(20) == 0 {
+				meta[metaClientCapabilities] = "nope"
+			}
+			params["_meta"] = meta
+		}
+		if rng.IntN(20) == 0 {
+			params["extra"] = true
+		}
+		p, _ := json.Marshal(params)
+		body := []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":` + string(p) + `}`)
+		hdr := http.Header{}
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("Accept", "application/json, text/event-stream")
+		if rng.IntN(30) == 0 {
+			hdr.Set("Accept", "application/json")
+		}
+		hdr.Set("MCP-Protocol-Version", version)
+		if rng.IntN(30) == 0 {
+			hdr.Set("MCP-Protocol-Version", "2025-06-18")
+		}
+		if version == "2026-07-28" {
+			hdr.Set("Mcp-Method", "resources/read")
+			hdr.Set("Mcp-Name", u)
+			if rng.IntN(20) == 0 {
+				hdr.Set("Mcp-Name", u+"x")
+			}
+		}
+		hdr.Set("X-Test-Tenant", pick(tenants))
+		if rng.IntN(20) == 0 {
+			hdr.Set("X-Test-ReadOnly", "1")
+		}
+		what := fmt.Sprintf("request %d: %s %s", n, hdr, body)
+		fs, fh, fb := post(t, fast.URL, hdr, body)
+		ss, sh, sb := post(t, sdk.URL, hdr, body)
+		if fs != ss || fh.Get("Content-Type") != sh.Get("Content-Type") || fh.Get("Cache-Control") != sh.Get("Cache-Control") {
+			t.Fatalf("%s\nfast: %d %v\nsdk:  %d %v", what, fs, fh, ss, sh)
+		}
+		var fj, sj any
+		if err := json.Unmarshal(fb, &fj); err != nil {
+			if !bytes.Equal(fb, sb) {
+				t.Fatalf("%s\nfast: %s\nsdk:  %s", what, fb, sb)
+			}
+			continue
+		}
+		if err := json.Unmarshal(sb, &sj); err != nil || !reflect.DeepEqual(fj, sj) {
+			t.Fatalf("%s\nfast: %s\nsdk:  %s", what, fb, sb)
+		}
+		if fs == 200 && strings.Contains(string(fb), `"contents"`) {
+			fastHits++
+		}
+	}
+	if fastHits < 100 {
+		t.Errorf("only %d successful reads compared; the request mix does not exercise the fast path", fastHits)
+	}
+}
+
+func post(t *testing.T, url string, hdr http.Header, body []byte) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/mcp", bytes.NewReader(body))
+	req.Header = hdr.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestWriteJSONStringMatchesEncodingJSON: the escaper agrees with
+// encoding/json on every byte sequence that is valid UTF-8.
+func TestWriteJSONStringMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	samples := []string{"", "plain", "\"\\/", "<>&", "\u2028\u2029", "\x00\x1f\x7f", "é😀日本", strings.Repeat("a<", 5000)}
+	for i := 0; i < 2000; i++ {
+		b := make([]byte, rng.IntN(40))
+		for j := range b {
+			b[j] = byte(rng.IntN(256))
+		}
+		samples = append(samples, strings.ToValidUTF8(string(b), "\uFFFD"))
+	}
+	for _, s := range samples {
+		var buf bytes.Buffer
+		bw := bufio.NewWriter(nil)
+		bw.Reset(&buf)
+		writeJSONString(bw, s)
+		bw.Flush()
+		want, _ := json.Marshal(s)
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("writeJSONString(%q) = %s, want %s", s, buf.Bytes(), want)
+		}
+	}
+}
