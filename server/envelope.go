@@ -42,79 +42,21 @@ func parseEnvelope(body []byte) ([]message, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		var msgs []message
-		i := 1
-		for {
-			i = skipSpace(body, i)
-			if i >= len(body) || body[i] == ']' {
-				return msgs, nil
-			}
-			if body[i] == ',' {
-				i = skipSpace(body, i+1)
-			}
-			end := skipValue(body, i)
-			if end < 0 {
-				return nil, errParse
-			}
-			m, err := parseMessage(body[i:end])
-			if err != nil {
-				return nil, err
-			}
-			msgs, i = append(msgs, m), end
+		err := elements(body, func(_ int, v []byte) error {
+			m, err := parseMessage(v)
+			msgs = append(msgs, m)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
+		return msgs, nil
 	}
 	m, err := parseMessage(body)
 	if err != nil {
 		return nil, err
 	}
 	return []message{m}, nil
-}
-
-// members calls f with each member of the JSON object data (exact names),
-// refusing a name that appears twice.
-func members(data []byte, f func(name string, value []byte) error) error {
-	if len(data) == 0 || data[0] != '{' {
-		return nil // not an object: go-sdk answers it
-	}
-	seen := map[string]bool{}
-	i := 1
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) || data[i] == '}' {
-			return nil
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		end := skipValue(data, i)
-		if end < 0 {
-			return errParse
-		}
-		name, err := strconv.Unquote(string(data[i:end]))
-		if err != nil {
-			var s string
-			if json.Unmarshal(data[i:end], &s) != nil {
-				return errParse
-			}
-			name = s
-		}
-		if seen[name] {
-			return &errEnvelope{"member " + strconv.Quote(name) + " appears twice"}
-		}
-		seen[name] = true
-		i = skipSpace(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return errParse
-		}
-		vstart := skipSpace(data, i+1)
-		vend := skipValue(data, vstart)
-		if vend < 0 {
-			return errParse
-		}
-		if err := f(name, data[vstart:vend]); err != nil {
-			return err
-		}
-		i = vend
-	}
 }
 
 // maxSafeID is the largest integer id every JSON implementation carries
@@ -124,7 +66,12 @@ const maxSafeID = 1<<53 - 1
 func parseMessage(data []byte) (message, error) {
 	var m message
 	var hasMethod, hasResult bool
+	seen := map[string]bool{}
 	err := members(data, func(name string, v []byte) error {
+		if seen[name] {
+			return &errEnvelope{"member " + strconv.Quote(name) + " appears twice"}
+		}
+		seen[name] = true
 		switch name {
 		case "id":
 			if string(v) == "null" {

@@ -60,73 +60,112 @@ func exactKeys(data []byte, t reflect.Type, path string) *toolError {
 	if len(data) == 0 || t == rawMessageType {
 		return nil
 	}
+	var terr *toolError
 	switch {
 	case t.Kind() == reflect.Struct && data[0] == '{':
 		fields := fieldNames(t)
-		i := 1
-		for {
-			i = skipSpace(data, i)
-			if i >= len(data) || data[i] == '}' {
-				return nil
-			}
-			if data[i] == ',' {
-				i = skipSpace(data, i+1)
-			}
-			end := skipValue(data, i)
-			if end < 0 || data[i] != '"' {
-				return nil
-			}
-			var key string
-			if json.Unmarshal(data[i:end], &key) != nil {
-				return nil
-			}
-			i = skipSpace(data, end)
-			if i >= len(data) || data[i] != ':' {
-				return nil
-			}
-			vstart := skipSpace(data, i+1)
-			vend := skipValue(data, vstart)
-			if vend < 0 {
-				return nil
-			}
+		_ = members(data, func(key string, v []byte) error {
 			ft, ok := fields[key]
 			if !ok {
-				for name := range fields {
-					if strings.EqualFold(name, key) {
-						return invalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
-					}
-				}
-				if key == "" {
-					key = `""`
-				}
-				return invalidField(path+key, "is not an argument of this tool; see its inputSchema")
+				terr = unknownArgument(fields, path, key)
+			} else {
+				terr = exactKeys(v, ft, path+key+".")
 			}
-			if terr := exactKeys(data[vstart:vend], ft, path+key+"."); terr != nil {
+			if terr != nil {
 				return terr
 			}
-			i = vend
-		}
+			return nil
+		})
 	case t.Kind() == reflect.Slice && data[0] == '[':
-		i, n := 1, 0
-		for {
-			i = skipSpace(data, i)
-			if i >= len(data) || data[i] == ']' {
-				return nil
-			}
-			if data[i] == ',' {
-				i = skipSpace(data, i+1)
-			}
-			end := skipValue(data, i)
-			if end < 0 {
-				return nil
-			}
-			if terr := exactKeys(data[i:end], t.Elem(), strings.TrimSuffix(path, ".")+"["+strconv.Itoa(n)+"]."); terr != nil {
+		_ = elements(data, func(n int, v []byte) error {
+			if terr = exactKeys(v, t.Elem(), strings.TrimSuffix(path, ".")+"["+strconv.Itoa(n)+"]."); terr != nil {
 				return terr
 			}
-			i, n = end, n+1
+			return nil
+		})
+	}
+	return terr
+}
+
+// unknownArgument is the error for key, which is not among fields.
+func unknownArgument(fields map[string]reflect.Type, path, key string) *toolError {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return invalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
 		}
 	}
-	return nil
+	if key == "" {
+		key = `""`
+	}
+	return invalidField(path+key, "is not an argument of this tool; see its inputSchema")
+}
+
+// members calls f with each member of the JSON object data: its exact
+// name and its value. It stops at f's first error, and returns errParse
+// for a malformed object; data that is not an object is no error (the
+// decoder reports it).
+func members(data []byte, f func(name string, value []byte) error) error {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 || data[0] != '{' {
+		return nil
+	}
+	i := 1
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) || data[i] == '}' {
+			return nil
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		end := skipValue(data, i)
+		if end < 0 || data[i] != '"' {
+			return errParse
+		}
+		var name string
+		if json.Unmarshal(data[i:end], &name) != nil {
+			return errParse
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return errParse
+		}
+		vstart := skipSpace(data, i+1)
+		vend := skipValue(data, vstart)
+		if vend < 0 {
+			return errParse
+		}
+		if err := f(name, data[vstart:vend]); err != nil {
+			return err
+		}
+		i = vend
+	}
+}
+
+// elements calls f with each element of the JSON array data, like members.
+func elements(data []byte, f func(i int, value []byte) error) error {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	if len(data) == 0 || data[0] != '[' {
+		return nil
+	}
+	i, n := 1, 0
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) || data[i] == ']' {
+			return nil
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		end := skipValue(data, i)
+		if end < 0 {
+			return errParse
+		}
+		if err := f(n, data[i:end]); err != nil {
+			return err
+		}
+		i, n = end, n+1
+	}
 }
 
 func skipSpace(data []byte, i int) int {
