@@ -21,6 +21,19 @@ readonly MARKER=.versitygw-sh # marks a directory this script created
 log() { printf 'versitygw.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
+# xattrs_work reports whether DIR's file system takes user extended attributes.
+xattrs_work() {
+	python3 - "$1" <<'PY' 2>/dev/null
+import os, sys, tempfile
+fd, path = tempfile.mkstemp(dir=sys.argv[1])
+os.close(fd)
+try:
+    os.setxattr(path, "user.versitygw-probe", b"1")
+finally:
+    os.unlink(path)
+PY
+}
+
 usage() {
 	cat >&2 <<'EOF'
 usage: eval "$(scripts/versitygw.sh start)"
@@ -91,10 +104,23 @@ start() {
 		done
 		[ -n "$port" ] || { rm -rf "$dir"; die "no free port found"; }
 
+		# Metadata in extended attributes, where the file system has them
+		# (ext4, xfs, tmpfs since Linux 6.6): there versitygw changes an
+		# object's data and ETag together, as S3 does, so a conditional write
+		# cannot slip between them. In --sidecar mode (VERSITYGW_SIDECAR=1,
+		# or no user xattrs) it stores the ETag before linking the data, and
+		# two racing If-Match writes can both succeed (store/s3store doc).
+		local meta_args=()
+		if [ "${VERSITYGW_SIDECAR:-}" = 1 ] || ! xattrs_work "$dir"; then
+			meta_args=(--sidecar "$dir/meta")
+			log "metadata in a sidecar directory (--sidecar)"
+		else
+			log "metadata in extended attributes"
+		fi
 		log "starting $bin on 127.0.0.1:$port (root $dir/root, log $dir/versitygw.log)"
 		ROOT_ACCESS_KEY="$access" ROOT_SECRET_KEY="$secret" \
 			nohup "$bin" --port "127.0.0.1:$port" --keep-alive --quiet \
-			posix --sidecar "$dir/meta" "$dir/root" \
+			posix "${meta_args[@]}" "$dir/root" \
 			</dev/null >>"$dir/versitygw.log" 2>&1 &
 		pid=$!
 
