@@ -39,6 +39,7 @@ type Config struct {
 	// changes made through other instances.
 	NotifyPollInterval Duration `yaml:"notifyPollInterval"`
 	Limits             Limits   `yaml:"limits"`
+	Links              Links    `yaml:"links"`
 	Quota              Quota    `yaml:"quota"`
 	Sweep              Sweep    `yaml:"sweep"`
 	Store              Store    `yaml:"store"`
@@ -60,6 +61,20 @@ type Limits struct {
 	MaxDescriptionBytes int `yaml:"maxDescriptionBytes"`
 	// MaxPathBytes bounds a report's path below its tenant.
 	MaxPathBytes int `yaml:"maxPathBytes"`
+	// MaxReadChars bounds one read_resource result, in characters.
+	MaxReadChars int `yaml:"maxReadChars"`
+}
+
+// Links configures signed download links (GET /v1/blobs/...).
+type Links struct {
+	// KeyFile holds the HMAC-SHA256 key (base64, mode 0600). Default:
+	// <dataDir>/links-hmac.key, created on first start. Instances behind
+	// one load balancer must share it.
+	KeyFile string `yaml:"keyFile"`
+	// DefaultTTL is a link's life when the caller does not ask for one.
+	DefaultTTL Duration `yaml:"defaultTTL"`
+	// MaxTTL is the longest life a caller may ask for.
+	MaxTTL Duration `yaml:"maxTTL"`
 }
 
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources
@@ -101,6 +116,9 @@ type S3 struct {
 	PathStyle bool `yaml:"pathStyle"`
 	// CallTimeout bounds every S3 call.
 	CallTimeout Duration `yaml:"callTimeout"`
+	// SpoolDir holds the temporary files of streamed uploads (unlinked at
+	// once); "" is the system's temporary directory.
+	SpoolDir string `yaml:"spoolDir"`
 }
 
 // Bbolt configures the embedded bbolt backend.
@@ -150,6 +168,15 @@ type Auth struct {
 // HasKeySource reports whether a verification key is configured.
 func (a *Auth) HasKeySource() bool {
 	return a.HMACSecretFile != "" || len(a.PublicKeyFiles) > 0 || a.JWKSURL != ""
+}
+
+// LinksKeyFile is the key of signed download links: links.keyFile, or
+// links-hmac.key in DataDir.
+func (c *Config) LinksKeyFile() string {
+	if c.Links.KeyFile != "" {
+		return c.Links.KeyFile
+	}
+	return filepath.Join(c.DataDir, "links-hmac.key")
 }
 
 // DefaultHMACKeyFile is where the first start writes the dev signing key.
@@ -260,6 +287,15 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.MaxPathBytes == 0 {
 		c.Limits.MaxPathBytes = 512
+	}
+	if c.Limits.MaxReadChars == 0 {
+		c.Limits.MaxReadChars = 40000
+	}
+	if c.Links.DefaultTTL == 0 {
+		c.Links.DefaultTTL = Duration(15 * time.Minute)
+	}
+	if c.Links.MaxTTL == 0 {
+		c.Links.MaxTTL = Duration(time.Hour)
 	}
 	if c.Store.Bbolt.OpenTimeout == 0 {
 		c.Store.Bbolt.OpenTimeout = Duration(5 * time.Second)
@@ -395,6 +431,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxPathBytes < 0 || c.Limits.MaxPathBytes > 900 {
 		bad("limits.maxPathBytes", "want 1 to 900 (a whole URI is at most 1024 bytes)")
+	}
+	if c.Limits.MaxReadChars < 4096 || c.Limits.MaxReadChars > 10_000_000 {
+		bad("limits.maxReadChars", "want 4096 to 10000000")
+	}
+	if c.Links.MaxTTL < Duration(time.Minute) || c.Links.MaxTTL > Duration(7*24*time.Hour) {
+		bad("links.maxTTL", "want 1m to 168h, got %s", c.Links.MaxTTL.Std())
+	}
+	if c.Links.DefaultTTL < Duration(time.Second) || c.Links.DefaultTTL > c.Links.MaxTTL {
+		bad("links.defaultTTL", "want 1s to links.maxTTL (%s), got %s", c.Links.MaxTTL.Std(), c.Links.DefaultTTL.Std())
 	}
 	switch c.Store.Backend {
 	case "bbolt":

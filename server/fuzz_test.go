@@ -120,8 +120,8 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		}
 		e.props = append(e.props, props)
 	}
-	if len(e.defs) != 5 || e.hitProps == nil {
-		tb.Fatalf("expected 5 tools, one with hits; got %d", len(e.defs))
+	if len(e.defs) != 6 || e.hitProps == nil {
+		tb.Fatalf("expected 6 tools, one with hits; got %d", len(e.defs))
 	}
 	return e
 }
@@ -200,7 +200,7 @@ func fuzzSeeds() []struct {
 		tool int
 		args string
 	}
-	const snap, rep, stat, list, del = 0, 1, 2, 3, 4
+	const snap, rep, stat, list, del, read = 0, 1, 2, 3, 4, 5
 	return []seed{
 		// save_search_snapshot
 		{snap, `{"query":"revenue 2026","hits":[{"id":"doc-1","title":"Q <report> & notes","snippet":"grew \"12%\"","url":"https://example.com/1","score":0.93},{"id":"doc-2","title":"日本語","snippet":"two"}]}`},
@@ -251,6 +251,16 @@ func fuzzSeeds() []struct {
 		{del, `{"uri":"report://t1/keep/text/"}`},
 		{del, `[1,2]`},
 		{del, `null`},
+		// read_resource
+		{read, `{"uri":"` + fxText + `"}`},
+		{read, `{"uri":"` + fxText + `","offset":2,"length":3}`},
+		{read, `{"uri":"` + fxText + `","startLine":1,"lineCount":1,"includeDownloadUrl":true}`},
+		{read, `{"uri":"` + fxBin + `","offset":1}`},
+		{read, `{"uri":"` + fxBin + `","startLine":1}`},
+		{read, `{"uri":"` + fxShared + `","offset":99}`},
+		{read, `{"uri":"` + fxSecret + `"}`},
+		{read, `{"uri":"` + fxText + `","offset":1,"startLine":1}`},
+		{read, `{"uri":"` + fxText + `","length":0}`},
 	}
 }
 
@@ -326,7 +336,7 @@ func FuzzToolArguments(f *testing.F) {
 		}
 
 		switch name {
-		case "stat_resource", "list_resources":
+		case "stat_resource", "list_resources", "read_resource":
 			if d := diff(before, after); d != "" {
 				t.Fatalf("%s(%s) is read-only but changed the store: %s", name, args, d)
 			}

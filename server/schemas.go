@@ -39,7 +39,7 @@ const metaProps = `
     "lastModified": {"type": "string", "format": "date-time"},
     "expiresAt": {"type": "string", "format": "date-time", "description": "When the resource is deleted (retention); not a cache hint."},
     "listed": {"type": "boolean"},
-    "visibility": {"enum": ["private", "public"]}`
+    "visibility": {"enum": ["private", "public"]},` + linkOutputProps
 
 const metaRequired = `"uri", "name", "title", "description", "mimeType", "size", "sha256", "createdAt", "lastModified", "listed", "visibility"`
 
@@ -47,7 +47,7 @@ const saveOptionProps = `
     "retention": {"type": ["string", "number"], "description": "How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."},
     "listed": {"type": "boolean", "default": false, "description": "Show it in resources/list. Unlisted resources are still readable by URI."},
     "visibility": {"enum": ["private", "public"], "default": "private", "description": "public: readable by any authenticated caller and cacheable across users."},
-    "scheme": {"type": "string", "description": "URI scheme to save under; defaults to the server's scheme of this kind."}`
+    "scheme": {"type": "string", "description": "URI scheme to save under; defaults to the server's scheme of this kind."},` + linkInputProps
 
 func objectSchema(props, required string) string {
 	return `{"type": "object", "properties": {` + props + `}, "required": [` + required + `]}`
@@ -124,7 +124,7 @@ func (s *Server) toolDefs() []toolDef {
 				Title:        "Describe a stored resource",
 				Description:  "Returns the metadata of a resource (size, sha256, dates, visibility) without its body.",
 				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchema(`"uri": {"type": "string", "description": "A resource URI, e.g. report://<tenant>/<path>."}`, `"uri"`),
+				InputSchema:  inputSchema(`"uri": {"type": "string", "description": "A resource URI, e.g. report://<tenant>/<path>."},`+linkInputProps, `"uri"`),
 				OutputSchema: outputSchema(metaOut("found")),
 			},
 		},
@@ -162,5 +162,6 @@ func (s *Server) toolDefs() []toolDef {
 				OutputSchema: outputSchema(objectSchema(`"status": {"const": "deleted"}, "uri": {"type": "string"}`, `"status", "uri"`)),
 			},
 		},
+		s.readResourceToolDef(),
 	}
 }

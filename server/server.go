@@ -47,6 +47,7 @@ type Limits struct {
 	MaxTitleBytes       int // default 512
 	MaxDescriptionBytes int // default 4096
 	MaxPathBytes        int // path of a report below its tenant (default 512)
+	MaxReadChars        int // largest result of read_resource, in characters (default 40000)
 }
 
 func (l *Limits) applyDefaults() {
@@ -61,6 +62,9 @@ func (l *Limits) applyDefaults() {
 	}
 	if l.MaxPathBytes <= 0 {
 		l.MaxPathBytes = 512
+	}
+	if l.MaxReadChars <= 0 {
+		l.MaxReadChars = 40000
 	}
 }
 
@@ -103,6 +107,11 @@ type Options struct {
 	// SweepBatch bounds one removal transaction (0: 500).
 	SweepInterval time.Duration
 	SweepBatch    int
+	// LinkKey signs download links (/v1/blobs, HMAC-SHA256); nil disables
+	// them. LinkTTL is a link's default life (0: 15m), LinkMaxTTL the
+	// longest a caller may ask for (0: 1h).
+	LinkKey             []byte
+	LinkTTL, LinkMaxTTL time.Duration
 	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
@@ -134,6 +143,8 @@ type Server struct {
 	sweepBatch     int
 	// toolScopes maps each registered tool to the scope it needs.
 	toolScopes map[string]string
+	// links signs and checks download links; nil: none.
+	links *linkSigner
 	// noFastRead sends every resources/read through go-sdk (for the
 	// differential test of the fast path).
 	noFastRead bool
@@ -174,6 +185,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.ids = newIDSource(s.now)
+	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
 	s.quota = opts.Quota
@@ -216,7 +228,8 @@ func New(opts Options) (*Server, error) {
 	s.serverInfoMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
 	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: "resourced stores large tool results (search snapshots, reports) and serves them by URI. " +
-			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read.",
+			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read. " +
+			"Hosts that cannot read resources can call read_resource, which returns the body in windows.",
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{Subscribe: true},
@@ -253,7 +266,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	s.handler = s.logRequests(mux)
+	s.handler = s.logRequests(s.routeV1(mux))
 	return s, nil
 }
 

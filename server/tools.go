@@ -24,6 +24,7 @@ type toolFunc func(ctx context.Context, p auth.Principal, args json.RawMessage) 
 type toolValue struct {
 	value any
 	links []*store.Meta
+	extra []mcp.Content // items after the value's text (read_resource's window)
 }
 
 func (s *Server) addTools() {
@@ -48,8 +49,9 @@ func (s *Server) toolHandler(scope string, fn toolFunc) mcp.ToolHandler {
 		if err != nil {
 			return nil, s.internal(ctx, "encoding a tool result", err)
 		}
-		content := make([]mcp.Content, 0, 1+len(v.links))
+		content := make([]mcp.Content, 0, 1+len(v.extra)+len(v.links))
 		content = append(content, &mcp.TextContent{Text: string(b)})
+		content = append(content, v.extra...)
 		for _, m := range v.links {
 			content = append(content, resourceLink(m))
 		}
@@ -86,6 +88,9 @@ type metaValue struct {
 	ExpiresAt    string `json:"expiresAt,omitempty"`
 	Listed       bool   `json:"listed"`
 	Visibility   string `json:"visibility"`
+	// A signed link to the body, when the caller asked (blobs.go).
+	DownloadURL          string `json:"downloadUrl,omitempty"`
+	DownloadURLExpiresAt string `json:"downloadUrlExpiresAt,omitempty"`
 }
 
 func metaValueOf(status string, m *store.Meta) metaValue {
@@ -115,6 +120,9 @@ type saveOptions struct {
 	Retention  json.RawMessage `json:"retention"`
 	Listed     bool            `json:"listed"`
 	Visibility string          `json:"visibility"`
+	// IncludeDownloadURL asks for a signed link in the result (blobs.go).
+	IncludeDownloadURL bool            `json:"includeDownloadUrl"`
+	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl"`
 }
 
 // resolve checks the shared save options against the scheme of kind and
@@ -257,6 +265,10 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 	if terr != nil {
 		return nil, terr
 	}
+	linkTTL, terr := s.linkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
+	if terr != nil {
+		return nil, terr
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -295,6 +307,7 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 	v := metaValueOf("created", &m)
 	total := len(a.Hits)
 	v.Total = &total
+	s.withDownloadURL(&v, &m, p, linkTTL)
 	return &toolValue{value: v, links: []*store.Meta{&m}}, nil
 }
 
@@ -379,6 +392,10 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	if terr != nil {
 		return nil, terr
 	}
+	linkTTL, terr := s.linkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
+	if terr != nil {
+		return nil, terr
+	}
 	u, err := uri.New(sc.Name, p.Tenant, a.Path)
 	if err != nil {
 		reason := "is not a valid path"
@@ -418,6 +435,7 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	}
 	s.changed(m.Key, m.SHA256)
 	v := metaValueOf(status, &m)
+	s.withDownloadURL(&v, &m, p, linkTTL)
 	return &toolValue{value: v, links: []*store.Meta{&m}}, nil
 }
 
@@ -457,9 +475,15 @@ func notFoundTool(raw string) *toolError {
 
 func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
 	var a struct {
-		URI string `json:"uri"`
+		URI                string          `json:"uri"`
+		IncludeDownloadURL bool            `json:"includeDownloadUrl"`
+		DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl"`
 	}
 	if terr := decodeArgs(raw, &a); terr != nil {
+		return nil, terr
+	}
+	linkTTL, terr := s.linkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
+	if terr != nil {
 		return nil, terr
 	}
 	u, terr := s.parseToolURI(a.URI)
@@ -478,6 +502,7 @@ func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.Ra
 		return nil, s.storeFailure(ctx, "store stat", err)
 	}
 	v := metaValueOf("found", &m)
+	s.withDownloadURL(&v, &m, p, linkTTL)
 	return &toolValue{value: v, links: []*store.Meta{&m}}, nil
 }
 

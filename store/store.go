@@ -14,8 +14,10 @@
 //   - anything else is a backend failure the caller may retry.
 //
 // Bodies are []byte: resourced returns them inline in resources/read, so the
-// largest body is bounded by configuration (16 MiB by default). This is not a
-// streaming API.
+// largest body is bounded by configuration (16 MiB by default). Backends that
+// can also store and serve a body without holding it in memory whole
+// implement the optional Streamer interface (boltstore and s3store do); the
+// HTTP upload and download endpoints use it when it is there.
 package store
 
 import (
@@ -24,6 +26,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -406,4 +409,39 @@ type PublicPage struct {
 // so an index entry never shows an object that is not public and listed).
 type PublicLister interface {
 	ListPublic(ctx context.Context, after PublicPosition, limit int) (PublicPage, error)
+}
+
+// Streamer is the optional streaming path of a Backend, for bodies larger
+// than one should hold in memory several times over. The server uses it,
+// when the backend implements it, for HTTP uploads and signed downloads, and
+// falls back to Put and Get otherwise. The error contract is the Backend's.
+type Streamer interface {
+	// PutStream stores the body read from r, up to io.EOF, at meta.Key if
+	// cond holds, with the same semantics as Put (preconditions, quota,
+	// Created kept on replace, expiry). meta.Size and meta.SHA256 are
+	// ignored: the backend computes both while it reads, and the returned
+	// metadata carries them. The whole body is read before cond is
+	// evaluated; cond and the write are then atomic exactly as for Put. A
+	// read error of r, or a canceled ctx while reading, fails the call with
+	// an error wrapping it and writes nothing. r is not bounded by the
+	// backend: the caller limits it (e.g. http.MaxBytesReader). An empty
+	// body is stored like any other (the server refuses it earlier).
+	//
+	// Memory does not grow with the body beyond what the backend's write
+	// itself needs: boltstore holds the record once plus bbolt's copy at
+	// commit; s3store holds only buffers. Both spool the body to an
+	// unlinked temporary file first (see their package docs).
+	PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Cond) (Meta, bool, error)
+
+	// Open returns the metadata of the live object at k and a reader of its
+	// body, positioned at its start, that can seek (io.SeekStart,
+	// io.SeekCurrent, io.SeekEnd; a negative position is an error, reads
+	// past the end give io.EOF). A missing or expired
+	// object gives ErrNotFound. The reader uses ctx for the backend calls
+	// its reads make, so ctx must stay valid until Close; the caller must
+	// Close it. Reads return bytes of the body whose hash is Meta.SHA256
+	// only: if the object is replaced or deleted while it is read, a later
+	// Read fails with an error rather than mixing two bodies. Memory is
+	// bounded by the caller's buffers, not the body.
+	Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error)
 }

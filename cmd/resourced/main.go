@@ -139,7 +139,7 @@ func openStore(ctx context.Context, cfg *config.Config) (store.Backend, error) {
 		s3 := &cfg.Store.S3
 		return s3store.Open(ctx, s3store.Options{
 			Bucket: s3.Bucket, Prefix: s3.Prefix, Region: s3.Region, Endpoint: s3.Endpoint,
-			PathStyle: s3.PathStyle, CallTimeout: s3.CallTimeout.Std(),
+			PathStyle: s3.PathStyle, CallTimeout: s3.CallTimeout.Std(), SpoolDir: s3.SpoolDir,
 		})
 	case "memory":
 		return memstore.New(memstore.Options{}), nil
@@ -198,6 +198,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer closeAuth()
+	linkKey, err := linksKey(cfg, log)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
 		Store: st, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version,
 		BaseURL:              cfg.CanonicalBaseURL(),
@@ -210,9 +214,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),
 		SweepBatch:           cfg.Sweep.Batch,
+		LinkKey:              linkKey,
+		LinkTTL:              cfg.Links.DefaultTTL.Std(),
+		LinkMaxTTL:           cfg.Links.MaxTTL.Std(),
 		Limits: server.Limits{
 			MaxHits: cfg.Limits.MaxHits, MaxTitleBytes: cfg.Limits.MaxTitleBytes,
 			MaxDescriptionBytes: cfg.Limits.MaxDescriptionBytes, MaxPathBytes: cfg.Limits.MaxPathBytes,
+			MaxReadChars: cfg.Limits.MaxReadChars,
 		},
 	})
 	if err != nil {

@@ -69,6 +69,25 @@
 // results). DeleteExpired is one Update of bounded size. Reads use View and
 // copy values out before the transaction ends.
 //
+// Streaming (store.Streamer, stream.go): bbolt stores a value only as one
+// []byte, which it copies into its pages at commit, so a record cannot be
+// streamed into the file. PutStream spools the body to an unlinked
+// temporary file (Options.SpoolDir, by default the database's directory)
+// while it computes the size and SHA-256, then reads the file once into a
+// buffer that has room for the record header in front of the body, writes
+// the header in place inside the transaction (Created is only known there)
+// and stores that buffer: about two copies of the body at the peak (the
+// buffer and bbolt's dirty pages), however the body arrived. (A commit that
+// grows the file past bbolt's mapping remaps it and copies every value of
+// the transaction to the heap first, a third copy; Open maps
+// Options.MmapSize, 1 GiB of address space by default, so that this happens
+// only when the file outgrows it.) Open serves a
+// body without copying it whole: each Read is a short View transaction that
+// copies from the mmap into the caller's buffer, after checking that the
+// record still has the SHA-256 the reader was opened with, so a slow reader
+// never holds a transaction (which would block the remapping of a growing
+// file) and never mixes two bodies.
+//
 // Deleting the last object of a scheme or tenant removes that bucket too.
 // An expired object stays in the file, invisible to every method but
 // Usage, until a Put over it replaces it or DeleteExpired removes it.
@@ -83,6 +102,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -120,12 +140,26 @@ type Options struct {
 	// file; zero or negative means DefaultTimeout. bbolt's "wait forever"
 	// is never used.
 	Timeout time.Duration
+	// SpoolDir holds the temporary files of PutStream (unlinked at once);
+	// "" means the directory of the database file.
+	SpoolDir string
+	// MmapSize is the address space bbolt maps up front: virtual memory,
+	// not resident. A commit that grows the file beyond the mapping
+	// remaps it, and before remapping bbolt copies every key and value of
+	// the transaction to the heap (a large body once more). Zero means
+	// DefaultMmapSize on 64-bit systems other than Windows (where bbolt
+	// would grow the file to the mapping), and bbolt's default elsewhere.
+	MmapSize int
 }
+
+// DefaultMmapSize is the default of Options.MmapSize.
+const DefaultMmapSize = 1 << 30
 
 // Store is a store.Backend in one bbolt file, safe for concurrent use.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db       *bolt.DB
+	now      func() time.Time
+	spoolDir string
 }
 
 var (
@@ -153,6 +187,10 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	bo := *bolt.DefaultOptions
 	bo.Timeout = timeout
+	bo.InitialMmapSize = opts.MmapSize
+	if bo.InitialMmapSize == 0 && runtime.GOOS != "windows" && math.MaxInt > math.MaxInt32 {
+		bo.InitialMmapSize = DefaultMmapSize
+	}
 	db, err := bolt.Open(path, 0o600, &bo)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
@@ -187,7 +225,11 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	return &Store{db: db, now: now}, nil
+	spool := opts.SpoolDir
+	if spool == "" {
+		spool = filepath.Dir(path)
+	}
+	return &Store{db: db, now: now, spoolDir: spool}, nil
 }
 
 // forEachRecord calls fn with the decoded metadata of every object of the
@@ -464,9 +506,15 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if err := store.CheckPut(obj, cond); err != nil {
 		return store.Meta{}, false, fmt.Errorf("boltstore: %w", err)
 	}
-	k := obj.Key
-	want := normalize(obj.Meta)
 	body := obj.Body
+	return s.write(obj.Key, normalize(obj.Meta), cond, func(m *store.Meta) []byte { return encodeRecord(m, body) })
+}
+
+// write stores at k, if cond holds, the record that encode returns for the
+// final metadata (want with Created kept from a live object it replaces),
+// and updates the indexes and usage, in one batched transaction. encode may
+// be called more than once (bbolt may re-run a batch function).
+func (s *Store) write(k store.Key, want store.Meta, cond store.Cond, encode func(m *store.Meta) []byte) (store.Meta, bool, error) {
 	var (
 		stored   store.Meta
 		replaced bool
@@ -526,7 +574,7 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		if cur != nil {
 			m.Created = cur.Created
 		}
-		if err := sb.Put([]byte(k.Path()), encodeRecord(&m, body)); err != nil {
+		if err := sb.Put([]byte(k.Path()), encode(&m)); err != nil {
 			return fmt.Errorf("boltstore: put %s: %w", k, err)
 		}
 		// The entries follow the new object, whatever the old one was

@@ -32,7 +32,24 @@ func normalize(m store.Meta) store.Meta {
 // The zero time encodes as its (negative) UnixMilli and decodes back to the
 // zero time.
 func encodeRecord(m *store.Meta, body []byte) []byte {
-	meta := make([]byte, 0, 64+len(m.MIMEType)+len(m.SHA256)+len(m.Title)+len(m.Description)+len(m.Visibility))
+	rec := make([]byte, 0, headerBound(m)+len(body))
+	rec = appendHeader(rec, m)
+	return append(rec, body...)
+}
+
+// headerBound is an upper bound of the length of m's record header
+// (version, metadata length and metadata), whatever its times are.
+func headerBound(m *store.Meta) int {
+	n := 1 + 4*binary.MaxVarintLen64
+	for _, s := range []string{m.MIMEType, m.SHA256, m.Title, m.Description, string(m.Visibility)} {
+		n += binary.MaxVarintLen64 + len(s)
+	}
+	return 1 + binary.MaxVarintLen64 + n
+}
+
+// appendHeader appends m's record header, everything but the body, to dst.
+func appendHeader(dst []byte, m *store.Meta) []byte {
+	meta := make([]byte, 0, headerBound(m))
 	var flags byte
 	if m.Listed {
 		flags |= flagListed
@@ -46,13 +63,9 @@ func encodeRecord(m *store.Meta, body []byte) []byte {
 		meta = binary.AppendUvarint(meta, uint64(len(s)))
 		meta = append(meta, s...)
 	}
-
-	rec := make([]byte, 0, 1+binary.MaxVarintLen64+len(meta)+len(body))
-	rec = append(rec, recordVersion)
-	rec = binary.AppendUvarint(rec, uint64(len(meta)))
-	rec = append(rec, meta...)
-	rec = append(rec, body...)
-	return rec
+	dst = append(dst, recordVersion)
+	dst = binary.AppendUvarint(dst, uint64(len(meta)))
+	return append(dst, meta...)
 }
 
 var errCorrupt = errors.New("corrupt record")

@@ -46,6 +46,12 @@ func normalize(m store.Meta) store.Meta {
 // encodeRecord returns the object content for r and body: magic, uvarint
 // metadata length, metadata, body. The body is copied.
 func encodeRecord(r *record, body []byte) []byte {
+	return append(encodeHeader(r), body...)
+}
+
+// encodeHeader returns the header of r's object content: magic, uvarint
+// metadata length and metadata; the body follows it.
+func encodeHeader(r *record) []byte {
 	m := &r.meta
 	strs := []string{m.MIMEType, m.SHA256, m.Title, m.Description, string(m.Visibility), r.writeID}
 	n := 1 + 4*binary.MaxVarintLen64
@@ -67,12 +73,10 @@ func encodeRecord(r *record, body []byte) []byte {
 		meta = append(meta, s...)
 	}
 
-	rec := make([]byte, 0, len(magic)+binary.MaxVarintLen64+len(meta)+len(body))
-	rec = append(rec, magic[:]...)
-	rec = binary.AppendUvarint(rec, uint64(len(meta)))
-	rec = append(rec, meta...)
-	rec = append(rec, body...)
-	return rec
+	hdr := make([]byte, 0, len(magic)+binary.MaxVarintLen64+len(meta))
+	hdr = append(hdr, magic[:]...)
+	hdr = binary.AppendUvarint(hdr, uint64(len(meta)))
+	return append(hdr, meta...)
 }
 
 // headerLen returns the length of the header (magic, length and metadata)

@@ -189,6 +189,30 @@
 // rule a little longer than that lifetime reclaims space without reads;
 // DeleteExpired still removes objects on time.
 //
+// # Streaming
+//
+// PutStream (store.Streamer, stream.go) spools the body to an unlinked
+// temporary file (Options.SpoolDir) while it computes the size and
+// SHA-256, builds the header, and sends header and file as the body of the
+// same conditional single PUT that Put uses, with a Content-Length, read
+// from the file (once for the Content-MD5, once for the SigV4 payload hash
+// on plain-HTTP endpoints, once to send, and again on an SDK retry): memory
+// holds buffers only. A single PUT carries up to 5 GiB; multipart uploads
+// are not used, because the conditional headers the preconditions rely on
+// are not honoured on CompleteMultipartUpload by every S3-compatible
+// server. Put sends its []byte body the same way, without copying it.
+//
+// Open reads the header (a ranged GET), then each Read streams the body
+// with a ranged GET bound by If-Match to the header's ETag, so a replaced
+// or deleted object fails the read instead of mixing two bodies; a Seek
+// only moves the position, and the next Read starts a new GET there. The
+// call deadline applies to each GET until its response arrives and to each
+// Read of the body (not to the time between Reads, which a slow client
+// controls); a body read that fails is resumed once with a new ranged GET
+// at the same position. There is no presigned GET: an object holds the
+// record header before the body, and a presigned URL would serve both, and
+// bypass expiry and visibility.
+//
 // Quotas are not supported: a Put with a non-zero Cond.Quota fails with
 // store.ErrQuotaUnsupported before writing anything, and Usage fails with
 // it too. Enforcing a quota needs the check and the write to be atomic,
@@ -280,6 +304,9 @@ type Options struct {
 	// Credentials signs requests; nil means the standard AWS chain
 	// (environment, shared files, SSO, container and instance roles).
 	Credentials aws.CredentialsProvider
+	// SpoolDir holds the temporary files of PutStream (unlinked at once);
+	// "" means os.TempDir().
+	SpoolDir string
 
 	// wrapTransport, when set, wraps the HTTP transport; tests use it to
 	// lose responses.
@@ -395,6 +422,7 @@ type Store struct {
 	timeout time.Duration
 	now     func() time.Time
 	closed  atomic.Bool
+	spool   string // PutStream's temporary files; "" is os.TempDir()
 
 	// sweep is where DeleteExpired continues; its mutex also makes the
 	// calls of one Store run one at a time.
@@ -460,6 +488,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		base:    base,
 		timeout: timeout,
 		now:     now,
+		spool:   opts.SpoolDir,
 	}, nil
 }
 
@@ -571,6 +600,7 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 type head struct {
 	rec  record
 	etag string
+	hlen int // length of the header: the body starts there
 }
 
 // meta returns the stored metadata with its key.
@@ -624,11 +654,11 @@ func (s *Store) readHeadOnce(ctx context.Context, objKey string) (h *head, again
 			return nil, false, err
 		}
 	}
-	rec, _, err := decodeHeader(buf)
+	rec, hlen, err := decodeHeader(buf)
 	if err != nil {
 		return nil, false, err
 	}
-	return &head{rec: rec, etag: etag}, false, nil
+	return &head{rec: rec, etag: etag, hlen: hlen}, false, nil
 }
 
 // getRange reads the first n bytes of the object (fewer if it is shorter),
@@ -731,9 +761,13 @@ func newWriteID() string {
 }
 
 // putObject writes rec and body at objKey under pc.
-func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body []byte, pc putCond) error {
-	data := encodeRecord(rec, body)
-	sum := md5.Sum(data)
+func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body payload, pc putCond) error {
+	header := encodeHeader(rec)
+	h := md5.New()
+	if _, err := io.Copy(h, newRecordReader(header, body)); err != nil {
+		return fmt.Errorf("reading the body: %w", err)
+	}
+	sum := h.Sum(nil)
 	meta := map[string]string{
 		"sha256":   rec.meta.SHA256,
 		"write-id": rec.writeID,
@@ -744,8 +778,7 @@ func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body 
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(objKey),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
+		ContentLength: aws.Int64(int64(len(header)) + body.n),
 		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 		ContentType:   aws.String(contentType),
 		Metadata:      meta,
@@ -757,7 +790,7 @@ func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body 
 		in.IfMatch = aws.String(pc.ifMatch)
 	}
 	for attempt := 1; ; attempt++ {
-		in.Body = bytes.NewReader(data)
+		in.Body = newRecordReader(header, body)
 		cctx, cancel := s.call(ctx)
 		_, err := s.client.PutObject(cctx, in)
 		cancel()
@@ -791,24 +824,40 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		return store.Meta{}, false, fmt.Errorf("s3store: %w", err)
 	}
 	k := obj.Key
-	if !cond.Quota.IsZero() {
-		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w", k, store.ErrQuotaUnsupported)
-	}
-	objKey := s.objectKey(k)
-	if len(objKey) > maxKeyLen {
-		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
-	}
-	if mk := s.markerKey(k); len(mk) > maxKeyLen {
-		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: the key of its public index marker is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(mk), maxKeyLen)
-	}
-	for seg := range strings.SplitSeq(objKey, "/") {
-		if len(seg) > maxSegmentLen {
-			return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w: a key segment is %d bytes; file-backed S3 servers allow %d", k, store.ErrInvalidKey, len(seg), maxSegmentLen)
-		}
+	objKey, err := s.putKey(k, cond)
+	if err != nil {
+		return store.Meta{}, false, err
 	}
 	want := normalize(obj.Meta)
 	want.Key = store.Key{}
-	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: obj.Body}
+	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: memPayload(obj.Body)}
+	return w.run(ctx, cond)
+}
+
+// putKey returns the S3 key of a Put of k under cond, or why there can be
+// none: a quota (unsupported), or a key too long for S3.
+func (s *Store) putKey(k store.Key, cond store.Cond) (string, error) {
+	if !cond.Quota.IsZero() {
+		return "", fmt.Errorf("s3store: put %s: %w", k, store.ErrQuotaUnsupported)
+	}
+	objKey := s.objectKey(k)
+	if len(objKey) > maxKeyLen {
+		return "", fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
+	}
+	if mk := s.markerKey(k); len(mk) > maxKeyLen {
+		return "", fmt.Errorf("s3store: put %s: %w: the key of its public index marker is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(mk), maxKeyLen)
+	}
+	for seg := range strings.SplitSeq(objKey, "/") {
+		if len(seg) > maxSegmentLen {
+			return "", fmt.Errorf("s3store: put %s: %w: a key segment is %d bytes; file-backed S3 servers allow %d", k, store.ErrInvalidKey, len(seg), maxSegmentLen)
+		}
+	}
+	return objKey, nil
+}
+
+// run carries out the write under cond, then updates the public index.
+func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, error) {
+	s, k := w.s, w.k
 	var (
 		m        store.Meta
 		replaced bool
@@ -840,7 +889,7 @@ type write struct {
 	objKey string
 	want   store.Meta // normalized, without Key
 	id     string     // write id, the same for every attempt
-	body   []byte
+	body   payload
 
 	// mayHaveMarker: the object the last attempt replaced may have had a
 	// public index marker. False only when it is known not to: none, or

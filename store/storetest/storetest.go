@@ -15,7 +15,11 @@
 //     quota subtests, but must then refuse every Put with a quota with
 //     that error, storing nothing;
 //   - DeleteExpired may examine a bounded part of the store per call, but
-//     repeated calls remove every expired object.
+//     repeated calls remove every expired object;
+//   - a backend that implements store.Streamer passes the Stream subtests
+//     (the others skip them): PutStream computes Size and SHA256 itself and
+//     writes nothing when its reader fails, and an Open reader never
+//     returns bytes of a body that replaced the one it opened.
 package storetest
 
 import (
@@ -76,6 +80,12 @@ func Run(t *testing.T, newBackend NewFunc) {
 		{"DeleteExpired", testDeleteExpired},
 		{"Quota", testQuota},
 		{"QuotaConcurrent", testQuotaConcurrent},
+		{"StreamRoundTrip", testStreamRoundTrip},
+		{"StreamPreconditions", testStreamPreconditions},
+		{"StreamReadError", testStreamReadError},
+		{"StreamOpen", testStreamOpen},
+		{"StreamChanged", testStreamChanged},
+		{"StreamQuota", testStreamQuota},
 		{"Ping", testPing},
 		{"Close", testClose},
 	}

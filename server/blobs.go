@@ -1,0 +1,338 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/uri"
+)
+
+// Signed download links: GET <baseURL>/v1/blobs/<scheme>/<tenant>/<path>
+// ?exp=<unix seconds>[&access=public]&sig=<base64url HMAC-SHA256> serves a
+// body over plain HTTPS, for clients that would rather fetch a URL than
+// read a resource (browsers, curl, agents with an HTTP tool).
+//
+// The signature is the credential: no bearer token, no cookie. It is an
+// HMAC-SHA256, under the links key, of the canonical string
+//
+//	v1|<scheme>|<tenant>|<path>|<exp>|<access>
+//
+// where access is "owner" (a link minted by the resource's tenant) or
+// "public" (a link minted by another tenant for a public resource, which
+// stops working when the resource stops being public). No part may contain
+// '|', so the string is unambiguous. A link is checked, in constant time,
+// before anything else; a missing, malformed, tampered or expired link, or
+// one whose life exceeds the configured maximum, is 403 with one body, so
+// a caller without a valid link learns nothing about what exists. With a
+// valid link, every reason the body cannot be served (deleted, expired,
+// replaced by a private one, scheme no longer configured) is the same 404.
+// docs/large-reports.md describes the endpoint for users.
+
+const (
+	blobPrefix  = "/v1/blobs/"
+	linkVersion = "v1"
+
+	accessOwner  = "owner"
+	accessPublic = "public"
+
+	defaultLinkTTL    = 15 * time.Minute
+	defaultLinkMaxTTL = time.Hour
+)
+
+// linkSigner signs and checks download links.
+type linkSigner struct {
+	key        []byte
+	defaultTTL time.Duration
+	maxTTL     time.Duration
+}
+
+func newLinkSigner(key []byte, ttl, maxTTL time.Duration) *linkSigner {
+	if len(key) == 0 {
+		return nil
+	}
+	if maxTTL <= 0 {
+		maxTTL = defaultLinkMaxTTL
+	}
+	if ttl <= 0 {
+		ttl = min(defaultLinkTTL, maxTTL)
+	}
+	return &linkSigner{key: bytes.Clone(key), defaultTTL: min(ttl, maxTTL), maxTTL: maxTTL}
+}
+
+// mac returns the signature of one link.
+func (l *linkSigner) mac(scheme, tenant, path string, exp int64, access string) []byte {
+	m := hmac.New(sha256.New, l.key)
+	io.WriteString(m, linkVersion+"|"+scheme+"|"+tenant+"|"+path+"|"+strconv.FormatInt(exp, 10)+"|"+access)
+	return m.Sum(nil)
+}
+
+// downloadURL returns a signed link to the body of m for a caller of tenant
+// reader, valid for ttl but never beyond the resource's expiry, and when it
+// expires.
+func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (string, time.Time) {
+	exp := s.now().Add(ttl)
+	if !m.Expires.IsZero() && m.Expires.Before(exp) {
+		exp = m.Expires
+	}
+	unix := exp.Unix() // rounds down: never after the resource's expiry
+	k := m.Key
+	access := accessOwner
+	if reader != k.Tenant() {
+		access = accessPublic
+	}
+	sig := base64.RawURLEncoding.EncodeToString(s.links.mac(k.Scheme(), k.Tenant(), k.Path(), unix, access))
+	u := s.baseURL + blobPrefix + k.Scheme() + "/" + k.Tenant() + "/" + k.Path() + "?exp=" + strconv.FormatInt(unix, 10)
+	if access == accessPublic {
+		u += "&access=public"
+	}
+	return u + "&sig=" + sig, time.Unix(unix, 0).UTC()
+}
+
+// linkTTL checks the download link arguments of a tool (or upload): it
+// returns 0 when no link is wanted, and the link's life otherwise.
+func (s *Server) linkTTL(include bool, raw json.RawMessage) (time.Duration, *toolError) {
+	given := len(raw) > 0 && string(raw) != "null"
+	if !include {
+		if given {
+			return 0, invalidField("downloadUrlTtl", "needs includeDownloadUrl: true")
+		}
+		return 0, nil
+	}
+	if s.links == nil {
+		return 0, invalidField("includeDownloadUrl", "this server has no signing key for download links; read the resource with resources/read or read_resource")
+	}
+	if !given {
+		return s.links.defaultTTL, nil
+	}
+	var secs float64
+	var d time.Duration
+	if err := json.Unmarshal(raw, &secs); err == nil {
+		if secs < 1 || secs > math.MaxInt64/float64(time.Second) {
+			return 0, invalidField("downloadUrlTtl", "must be at least 1 second")
+		}
+		d = time.Duration(secs * float64(time.Second))
+	} else {
+		var str string
+		ok := json.Unmarshal(raw, &str) == nil
+		if ok {
+			d, ok = parseISODuration(str)
+		}
+		if !ok || d < time.Second {
+			return 0, invalidField("downloadUrlTtl", "must be a number of seconds or an ISO-8601 duration such as \"PT10M\", at least 1 second")
+		}
+	}
+	return min(d, s.links.maxTTL), nil
+}
+
+// withDownloadURL adds a signed link to v when ttl > 0.
+func (s *Server) withDownloadURL(v *metaValue, m *store.Meta, p auth.Principal, ttl time.Duration) {
+	if ttl <= 0 || s.links == nil {
+		return
+	}
+	u, exp := s.downloadURL(m, p.Tenant, ttl)
+	v.DownloadURL, v.DownloadURLExpiresAt = u, formatTime(exp)
+}
+
+// bodyReader is a body as the blob endpoint and read_resource read it.
+type bodyReader = io.ReadSeekCloser
+
+type memBody struct{ *bytes.Reader }
+
+func (memBody) Close() error { return nil }
+
+// openBody opens the body at k through the backend's streaming path, or
+// reads it whole from a backend without one.
+func (s *Server) openBody(ctx context.Context, k store.Key) (store.Meta, bodyReader, error) {
+	if st, ok := s.store.(store.Streamer); ok {
+		return st.Open(ctx, k)
+	}
+	obj, err := s.store.Get(ctx, k)
+	if err != nil {
+		return store.Meta{}, nil, err
+	}
+	return obj.Meta, memBody{bytes.NewReader(obj.Body)}, nil
+}
+
+const (
+	linkRefused = "Forbidden: this download link is invalid or has expired; ask for a new one\n"
+	blobMissing = "Not found\n"
+)
+
+func plainError(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+// serveBlob serves GET, HEAD and OPTIONS (CORS preflight) of
+// /v1/blobs/...: any origin may fetch with a valid link, without
+// credentials.
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges, ETag, Last-Modified, Cache-Control")
+	if e := logEntry(r.Context()); e != nil {
+		e.method = "blob"
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodOptions:
+		h.Set("Access-Control-Allow-Methods", "GET, HEAD")
+		h.Set("Access-Control-Allow-Headers", "Range, If-None-Match, If-Modified-Since, If-Range")
+		h.Set("Access-Control-Max-Age", "86400")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	default:
+		h.Set("Allow", "GET, HEAD, OPTIONS")
+		plainError(w, http.StatusMethodNotAllowed, "Method not allowed: download links answer GET and HEAD\n")
+		return
+	}
+	k, access, ok := s.checkLink(r)
+	if !ok {
+		s.setOutcome(r, "link_refused")
+		plainError(w, http.StatusForbidden, linkRefused)
+		return
+	}
+	m, body, err := s.openBody(r.Context(), k)
+	if err == nil && access == accessPublic && m.Visibility != store.Public {
+		body.Close()
+		err = store.ErrNotFound
+	}
+	if isNotFound(err) {
+		s.setOutcome(r, "not_found")
+		plainError(w, http.StatusNotFound, blobMissing)
+		return
+	}
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "blob open", "err", err)
+		s.setOutcome(r, "unavailable")
+		h.Set("Retry-After", "5")
+		plainError(w, http.StatusServiceUnavailable, "Service Unavailable: the storage backend failed; retry later\n")
+		return
+	}
+	defer body.Close()
+	s.setOutcome(r, "ok")
+	if e := logEntry(r.Context()); e != nil {
+		e.tenant = k.Tenant()
+	}
+	mt := m.MIMEType
+	if mt == "" {
+		mt = "application/octet-stream"
+	}
+	h.Set("Content-Type", mt)
+	h.Set("ETag", `"`+m.SHA256+`"`)
+	h.Set("Cache-Control", fmt.Sprintf("%s, max-age=%d", cacheScope(m.Visibility), s.blobMaxAge(&m, r)))
+	// The body is the tenant's, not ours: never run it as a page of this
+	// origin.
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	if r.Method == http.MethodGet {
+		s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(m.Size))
+	}
+	http.ServeContent(w, r, "", m.Modified, body)
+}
+
+func (s *Server) setOutcome(r *http.Request, outcome string) {
+	if e := logEntry(r.Context()); e != nil {
+		e.outcome = outcome
+	}
+}
+
+// blobMaxAge is the freshness of a download: the scheme's ttl, capped by
+// the remaining life of the resource and of the link.
+func (s *Server) blobMaxAge(m *store.Meta, r *http.Request) int64 {
+	ms := int64(s.ttlMs(m))
+	exp, _ := strconv.ParseInt(r.URL.Query().Get("exp"), 10, 64)
+	left := exp - s.now().Unix()
+	return max(0, min(ms/1000, left))
+}
+
+// checkLink verifies the link of r and returns the key it grants and its
+// access. Every failure is the same false.
+func (s *Server) checkLink(r *http.Request) (store.Key, string, bool) {
+	if s.links == nil {
+		return store.Key{}, "", false
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), blobPrefix)
+	if !ok || strings.ContainsRune(rest, '%') || len(rest) > uri.MaxLen {
+		return store.Key{}, "", false
+	}
+	scheme, rest, ok1 := strings.Cut(rest, "/")
+	tenant, path, ok2 := strings.Cut(rest, "/")
+	if !ok1 || !ok2 || strings.ContainsRune(rest, '|') {
+		return store.Key{}, "", false
+	}
+	q, err := parseQueryStrict(r.URL.RawQuery, "exp", "sig", "access")
+	if err != nil {
+		return store.Key{}, "", false
+	}
+	exp, err := strconv.ParseInt(q["exp"], 10, 64)
+	if err != nil {
+		return store.Key{}, "", false
+	}
+	access := accessOwner
+	switch q["access"] {
+	case "":
+	case accessPublic:
+		access = accessPublic
+	default:
+		return store.Key{}, "", false
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(q["sig"])
+	if err != nil {
+		return store.Key{}, "", false
+	}
+	good := hmac.Equal(sig, s.links.mac(scheme, tenant, path, exp, access))
+	now := s.now().Unix()
+	if !good || exp <= now || exp-now > int64(s.links.maxTTL/time.Second)+1 {
+		return store.Key{}, "", false
+	}
+	// A valid signature names what we signed; check it all the same.
+	u, err := uri.New(scheme, tenant, path)
+	if err != nil || s.schemes[u.Scheme] == nil {
+		return store.Key{}, "", false
+	}
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return store.Key{}, "", false
+	}
+	return k, access, true
+}
+
+// parseQueryStrict parses a query whose parameters are all in names, each
+// at most once, with values that need no unescaping beyond what
+// url.QueryUnescape does.
+func parseQueryStrict(raw string, names ...string) (map[string]string, error) {
+	out := map[string]string{}
+	if raw == "" {
+		return out, nil
+	}
+	for part := range strings.SplitSeq(raw, "&") {
+		name, value, _ := strings.Cut(part, "=")
+		known := false
+		for _, n := range names {
+			known = known || n == name
+		}
+		if _, dup := out[name]; !known || dup {
+			return nil, fmt.Errorf("unexpected parameter %q", name)
+		}
+		out[name] = value
+	}
+	return out, nil
+}

@@ -1,0 +1,325 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/memstore"
+)
+
+func TestTextWindow(t *testing.T) {
+	body := "aé日🙂z" // a(0) é(1-2) 日(3-5) 🙂(6-9) z(10)
+	for _, tc := range []struct {
+		off, length, budget int64
+		want                string
+		start               int64
+		truncated           bool
+	}{
+		{0, -1, 100, body, 0, false},
+		{0, 1, 100, "a", 0, false},
+		{2, 3, 100, "é", 1, false},     // starts inside é: moved back; 日 is cut by the end: left out
+		{3, 3, 100, "日", 3, false},     // exactly one character
+		{4, 1, 100, "日", 3, false},     // inside 日, too short for it: it is held whole
+		{6, 1, 100, "🙂", 6, false},     // a window never comes back empty
+		{7, -1, 100, "🙂z", 6, false},   // from inside the emoji
+		{0, -1, 3, "aé日", 0, true},     // the budget counts characters
+		{1, 9, 2, "é日", 1, true},       // cut by the budget before the requested end
+		{1, 5, 2, "é日", 1, false},      // the budget ends exactly at the requested end
+		{11, -1, 100, "", 11, false},   // at the end
+		{10, 100, 100, "z", 10, false}, // a length past the end is fine
+	} {
+		w, err := textWindow(strings.NewReader(body), int64(len(body)), tc.off, tc.length, tc.budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(w.data) != tc.want || w.start != tc.start || w.truncated != tc.truncated || !w.text {
+			t.Errorf("textWindow(off %d, length %d, budget %d) = %q at %d, truncated %v; want %q at %d, %v",
+				tc.off, tc.length, tc.budget, w.data, w.start, w.truncated, tc.want, tc.start, tc.truncated)
+		}
+	}
+	// Not UTF-8: not text (the caller sends it as base64).
+	bad := "ab\xffcd"
+	w, _ := textWindow(strings.NewReader(bad), int64(len(bad)), 0, -1, 100)
+	if w.text {
+		t.Errorf("textWindow of invalid UTF-8 is marked text")
+	}
+}
+
+// TestTextWindowsReassemble: following nextOffset over random text gives
+// the body back, window by window, each valid UTF-8 within the budget.
+func TestTextWindowsReassemble(t *testing.T) {
+	var b strings.Builder
+	runes := []rune("aé日🙂\n ")
+	for i := 0; i < 5000; i++ {
+		b.WriteRune(runes[(i*7+i/3)%len(runes)])
+	}
+	body := b.String()
+	for _, budget := range []int64{1, 2, 7, 64, 1000} {
+		var got []byte
+		for off := int64(0); off < int64(len(body)); {
+			w, err := textWindow(strings.NewReader(body), int64(len(body)), off, -1, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.start != off || !utf8.Valid(w.data) || int64(utf8.RuneCount(w.data)) > budget || len(w.data) == 0 {
+				t.Fatalf("budget %d at %d: window at %d, %d bytes, valid %v", budget, off, w.start, len(w.data), utf8.Valid(w.data))
+			}
+			got = append(got, w.data...)
+			off += int64(len(w.data))
+		}
+		if string(got) != body {
+			t.Errorf("budget %d: windows do not reassemble the body", budget)
+		}
+	}
+}
+
+func TestLineWindow(t *testing.T) {
+	body := "one\ntwo ✓\nthree\nlast without newline"
+	size := int64(len(body))
+	for _, tc := range []struct {
+		start, count, budget int64
+		want                 string
+		lines, complete      int64
+		truncated            bool
+		err                  bool
+	}{
+		{start: 1, count: 1, budget: 100, want: "one\n", lines: 1, complete: 1},
+		{start: 2, count: 2, budget: 100, want: "two ✓\nthree\n", lines: 2, complete: 2},
+		{start: 3, count: -1, budget: 100, want: "three\nlast without newline", lines: 2, complete: 1},
+		{start: 4, count: 1, budget: 100, want: "last without newline", lines: 1, complete: 0},
+		{start: 1, count: -1, budget: 12, want: "one\ntwo ✓\n", lines: 2, complete: 2, truncated: true}, // ends after the last whole line
+		{start: 1, count: 3, budget: 12, want: "one\ntwo ✓\n", lines: 2, complete: 2, truncated: true},
+		{start: 3, count: 1, budget: 3, want: "thr", lines: 1, complete: 0, truncated: true}, // one line over the budget
+		{start: 5, count: 1, budget: 100, err: true},
+	} {
+		w, err := lineWindow(strings.NewReader(body), size, tc.start, tc.count, tc.budget)
+		if tc.err {
+			if err == nil {
+				t.Errorf("lineWindow(start %d) = %q, want an error", tc.start, w.data)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("lineWindow(start %d, count %d) = %v", tc.start, tc.count, err)
+		}
+		if string(w.data) != tc.want || w.lines != tc.lines || w.complete != tc.complete || w.truncated != tc.truncated {
+			t.Errorf("lineWindow(start %d, count %d, budget %d) = %q (lines %d, complete %d, truncated %v); want %q (%d, %d, %v)",
+				tc.start, tc.count, tc.budget, w.data, w.lines, w.complete, w.truncated, tc.want, tc.lines, tc.complete, tc.truncated)
+		}
+	}
+	// A body ending with "\n" has no line after it.
+	if _, err := lineWindow(strings.NewReader("a\nb\n"), 4, 3, 1, 100); err == nil {
+		t.Error("line 3 of \"a\\nb\\n\" is not past the end")
+	}
+	// Lines longer than the scanner's buffer are counted right.
+	long := strings.Repeat("x", 200<<10) + "\nsecond\n"
+	w, err := lineWindow(strings.NewReader(long), int64(len(long)), 2, 1, 100)
+	if err != nil || string(w.data) != "second\n" || w.start != 200<<10+1 {
+		t.Errorf("line after a 200 KiB line: %q at %d, %v", w.data, w.start, err)
+	}
+}
+
+func TestBinaryWindow(t *testing.T) {
+	body := bytes.Repeat([]byte{0, 1, 2, 0xff}, 100)
+	w, _ := binaryWindow(bytes.NewReader(body), 400, 10, -1, 40) // 40 base64 characters hold 30 bytes
+	if w.start != 10 || len(w.data) != 30 || !w.truncated || !bytes.Equal(w.data, body[10:40]) {
+		t.Errorf("binaryWindow = %d bytes at %d, truncated %v", len(w.data), w.start, w.truncated)
+	}
+	w, _ = binaryWindow(bytes.NewReader(body), 400, 395, 100, 40)
+	if len(w.data) != 5 || w.truncated {
+		t.Errorf("binaryWindow at the end = %d bytes, truncated %v", len(w.data), w.truncated)
+	}
+}
+
+// linkEnv is a server on a memstore (no store.Streamer: the fallback
+// paths) with a links key, behind httptest.
+type linkEnv struct {
+	s     *Server
+	st    store.Backend
+	url   string
+	clock *time.Time
+}
+
+var testLinkKey = bytes.Repeat([]byte{7}, 32)
+
+// tenantAuth makes every caller the tenant of its X-Tenant header (t1 by
+// default), with both scopes.
+type tenantAuth struct{}
+
+func (tenantAuth) Authenticate(r *http.Request) (auth.Principal, error) {
+	t := r.Header.Get("X-Tenant")
+	if t == "" {
+		t = "t1"
+	}
+	return auth.Principal{Tenant: t, Subject: "test", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}}, nil
+}
+
+func newLinkEnv(t *testing.T) *linkEnv {
+	t.Helper()
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	e := &linkEnv{clock: &clock}
+	e.st = memstore.New(memstore.Options{Now: func() time.Time { return *e.clock }})
+	s, err := New(Options{
+		Store: e.st, BaseURL: "http://links.test", Auth: tenantAuth{},
+		Now:     func() time.Time { return *e.clock },
+		LinkKey: testLinkKey, LinkTTL: 5 * time.Minute, LinkMaxTTL: 10 * time.Minute,
+		Schemes: []Scheme{
+			{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 720 * time.Hour, MaxBytes: 1 << 20},
+			{Name: "report", Kind: KindReport, TTL: 30 * time.Second, Retention: 168 * time.Hour, MaxRetention: 8760 * time.Hour, MaxBytes: 1000},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = s
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	e.url = hs.URL
+	return e
+}
+
+func (e *linkEnv) put(t *testing.T, tenant, path, body string, vis store.Visibility) store.Meta {
+	t.Helper()
+	k := store.MustKey(tenant, "report", path)
+	m, _, err := e.st.Put(context.Background(), &store.Object{Meta: store.Meta{
+		Key: k, MIMEType: "text/plain", Size: int64(len(body)), SHA256: store.Sum([]byte(body)),
+		Created: *e.clock, Modified: *e.clock, Expires: e.clock.Add(time.Hour), Visibility: vis,
+	}, Body: []byte(body)}, store.Cond{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (e *linkEnv) get(t *testing.T, link string, hdr ...string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, strings.Replace(link, "http://links.test", e.url, 1), nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func TestDownloadLinks(t *testing.T) {
+	e := newLinkEnv(t)
+	m := e.put(t, "t1", "a/b", "hello links", store.Private)
+	link, exp := e.s.downloadURL(&m, "t1", 5*time.Minute)
+	if want := e.clock.Add(5 * time.Minute); !exp.Equal(want) {
+		t.Errorf("link expires at %v, want %v", exp, want)
+	}
+	// The canonical string, as docs/large-reports.md describes it.
+	mac := hmac.New(sha256.New, testLinkKey)
+	fmt.Fprintf(mac, "v1|report|t1|a/b|%d|owner", exp.Unix())
+	if want := fmt.Sprintf("http://links.test/v1/blobs/report/t1/a/b?exp=%d&sig=%s", exp.Unix(), base64.RawURLEncoding.EncodeToString(mac.Sum(nil))); link != want {
+		t.Errorf("downloadURL = %s, want %s", link, want)
+	}
+	code, h, body := e.get(t, link)
+	if code != 200 || body != "hello links" || h.Get("Cache-Control") != "private, max-age=30" || h.Get("ETag") != `"`+m.SHA256+`"` {
+		t.Errorf("GET = %d %q %v", code, body, h)
+	}
+	code, h, body = e.get(t, link, "Range", "bytes=6-")
+	if code != 206 || body != "links" || h.Get("Content-Range") != "bytes 6-10/11" {
+		t.Errorf("Range = %d %q %v", code, body, h)
+	}
+	// max-age never outlives the link.
+	*e.clock = e.clock.Add(5*time.Minute - 10*time.Second)
+	if _, h, _ := e.get(t, link); h.Get("Cache-Control") != "private, max-age=10" {
+		t.Errorf("near expiry: Cache-Control %q", h.Get("Cache-Control"))
+	}
+	*e.clock = e.clock.Add(10 * time.Second)
+	if code, _, body := e.get(t, link); code != 403 || body != linkRefused {
+		t.Errorf("at expiry: %d %q", code, body)
+	}
+	// A link is never longer than the resource lives.
+	*e.clock = e.clock.Add(58 * time.Minute)
+	m.Expires = e.clock.Add(2 * time.Minute)
+	_, exp = e.s.downloadURL(&m, "t1", 5*time.Minute)
+	if !exp.Equal(m.Expires) {
+		t.Errorf("link of a resource expiring in 2m expires at %v", exp)
+	}
+}
+
+func TestLinkTTLArgument(t *testing.T) {
+	e := newLinkEnv(t)
+	for _, tc := range []struct {
+		include bool
+		raw     string
+		want    time.Duration
+		err     bool
+	}{
+		{false, "", 0, false},
+		{true, "", 5 * time.Minute, false},
+		{true, "60", time.Minute, false},
+		{true, `"PT2M"`, 2 * time.Minute, false},
+		{true, "86400", 10 * time.Minute, false}, // capped at the maximum
+		{true, "0.5", 0, true},
+		{true, `"P1M"`, 0, true},
+		{false, "60", 0, true}, // a ttl without includeDownloadUrl
+	} {
+		got, terr := e.s.linkTTL(tc.include, json.RawMessage(tc.raw))
+		if (terr != nil) != tc.err || got != tc.want {
+			t.Errorf("linkTTL(%v, %s) = %v, %v; want %v, error %v", tc.include, tc.raw, got, terr, tc.want, tc.err)
+		}
+	}
+	noLinks, err := New(Options{Store: e.st, BaseURL: "http://x.test", Schemes: []Scheme{{Name: "report", Kind: KindReport, MaxBytes: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, terr := noLinks.linkTTL(true, nil); terr == nil {
+		t.Error("linkTTL on a server without a key = nil error")
+	}
+}
+
+// TestUploadWithoutStreamer: uploads to a backend without store.Streamer
+// read the (bounded) body and Put it.
+func TestUploadWithoutStreamer(t *testing.T) {
+	e := newLinkEnv(t)
+	put := func(path, body string, hdr ...string) (int, map[string]any) {
+		req, _ := http.NewRequest(http.MethodPut, e.url+"/v1/resources/report/"+path, strings.NewReader(body))
+		req.Header.Set("X-Tenant", "t1")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	code, v := put("up/one", "uploaded", "Content-Type", "text/plain")
+	if code != 201 || v["status"] != "created" || v["sha256"] != store.Sum([]byte("uploaded")) {
+		t.Fatalf("upload = %d %v", code, v)
+	}
+	if code, v := put("up/big", strings.Repeat("x", 1001)); code != 413 || v["errorKind"] != kindTooLarge {
+		t.Errorf("upload over maxBytes = %d %v", code, v)
+	}
+	if _, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "up/big")); !isNotFound(err) {
+		t.Errorf("a refused upload was stored: %v", err)
+	}
+	if code, v := put("up/one", "again", "If-Match", `"`+store.Sum([]byte("uploaded"))+`"`); code != 200 || v["status"] != "replaced" {
+		t.Errorf("replace = %d %v", code, v)
+	}
+}

@@ -1,0 +1,459 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/uri"
+)
+
+// Streamed uploads: PUT /v1/resources/<scheme>/<path> with a bearer token
+// (resources:write) stores the request body as a report of the caller's
+// tenant, reading it as it arrives: the scheme's maxBytes is enforced while
+// reading, and the store writes through its streaming path when it has one.
+// It is save_report for bodies larger than a JSON-RPC request should carry;
+// the response is the JSON value save_report returns, with the HTTP status
+// saying how it went. docs/large-reports.md describes it for users.
+//
+//	Content-Type            the mimeType (default application/octet-stream)
+//	If-None-Match: *        create only (also the default)
+//	If-Match: "<sha256>"    replace only the body with this hash
+//	?overwrite=true         create or replace unconditionally
+//	?title= &description= &listed=true &visibility=public &retention=P7D
+//	?includeDownloadUrl=true &downloadUrlTtl=PT10M
+//
+// Failures are the tool failure value {status: "failed", errorKind, message,
+// retrySafe, fieldErrors?} with 400 (validation_error), 404 (not_found),
+// 412 (conflict), 413 (too_large), 507 (quota_exceeded) or 503
+// (unavailable, with Retry-After); authentication failures are the same
+// 401/403/503 answers as /mcp.
+
+const uploadPrefix = "/v1/resources/"
+
+// uploadParams are the query parameters an upload accepts.
+var uploadParams = []string{"title", "description", "listed", "visibility", "retention", "overwrite", "includeDownloadUrl", "downloadUrlTtl"}
+
+// routeV1 sends /v1/blobs/ and /v1/resources/ to their handlers before
+// next (the ServeMux) sees them: the mux would answer a path with "." or
+// ".." segments or "//" with a redirect to a cleaned path, and an upload
+// must not land somewhere other than where it was sent. Their paths are
+// checked against the URI grammar instead.
+func (s *Server) routeV1(next http.Handler) http.Handler {
+	upload := s.guardOrigin(http.HandlerFunc(s.serveUpload))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case strings.HasPrefix(p, blobPrefix):
+			s.serveBlob(w, r)
+		case strings.HasPrefix(p, uploadPrefix):
+			upload.ServeHTTP(w, r)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// httpStatus is the HTTP status of a tool failure kind on the HTTP API.
+func httpStatus(kind string) int {
+	switch kind {
+	case kindValidation:
+		return http.StatusBadRequest
+	case kindNotFound:
+		return http.StatusNotFound
+	case kindConflict:
+		return http.StatusPreconditionFailed
+	case kindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case kindQuota:
+		return http.StatusInsufficientStorage
+	}
+	return http.StatusServiceUnavailable
+}
+
+// writeJSON writes v as the JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"status":"failed","errorKind":"unavailable","message":"internal error","retrySafe":true}`)
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// uploadFailure answers a failed upload with the tool failure value.
+func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *toolError) {
+	s.setOutcome(r, terr.ErrorKind)
+	if terr.ErrorKind == kindUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	writeJSON(w, httpStatus(terr.ErrorKind), terr)
+}
+
+// authorize authenticates r and requires scope, answering like /mcp
+// (authhttp.go) when it fails.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string) (auth.Principal, bool) {
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		reason := auth.Reason(err)
+		s.metrics.authFailures.WithLabelValues(reason).Inc()
+		s.setOutcome(r, "auth:"+reason)
+		if errors.Is(err, auth.ErrUnavailable) {
+			s.log.Error("token keys unavailable", "err", err)
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
+			return p, false
+		}
+		s.log.Info("authentication failed", "reason", reason)
+		challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
+		if reason != "missing" {
+			challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+		return p, false
+	}
+	if e := logEntry(r.Context()); e != nil {
+		e.tenant = p.Tenant
+	}
+	if !p.Has(scope) {
+		s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
+		s.setOutcome(r, "auth:insufficient_scope")
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
+		http.Error(w, "Forbidden: this call needs the "+scope+" scope", http.StatusForbidden)
+		return p, false
+	}
+	return p, true
+}
+
+// bodyError remembers the first error reading the request body gave, so
+// that a failed write can tell the client's fault from the backend's.
+type bodyError struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyError) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// uploadRequest is an upload's parsed request.
+type uploadRequest struct {
+	sc      *Scheme
+	key     store.Key
+	meta    store.Meta
+	cond    store.Cond
+	linkTTL time.Duration
+}
+
+func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
+	if e := logEntry(r.Context()); e != nil {
+		e.method = "upload"
+	}
+	if r.Method != http.MethodPut {
+		terr := failure(kindValidation, "uploads are PUT /v1/resources/<scheme>/<path> with the body as the request body")
+		s.setOutcome(r, terr.ErrorKind)
+		w.Header().Set("Allow", "PUT")
+		writeJSON(w, http.StatusMethodNotAllowed, terr)
+		return
+	}
+	p, ok := s.authorize(w, r, auth.ScopeWrite)
+	if !ok {
+		return
+	}
+	req, terr := s.parseUpload(r, p)
+	if terr != nil {
+		s.uploadFailure(w, r, terr)
+		return
+	}
+	ctx := r.Context()
+	sc := req.sc
+	if r.ContentLength > sc.MaxBytes {
+		s.uploadFailure(w, r, s.uploadTooLarge(sc))
+		return
+	}
+	// Fail early, before the body travels, when the precondition already
+	// fails; the store checks it again atomically with the write.
+	if terr := s.precheck(ctx, req); terr != nil {
+		s.uploadFailure(w, r, terr)
+		return
+	}
+	body := &bodyError{r: http.MaxBytesReader(w, r.Body, sc.MaxBytes)}
+	br := bufio.NewReaderSize(body, 64<<10)
+	if _, err := br.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) {
+			s.uploadFailure(w, r, failure(kindValidation, "the body is empty; resourced stores non-empty bodies only"))
+		} else {
+			s.uploadFailure(w, r, s.readFailure(ctx, sc, err))
+		}
+		return
+	}
+	cond := req.cond
+	cond.Quota = s.quota
+	var (
+		m        store.Meta
+		replaced bool
+		err      error
+	)
+	if st, ok := s.store.(store.Streamer); ok {
+		m, replaced, err = st.PutStream(ctx, &req.meta, br, cond)
+	} else {
+		var data []byte
+		if data, err = io.ReadAll(br); err == nil {
+			obj := &store.Object{Meta: req.meta, Body: data}
+			obj.Size, obj.SHA256 = int64(len(data)), store.Sum(data)
+			m, replaced, err = s.store.Put(ctx, obj, cond)
+		}
+	}
+	if err != nil {
+		if body.err != nil {
+			s.uploadFailure(w, r, s.readFailure(ctx, sc, body.err))
+		} else {
+			s.uploadFailure(w, r, s.uploadStoreFailure(ctx, req, cond, err))
+		}
+		return
+	}
+	s.metrics.bytesSaved.WithLabelValues(sc.Name).Add(float64(m.Size))
+	s.changed(m.Key, m.SHA256)
+	status, code := "created", http.StatusCreated
+	if replaced {
+		status, code = "replaced", http.StatusOK
+	}
+	v := metaValueOf(status, &m)
+	s.withDownloadURL(&v, &m, p, req.linkTTL)
+	s.setOutcome(r, "ok")
+	w.Header().Set("ETag", `"`+m.SHA256+`"`)
+	writeJSON(w, code, v)
+}
+
+func (s *Server) uploadTooLarge(sc *Scheme) *toolError {
+	return failure(kindTooLarge, fmt.Sprintf("the body is larger than the %d bytes %s:// stores per resource; nothing was stored. Split it into several resources.", sc.MaxBytes, sc.Name))
+}
+
+// readFailure maps an error reading the request body.
+func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *toolError {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return s.uploadTooLarge(sc)
+	}
+	if ctx.Err() == nil {
+		s.log.InfoContext(ctx, "upload body read failed", "err", err)
+	}
+	return failure(kindValidation, "the request body could not be read to its end; nothing was stored. Send it again.")
+}
+
+// uploadStoreFailure maps a failed store write, like put does for the tools
+// but in the terms of the HTTP API.
+func (s *Server) uploadStoreFailure(ctx context.Context, req *uploadRequest, cond store.Cond, err error) *toolError {
+	k := req.key
+	switch {
+	case errors.Is(err, store.ErrQuotaExceeded), errors.Is(err, store.ErrQuotaUnsupported):
+		return s.quotaFailure(ctx, k.Tenant(), err)
+	case errors.Is(err, store.ErrInvalidKey):
+		return invalidField("path", "is too long for this server's storage backend; use a shorter path (S3 keys are at most 1024 bytes, and one segment at most 255)")
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return s.uploadConflict(k, cond)
+	default:
+		return s.storeFailure(ctx, "upload store put", err)
+	}
+}
+
+func (s *Server) uploadConflict(k store.Key, cond store.Cond) *toolError {
+	if cond.Kind == store.IfMatch {
+		return failure(kindConflict, fmt.Sprintf("%s was not replaced: it does not exist or its sha256 is not %s. Send If-Match with its current sha256 (the ETag of a download, or stat_resource).", k, cond.SHA256))
+	}
+	return failure(kindConflict, fmt.Sprintf("%s already exists and was not changed. To replace it send If-Match: \"<its sha256>\", or add ?overwrite=true.", k))
+}
+
+// precheck refuses an upload whose precondition already fails.
+func (s *Server) precheck(ctx context.Context, req *uploadRequest) *toolError {
+	if req.cond.Kind == store.Always {
+		return nil
+	}
+	m, err := s.store.Stat(ctx, req.key)
+	switch {
+	case isNotFound(err):
+		if req.cond.Kind == store.IfMatch {
+			return s.uploadConflict(req.key, req.cond)
+		}
+	case err != nil:
+		return s.storeFailure(ctx, "upload stat", err)
+	case req.cond.Kind == store.IfNone, m.SHA256 != req.cond.SHA256:
+		return s.uploadConflict(req.key, req.cond)
+	}
+	return nil
+}
+
+// parseUpload checks everything about an upload but its body.
+func (s *Server) parseUpload(r *http.Request, p auth.Principal) (*uploadRequest, *toolError) {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), uploadPrefix)
+	if strings.ContainsRune(rest, '%') {
+		return nil, invalidField("path", "must be canonical: /-separated segments of A-Z a-z 0-9 . _ ~ - without percent-encoding")
+	}
+	scheme, path, _ := strings.Cut(rest, "/")
+	sc := s.schemes[scheme]
+	switch {
+	case scheme == "":
+		return nil, invalidField("scheme", "is missing: PUT /v1/resources/<scheme>/<path>")
+	case sc == nil:
+		return nil, failure(kindNotFound, fmt.Sprintf("this server has no scheme %q; uploads go to one of its report schemes", scheme))
+	case sc.Kind != KindReport:
+		return nil, invalidField("scheme", fmt.Sprintf("%s:// holds search snapshots, which are saved with save_search_snapshot; uploads go to report schemes", scheme))
+	case path == "":
+		return nil, invalidField("path", "is required, e.g. PUT /v1/resources/report/billing/2026-11/import-dry-run")
+	case len(path) > s.limits.MaxPathBytes:
+		return nil, invalidField("path", fmt.Sprintf("is %d bytes; the limit is %d", len(path), s.limits.MaxPathBytes))
+	}
+	u, err := uri.New(sc.Name, p.Tenant, path)
+	if err != nil {
+		reason := "is not a valid path"
+		var ue *uri.Error
+		if errors.As(err, &ue) {
+			reason = ue.Reason
+		}
+		return nil, invalidField("path", reason+"; use /-separated segments of A-Z a-z 0-9 . _ ~ -")
+	}
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return nil, invalidField("path", err.Error())
+	}
+
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, failure(kindValidation, "the query string is malformed")
+	}
+	for name, vals := range q {
+		known := false
+		for _, n := range uploadParams {
+			known = known || n == name
+		}
+		if !known {
+			return nil, invalidField(name, "is not a parameter of uploads; use "+strings.Join(uploadParams, ", "))
+		}
+		if len(vals) > 1 {
+			return nil, invalidField(name, "is given more than once")
+		}
+	}
+	boolParam := func(name string) (bool, *toolError) {
+		switch q.Get(name) {
+		case "", "false":
+			return false, nil
+		case "true":
+			return true, nil
+		}
+		return false, invalidField(name, "must be true or false")
+	}
+	listed, terr := boolParam("listed")
+	if terr != nil {
+		return nil, terr
+	}
+	overwrite, terr := boolParam("overwrite")
+	if terr != nil {
+		return nil, terr
+	}
+	includeLink, terr := boolParam("includeDownloadUrl")
+	if terr != nil {
+		return nil, terr
+	}
+	opts := saveOptions{Scheme: sc.Name, Listed: listed, Visibility: q.Get("visibility")}
+	if v := q.Get("retention"); v != "" {
+		opts.Retention = durationParam(v)
+	}
+	var linkRaw json.RawMessage
+	if v := q.Get("downloadUrlTtl"); v != "" {
+		linkRaw = durationParam(v)
+	}
+	linkTTL, terr := s.linkTTL(includeLink, linkRaw)
+	if terr != nil {
+		return nil, terr
+	}
+	title, desc := q.Get("title"), q.Get("description")
+	if terr := checkText("title", title, s.limits.MaxTitleBytes); terr != nil {
+		return nil, terr
+	}
+	if terr := checkText("description", desc, s.limits.MaxDescriptionBytes); terr != nil {
+		return nil, terr
+	}
+	mimeType := r.Header.Get("Content-Type")
+	if mimeType == "" {
+		mimeType = "application/octet-stream"
+	}
+	if terr := checkMIMEType("Content-Type", mimeType); terr != nil {
+		return nil, terr
+	}
+
+	cond := store.CreateOnly()
+	ifMatch, ifNone := r.Header.Values("If-Match"), r.Header.Values("If-None-Match")
+	switch {
+	case len(ifMatch) > 0 && (overwrite || len(ifNone) > 0):
+		return nil, failure(kindValidation, "send one of If-Match, If-None-Match: * and ?overwrite=true, not several")
+	case len(ifNone) > 0 && overwrite:
+		return nil, failure(kindValidation, "If-None-Match: * (create only) conflicts with ?overwrite=true")
+	case len(ifMatch) > 0:
+		sha := strings.TrimSpace(strings.Join(ifMatch, ","))
+		sha = strings.TrimPrefix(sha, "W/")
+		sha = strings.TrimSuffix(strings.TrimPrefix(sha, `"`), `"`)
+		if terr := checkSHA256("If-Match", sha); terr != nil {
+			return nil, terr
+		}
+		cond = store.Matching(sha)
+	case len(ifNone) > 0:
+		if strings.TrimSpace(strings.Join(ifNone, ",")) != "*" {
+			return nil, invalidField("If-None-Match", `must be * (create only); to replace a known body send If-Match: "<sha256>"`)
+		}
+	case overwrite:
+		cond = store.Cond{Kind: store.Always}
+	}
+
+	now := s.now().UTC().Truncate(time.Millisecond)
+	_, expires, vis, terr := s.resolve(&opts, KindReport, now)
+	if terr != nil {
+		return nil, terr
+	}
+	if title == "" {
+		title = path[strings.LastIndexByte(path, '/')+1:]
+	}
+	if desc == "" {
+		if r.ContentLength >= 0 {
+			desc = fmt.Sprintf("%s, %d bytes, uploaded %s", mimeType, r.ContentLength, now.Format(time.RFC3339))
+		} else {
+			desc = fmt.Sprintf("%s, uploaded %s", mimeType, now.Format(time.RFC3339))
+		}
+	}
+	return &uploadRequest{
+		sc:  sc,
+		key: k,
+		meta: store.Meta{
+			Key: k, MIMEType: mimeType, Created: now, Modified: now, Expires: expires,
+			Title: title, Description: desc, Listed: listed, Visibility: vis,
+		},
+		cond:    cond,
+		linkTTL: linkTTL,
+	}, nil
+}
+
+// durationParam turns a query value into the JSON parseRetention and
+// linkTTL read: a number stays a number, anything else is a string.
+func durationParam(v string) json.RawMessage {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return json.RawMessage(v)
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,167 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/resourced/resourced/store"
+)
+
+var _ store.Streamer = (*Store)(nil)
+
+// PutStream implements store.Streamer; the package doc says how.
+func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, cond store.Cond) (store.Meta, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Meta{}, false, fmt.Errorf("boltstore: put: %w", err)
+	}
+	if err := store.CheckStream(meta, cond); err != nil {
+		return store.Meta{}, false, fmt.Errorf("boltstore: %w", err)
+	}
+	k := meta.Key
+	sp, err := store.Spool(ctx, s.spoolDir, r)
+	if err != nil {
+		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
+	}
+	defer sp.Close()
+	want := normalize(*meta)
+	want.Size, want.SHA256 = sp.Size, sp.SHA256
+	bound := headerBound(&want)
+	if sp.Size > math.MaxInt32-int64(bound) {
+		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: a body of %d bytes does not fit in one bbolt value", k, sp.Size)
+	}
+	buf := make([]byte, bound+int(sp.Size))
+	if _, err := io.ReadFull(sp.Section(), buf[bound:]); err != nil {
+		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: reading the spooled body: %w", k, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
+	}
+	return s.write(k, want, cond, func(m *store.Meta) []byte {
+		h := appendHeader(make([]byte, 0, bound), m)
+		start := bound - len(h)
+		copy(buf[start:], h)
+		return buf[start:]
+	})
+}
+
+// Open implements store.Streamer.
+func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Meta{}, nil, fmt.Errorf("boltstore: open %s: %w", k, err)
+	}
+	if err := checkKey("open", k); err != nil {
+		return store.Meta{}, nil, err
+	}
+	var meta store.Meta
+	err := s.db.View(func(tx *bolt.Tx) error {
+		sb, err := schemeBucket(tx, k)
+		if err != nil {
+			return err
+		}
+		m, _, err := s.liveMeta(sb, k)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return fmt.Errorf("boltstore: open %s: %w", k, store.ErrNotFound)
+		}
+		meta = *m
+		return nil
+	})
+	if err != nil {
+		return store.Meta{}, nil, err
+	}
+	return meta, &reader{s: s, ctx: ctx, k: k, sha: meta.SHA256, size: meta.Size}, nil
+}
+
+// reader reads one body, one short View transaction per Read.
+type reader struct {
+	s      *Store
+	ctx    context.Context
+	k      store.Key
+	sha    string
+	size   int64
+	pos    int64
+	closed bool
+}
+
+var errClosedReader = errors.New("read after Close")
+
+func (r *reader) Read(p []byte) (int, error) {
+	if r.closed {
+		return 0, fmt.Errorf("boltstore: read %s: %w", r.k, errClosedReader)
+	}
+	if r.pos >= r.size {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("boltstore: read %s: %w", r.k, err)
+	}
+	var n int
+	err := r.s.db.View(func(tx *bolt.Tx) error {
+		sb, err := schemeBucket(tx, r.k)
+		if err != nil {
+			return err
+		}
+		var v []byte
+		if sb != nil {
+			v = sb.Get([]byte(r.k.Path()))
+		}
+		if v == nil {
+			return fmt.Errorf("boltstore: read %s: deleted while it was read: %w", r.k, store.ErrNotFound)
+		}
+		m, err := decodeMeta(v)
+		if err != nil {
+			return fmt.Errorf("boltstore: read %s: %w", r.k, err)
+		}
+		if m.SHA256 != r.sha {
+			return fmt.Errorf("boltstore: read %s: replaced while it was read", r.k)
+		}
+		_, body, err := splitRecord(v)
+		if err != nil {
+			return fmt.Errorf("boltstore: read %s: %w", r.k, err)
+		}
+		n = copy(p, body[r.pos:]) // out of the mmap before the transaction ends
+		return nil
+	})
+	r.pos += int64(n)
+	if err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+func (r *reader) Seek(offset int64, whence int) (int64, error) {
+	if r.closed {
+		return 0, fmt.Errorf("boltstore: seek %s: %w", r.k, errClosedReader)
+	}
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = r.pos + offset
+	case io.SeekEnd:
+		abs = r.size + offset
+	default:
+		return 0, fmt.Errorf("boltstore: seek %s: invalid whence %d", r.k, whence)
+	}
+	if abs < 0 {
+		return 0, fmt.Errorf("boltstore: seek %s: negative position %d", r.k, abs)
+	}
+	r.pos = abs
+	return abs, nil
+}
+
+func (r *reader) Close() error {
+	r.closed = true
+	return nil
+}
