@@ -243,6 +243,28 @@ func (s *Server) writeRead(w http.ResponseWriter, id json.RawMessage, modern boo
 
 const hexDigits = "0123456789abcdef"
 
+const (
+	lo7 = 0x0101010101010101
+	hi7 = 0x8080808080808080
+)
+
+// hasByte reports whether any byte of x equals b (SWAR).
+func hasByte(x uint64, b byte) bool {
+	v := x ^ (lo7 * uint64(b))
+	return (v-lo7)&^v&hi7 != 0
+}
+
+// plain8 reports whether the eight bytes of s need no escaping: ASCII,
+// not a control character, not '"', '\\', '<', '>' or '&'.
+func plain8(s string) bool {
+	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	if x&hi7 != 0 || (x-lo7*0x20)&^x&hi7 != 0 {
+		return false // non-ASCII, or a byte below 0x20
+	}
+	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
+}
+
 // writeJSONString writes s as a JSON string, escaping as encoding/json
 // does (quotes, backslashes, control characters, <, >, &, U+2028, U+2029),
 // copying runs of plain bytes at once. s is valid UTF-8.
@@ -250,6 +272,13 @@ func writeJSONString(w *bufio.Writer, s string) {
 	w.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip eight plain ASCII bytes at a time (most report text).
+		for i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {

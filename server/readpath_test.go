@@ -178,6 +178,19 @@ func TestWriteJSONStringMatchesEncodingJSON(t *testing.T) {
 		}
 		samples = append(samples, strings.ToValidUTF8(string(b), "\uFFFD"))
 	}
+	// Mostly plain ASCII with sparse specials, to cross the eight-byte
+	// fast skip at every offset.
+	specials := []byte{'"', '\\', '<', '>', '&', '\n', 0x01, 0x1f, 0x7f, 0xc3}
+	for i := 0; i < 2000; i++ {
+		b := make([]byte, rng.IntN(64))
+		for j := range b {
+			b[j] = byte(0x20 + rng.IntN(0x5f))
+			if rng.IntN(16) == 0 {
+				b[j] = specials[rng.IntN(len(specials))]
+			}
+		}
+		samples = append(samples, strings.ToValidUTF8(string(b), "\uFFFD"))
+	}
 	for _, s := range samples {
 		var buf bytes.Buffer
 		bw := bufio.NewWriter(nil)
