@@ -1,0 +1,555 @@
+// Command resourced-bench loads a running resourced server with raw JSON-RPC
+// over Streamable HTTP and reports throughput and exact latency percentiles,
+// optionally as a ratio to an in-process plain net/http ceiling measured in
+// the same run.
+//
+// Many concurrent keep-alive clients (-c) send resources/read or tools/call
+// requests back to back for -d after a -warmup. Requests are built by
+// appending bytes, and responses are checked at fixed positions only
+// (JSON-RPC "result" vs "error", a trailing "isError":true), so the client
+// costs as little as it can; it still shares the machine with the server,
+// which is why the ceiling is loaded by the same client.
+//
+// With -ceiling the tool captures one response of the server, serves exactly
+// those bytes from memory with net/http on 127.0.0.1, and alternates between
+// the server and that handler in -slice slices until each has run -d. The
+// ratio server/ceiling is what one request/response of this size costs in
+// resourced, relative to the cheapest possible HTTP exchange on this machine
+// at the same moment.
+//
+// Usage (see bench/README.md for the scenarios):
+//
+//	resourced-bench -url http://127.0.0.1:8765/mcp -token $TOKEN -op read -size 1KiB -c 16 -d 10s -ceiling
+//	resourced-bench -op save -size 1KiB -c 16 -d 10s
+//	resourced-bench -op read -prepare 100000 -size 1KiB -c 16 -d 10s      # scale: random reads among 100k
+//	resourced-bench -op read -size 8MiB -c 16 -d 10s -pid $(pgrep -x resourced)   # peak RSS
+//
+// The exit status is 0 when the load ran and every request succeeded, 1 when
+// the tool could not run, and 3 when some requests failed (see -allow-errors).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type options struct {
+	url, token, protocol string
+	op, uri, tool, mime  string
+	scheme, prefix       string
+	tenant, tenantClaim  string
+	size                 int
+	c, prepareC          int
+	d, warmup, slice     time.Duration
+	timeout              time.Duration
+	ceiling              bool
+	prepare, prepareFrom int
+	keys                 int
+	pid                  int
+	jsonOut, allowErrors bool
+	md                   string
+	mdHeader             bool
+	quiet                float64
+	quietWait            time.Duration
+	retries              int
+}
+
+func main() {
+	code, err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "resourced-bench:", err)
+	}
+	os.Exit(code)
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("resourced-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var size, prepare, prepareFrom, keys string
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8765/mcp", "MCP endpoint")
+	fs.StringVar(&o.token, "token", os.Getenv("RESOURCED_TOKEN"), "bearer token (default $RESOURCED_TOKEN); empty sends none (auth: none)")
+	fs.StringVar(&o.protocol, "protocol", v2026, "protocol version: "+v2026+" or "+v2025)
+	fs.StringVar(&o.op, "op", "read", "read (resources/read) or save (tools/call of -tool)")
+	fs.StringVar(&o.uri, "uri", "", "read: URI to read; with -keys, \"{i}\" is replaced by a random index. Default: save one report of -size first and read it")
+	fs.StringVar(&size, "size", "1KiB", "body size of saved resources (B, KiB, MiB)")
+	fs.StringVar(&o.mime, "mime", "text/markdown", "media type of saved reports (a textual type reads back as text, others as base64 blob)")
+	fs.StringVar(&o.tool, "tool", "save_search_snapshot", "save: save_search_snapshot (server-chosen ids) or save_report (a new path per request)")
+	fs.StringVar(&o.scheme, "scheme", "report", "scheme of the reports the tool saves and reads")
+	fs.StringVar(&o.prefix, "prefix", "", "path prefix of saved reports (default bench/<random>; -prepare: bench/scale)")
+	fs.StringVar(&o.tenant, "tenant", "", "tenant of the token (default: read from the token, else \"default\")")
+	fs.StringVar(&o.tenantClaim, "tenant-claim", "tenant", "claim of the token that names the tenant")
+	fs.IntVar(&o.c, "c", 16, "concurrent clients (keep-alive connections)")
+	fs.DurationVar(&o.d, "d", 10*time.Second, "measured duration per target (server, and ceiling with -ceiling); 0 skips the load")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before measuring, per target")
+	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -ceiling: alternate server and ceiling in slices this long")
+	fs.DurationVar(&o.timeout, "timeout", time.Minute, "per-request timeout")
+	fs.BoolVar(&o.ceiling, "ceiling", false, "also load an in-process net/http handler returning the same bytes, and report ratios to it")
+	fs.StringVar(&prepare, "prepare", "0", "save N reports of -size at <prefix>/<i> first (overwriting), e.g. 100k or 1M; reads then pick among them")
+	fs.StringVar(&prepareFrom, "prepare-from", "0", "with -prepare: start at this index (the ones below exist from an earlier run)")
+	fs.IntVar(&o.prepareC, "prepare-c", 0, "concurrency of -prepare (default -c)")
+	fs.StringVar(&keys, "keys", "0", "read: pick the URI at random among this many indexes (default -prepare)")
+	fs.IntVar(&o.pid, "pid", 0, "the server's process id: sample its VmRSS/VmHWM and account its CPU during the measured load")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
+	fs.StringVar(&o.md, "md", "", "also print a Markdown table row with this label")
+	fs.BoolVar(&o.mdHeader, "md-header", false, "print the header of the -md rows and exit")
+	fs.Float64Var(&o.quiet, "quiet", 0, "before the load, wait until other processes use at most this many cores (0: don't wait)")
+	fs.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "with -quiet: wait at most this long, then run anyway")
+	fs.IntVar(&o.retries, "retries", 0, "with -quiet: measure again up to this many times while other processes used more than -quiet cores during the measurement; keep the quietest")
+	fs.BoolVar(&o.allowErrors, "allow-errors", false, "exit 0 even if some requests failed")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.size, err = parseSize(size); err != nil || o.size <= 0 {
+		return nil, fmt.Errorf("-size %q: want a positive size such as 1KiB, 64KiB, 8MiB", size)
+	}
+	for _, f := range []struct {
+		name, s string
+		dst     *int
+	}{{"prepare", prepare, &o.prepare}, {"prepare-from", prepareFrom, &o.prepareFrom}, {"keys", keys, &o.keys}} {
+		if *f.dst, err = parseCount(f.s); err != nil {
+			return nil, fmt.Errorf("-%s %q: want a count such as 10000, 100k or 1M", f.name, f.s)
+		}
+	}
+	switch {
+	case o.c < 1:
+		return nil, errors.New("-c must be at least 1")
+	case o.op != "read" && o.op != "save":
+		return nil, fmt.Errorf("-op %q: want read or save", o.op)
+	case o.tool != "save_search_snapshot" && o.tool != "save_report":
+		return nil, fmt.Errorf("-tool %q: want save_search_snapshot or save_report", o.tool)
+	case o.prepareFrom > o.prepare:
+		return nil, errors.New("-prepare-from is beyond -prepare")
+	case o.keys > 0 && o.uri != "" && !strings.Contains(o.uri, "{i}"):
+		return nil, errors.New("-keys with -uri needs \"{i}\" in the URI")
+	}
+	if o.prepareC == 0 {
+		o.prepareC = o.c
+	}
+	if o.keys == 0 && o.prepare > 0 && o.op == "read" && o.uri == "" {
+		o.keys = o.prepare
+	}
+	if o.prefix == "" {
+		o.prefix = "bench/" + randomHex(4)
+		if o.prepare > 0 || o.keys > 0 {
+			o.prefix = "bench/scale"
+		}
+	}
+	if o.tenant == "" {
+		if o.tenant = tokenTenant(o.token, o.tenantClaim); o.tenant == "" {
+			o.tenant = "default"
+		}
+	}
+	return o, nil
+}
+
+// Result is everything one run measured, as -json prints it.
+type Result struct {
+	Op          string         `json:"op"`
+	Target      string         `json:"target"` // URI read or tool called
+	Protocol    string         `json:"protocol"`
+	Concurrency int            `json:"concurrency"`
+	Size        int            `json:"size"`
+	Keys        int            `json:"keys,omitempty"`
+	Seconds     float64        `json:"seconds"`
+	Prepare     *PrepareResult `json:"prepare,omitempty"`
+	Server      *Summary       `json:"server,omitempty"`
+	Ceiling     *Summary       `json:"ceiling,omitempty"`
+	// Ratio is server/ceiling successful requests per second.
+	Ratio float64 `json:"ratio,omitempty"`
+	// ResponseBytes is the size of one response (the captured one).
+	ResponseBytes int  `json:"responseBytes,omitempty"`
+	RSS           *RSS `json:"rss,omitempty"`
+	// InFlightMiB is concurrency × body size, the bytes a server must hold
+	// at least once per request in flight; RSS.PeakMiB is compared to it.
+	InFlightMiB float64 `json:"inFlightMiB,omitempty"`
+	// With -quiet: how long the tool waited for a quiet machine, and the
+	// cores other processes used just before the load started.
+	QuietWaitSeconds float64 `json:"quietWaitSeconds,omitempty"`
+	OthersBefore     float64 `json:"othersBefore,omitempty"`
+	// OthersCores is the average CPU, in cores, that other processes used
+	// during the measurement kept (-1 when /proc cannot tell), and Attempts
+	// which attempt that was (see -retries).
+	OthersCores float64 `json:"othersCores"`
+	Attempts    int     `json:"attempts,omitempty"`
+}
+
+// othersCores is the average CPU other processes used over all slices of
+// all targets, or -1 when unknown.
+func othersCores(st []*stats) float64 {
+	var u cpuUse
+	for _, s := range st {
+		u.add(s.cpu)
+	}
+	if u.wall <= 0 {
+		return -1
+	}
+	return u.others / u.wall
+}
+
+// waitQuiet waits until processes other than this tool and the server pid
+// use at most limit cores, measured over 2 s, or until maxWait has passed.
+func waitQuiet(pid int, limit float64, maxWait time.Duration, stderr io.Writer) (waited, others float64) {
+	start := time.Now()
+	for {
+		a := takeCPU(pid)
+		time.Sleep(2 * time.Second)
+		u := a.until(takeCPU(pid))
+		if u.wall <= 0 {
+			return time.Since(start).Seconds(), 0 // no /proc: cannot tell
+		}
+		others = u.others / u.wall
+		if others <= limit {
+			return time.Since(start).Seconds(), others
+		}
+		if time.Since(start) >= maxWait {
+			fmt.Fprintf(stderr, "machine still busy after %s (others use %.2f cores): running anyway\n", maxWait, others)
+			return time.Since(start).Seconds(), others
+		}
+		fmt.Fprintf(stderr, "machine busy: other processes use %.2f cores (> %.2f); waiting\n", others, limit)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) (int, error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return 1, err
+	}
+	if o.mdHeader {
+		fmt.Fprintln(stdout, mdHeader)
+		return 0, nil
+	}
+	m, err := newMCPRequest(o.protocol, o.token)
+	if err != nil {
+		return 1, err
+	}
+	server := newTarget("server", o.url, max(o.c, o.prepareC), o.timeout)
+	res := &Result{Op: o.op, Protocol: o.protocol, Concurrency: o.c, Size: o.size, Keys: o.keys, Seconds: o.d.Seconds()}
+	text := bodyText(o.size)
+
+	if o.prepare > 0 {
+		fmt.Fprintf(stderr, "preparing %s://%s/%s/{%d..%d} (%d bytes each) with %d clients\n",
+			o.scheme, o.tenant, o.prefix, o.prepareFrom, o.prepare-1, o.size, o.prepareC)
+		p, err := prepare(server, m, newSaveReportOp(m, o.prefix, o.mime, text, true), o.prepareFrom, o.prepare, o.prepareC, stderr)
+		res.Prepare = p
+		if err != nil {
+			return 1, err
+		}
+	}
+
+	var load op
+	switch {
+	case o.op == "save" && o.tool == "save_report":
+		load, res.Target = newSaveReportOp(m, o.prefix, o.mime, text, false), "save_report"
+	case o.op == "save":
+		load, res.Target = &saveSnapshotOp{m: m, args: snapshotArgs(o.size)}, "save_search_snapshot"
+	default:
+		u := o.uri
+		if u == "" && o.keys > 0 {
+			u = o.scheme + "://" + o.tenant + "/" + o.prefix + "/{i}"
+		}
+		if u == "" {
+			// Save the resource to read, once.
+			u = o.scheme + "://" + o.tenant + "/" + o.prefix + "/read-" + strconv.Itoa(o.size)
+			x := newWorkers(1)[0].doSave(server, m, o.prefix+"/read-"+strconv.Itoa(o.size), o.mime, text)
+			if x.err != "" {
+				return 1, fmt.Errorf("saving %s: %s", u, x.err)
+			}
+		}
+		load, res.Target = newReadOp(m, u, o.keys), u
+	}
+	if o.d <= 0 {
+		return finish(o, res, stdout)
+	}
+
+	// One exchange checks that the load works, and gives the ceiling its bytes.
+	first := newWorkers(1)[0].do(server, m, load)
+	if first.err != "" {
+		return 1, fmt.Errorf("first request to %s failed: %s", o.url, first.err)
+	}
+	res.ResponseBytes = len(first.body)
+	targets := []*target{server}
+	if o.ceiling {
+		c, err := startCeiling(append([]byte(nil), first.body...), first.ctype)
+		if err != nil {
+			return 1, err
+		}
+		defer c.Close()
+		targets = append(targets, newTarget("ceiling", c.url, o.c, o.timeout))
+	}
+
+	// Measure; on a shared machine (-quiet) measure again, up to -retries
+	// times, while other processes used more than -quiet cores during the
+	// measurement, and keep the quietest attempt.
+	var st []*stats
+	bestNoise := -1.0
+	for attempt := 1; ; attempt++ {
+		if o.quiet > 0 {
+			waited, before := waitQuiet(o.pid, o.quiet, o.quietWait, stderr)
+			res.QuietWaitSeconds += waited
+			res.OthersBefore = before
+		}
+		fmt.Fprintf(stderr, "loading %s (%s) with %d clients: %s warmup, %s measured per target\n",
+			res.Target, o.protocol, o.c, o.warmup, o.d)
+		var sampler *rssSampler
+		if o.pid > 0 {
+			if sampler, err = startRSS(o.pid); err != nil {
+				return 1, err
+			}
+		}
+		got := measure(targets, m, load, o.c, o.d, o.warmup, o.slice, o.pid)
+		var rss *RSS
+		if sampler != nil {
+			r := sampler.Stop()
+			rss = &r
+		}
+		noise := othersCores(got)
+		if bestNoise < 0 || noise < bestNoise {
+			st, bestNoise, res.RSS, res.Attempts = got, noise, rss, attempt
+		}
+		if o.quiet <= 0 || noise <= o.quiet || attempt > o.retries {
+			break
+		}
+		fmt.Fprintf(stderr, "noisy: other processes used %.2f cores on average during the measurement (> %.2f); measuring again (%d of %d retries)\n",
+			noise, o.quiet, attempt, o.retries)
+	}
+	if res.RSS != nil {
+		res.InFlightMiB = float64(o.c) * float64(o.size) / (1 << 20)
+	}
+	res.OthersCores = bestNoise
+	s := summarize("server", st[0])
+	res.Server = &s
+	if len(st) > 1 {
+		c := summarize("ceiling", st[1])
+		res.Ceiling = &c
+		if c.PerSecond > 0 {
+			res.Ratio = s.PerSecond / c.PerSecond
+		}
+	}
+	return finish(o, res, stdout)
+}
+
+// doSave saves text at path (overwriting), outside any load.
+func (w *worker) doSave(t *target, m *mcpRequest, path, mimeType string, text []byte) exchange {
+	return w.do(t, m, &fixedCall{m: m, name: "save_report", args: reportArgs(path, mimeType, text, true)})
+}
+
+// fixedCall is one tools/call with fixed arguments.
+type fixedCall struct {
+	m    *mcpRequest
+	name string
+	args []byte
+}
+
+func (o *fixedCall) next(w *worker, b []byte) ([]byte, string, string) {
+	return o.m.appendCall(b, w.nextID(), o.name, o.args), "tools/call", o.name
+}
+
+func (o *fixedCall) tool() bool { return true }
+
+// PrepareResult reports the saves of -prepare.
+type PrepareResult struct {
+	From, To  int     `json:"-"`
+	Saved     int64   `json:"saved"`
+	Errors    int64   `json:"errors"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"perSecond"`
+}
+
+// prepare saves indexes [from, to) with c clients, printing progress.
+func prepare(t *target, m *mcpRequest, o *saveReportOp, from, to, c int, stderr io.Writer) (*PrepareResult, error) {
+	var next, saved, failed atomic.Int64
+	next.Store(int64(from))
+	var firstErr atomic.Value
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				n := saved.Load()
+				fmt.Fprintf(stderr, "  %d/%d saved, %.0f/s\n", n, to-from, float64(n)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, w := range newWorkers(c) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(to) || failed.Load() > 100 {
+					return
+				}
+				w.idx = i
+				if x := w.do(t, m, o); x.err != "" {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, x.err)
+					continue
+				}
+				saved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	sec := time.Since(start).Seconds()
+	p := &PrepareResult{From: from, To: to, Saved: saved.Load(), Errors: failed.Load(), Seconds: sec, PerSecond: float64(saved.Load()) / sec}
+	fmt.Fprintf(stderr, "prepared %d resources in %.1fs (%.0f saves/s, %d errors)\n", p.Saved, sec, p.PerSecond, p.Errors)
+	if p.Errors > 0 {
+		return p, fmt.Errorf("-prepare: %d saves failed, first: %v", p.Errors, firstErr.Load())
+	}
+	return p, nil
+}
+
+// finish prints res and chooses the exit status.
+func finish(o *options, res *Result, stdout io.Writer) (int, error) {
+	if o.jsonOut {
+		e := json.NewEncoder(stdout)
+		e.SetIndent("", "  ")
+		if err := e.Encode(res); err != nil {
+			return 1, err
+		}
+	} else {
+		printText(stdout, res)
+	}
+	if o.md != "" {
+		printMarkdown(stdout, o.md, res)
+	}
+	if res.Server != nil && res.Server.Errors > 0 && !o.allowErrors {
+		return 3, fmt.Errorf("%d of %d requests failed", res.Server.Errors, res.Server.Errors+res.Server.OK)
+	}
+	if res.Server != nil && res.Server.OK == 0 {
+		return 1, errors.New("no request succeeded")
+	}
+	return 0, nil
+}
+
+func printText(w io.Writer, r *Result) {
+	fmt.Fprintf(w, "op=%s target=%s protocol=%s c=%d size=%d", r.Op, r.Target, r.Protocol, r.Concurrency, r.Size)
+	if r.Keys > 0 {
+		fmt.Fprintf(w, " keys=%d", r.Keys)
+	}
+	fmt.Fprintf(w, " d=%gs response=%dB\n", r.Seconds, r.ResponseBytes)
+	if r.QuietWaitSeconds > 0 {
+		fmt.Fprintf(w, "quiet    waited %.0fs for a quiet machine; others used %.2f cores before the load\n", r.QuietWaitSeconds, r.OthersBefore)
+	}
+	if r.Attempts > 1 {
+		fmt.Fprintf(w, "attempt  %d kept (the quietest: others used %.2f cores on average)\n", r.Attempts, r.OthersCores)
+	}
+	if p := r.Prepare; p != nil {
+		fmt.Fprintf(w, "prepare  %d saved [%d, %d) in %.1fs: %.1f saves/s, %d errors\n", p.Saved, p.From, p.To, p.Seconds, p.PerSecond, p.Errors)
+	}
+	if r.Server == nil {
+		return
+	}
+	fmt.Fprintln(w, header)
+	fmt.Fprintln(w, r.Server.row())
+	if r.Ceiling != nil {
+		fmt.Fprintln(w, r.Ceiling.row())
+		fmt.Fprintf(w, "ratio    %.3f of the ceiling's req/s; latency p50 ×%.2f, p99 ×%.2f\n",
+			r.Ratio, ratio(r.Server.P50, r.Ceiling.P50), ratio(r.Server.P99, r.Ceiling.P99))
+	}
+	fmt.Fprint(w, r.Server.errorLines())
+	if r.Ceiling != nil {
+		fmt.Fprint(w, r.Ceiling.errorLines())
+	}
+	if x := r.RSS; x != nil {
+		fmt.Fprintf(w, "rss      pid %d: peak VmRSS %.1f MiB (baseline %.1f, %d samples; peak RssAnon %.1f, RssFile %.1f), VmHWM %.1f MiB (reset: %v)",
+			x.PID, x.PeakMiB, x.BaselineMiB, x.Samples, x.PeakAnonMiB, x.PeakFileMiB, x.HWMMiB, x.HWMReset)
+		if r.InFlightMiB >= 1 {
+			fmt.Fprintf(w, "; in flight %d × %d B = %.1f MiB → peak/in-flight %.2f (RssAnon %.2f)",
+				r.Concurrency, r.Size, r.InFlightMiB, max(x.PeakMiB, x.HWMMiB)/r.InFlightMiB, x.PeakAnonMiB/r.InFlightMiB)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func ratio(a, b Millis) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// mdHeader is the header of the rows printMarkdown prints.
+const mdHeader = "| scenario | req/s | p50 | p90 | p99 | max | errors | ceiling req/s | ratio | ceiling p99 | server cores | others' cores | peak RSS |\n" +
+	"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+
+// printMarkdown prints one row of the README's tables (mdHeader).
+func printMarkdown(w io.Writer, label string, r *Result) {
+	if r.Server == nil {
+		if p := r.Prepare; p != nil {
+			fmt.Fprintf(w, "| %s | %.0f saves/s | | | | | %d | | | | | | |\n", label, p.PerSecond, p.Errors)
+		}
+		return
+	}
+	s := r.Server
+	ceil, rat, ceilP99 := "–", "–", "–"
+	if c := r.Ceiling; c != nil {
+		ceil, rat, ceilP99 = fmt.Sprintf("%.0f", c.PerSecond), fmt.Sprintf("%.3f", r.Ratio), c.P99.String()
+	}
+	cores, others := "–", "–"
+	if c := s.CPU; c != nil && r.RSS != nil {
+		cores = fmt.Sprintf("%.2f", c.Server)
+	}
+	if r.OthersCores >= 0 {
+		others = fmt.Sprintf("%.2f", r.OthersCores)
+	}
+	rss := "–"
+	if x := r.RSS; x != nil {
+		rss = fmt.Sprintf("%.0f (anon %.0f) MiB", max(x.PeakMiB, x.HWMMiB), x.PeakAnonMiB)
+	}
+	fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n",
+		label, s.PerSecond, s.P50, s.P90, s.P99, s.Max, s.Errors, ceil, rat, ceilP99, cores, others, rss)
+}
+
+// parseSize parses 1024, 1KiB, 64KiB, 1MiB, 8MiB (also K, M, KB, MB as
+// binary units).
+func parseSize(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = n, u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	return n * mult, err
+}
+
+// parseCount parses 10000, 10k, 100k, 1M.
+func parseCount(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		s, mult = s[:len(s)-1], 1000
+	case strings.HasSuffix(s, "M"):
+		s, mult = s[:len(s)-1], 1000000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, errors.New("bad count")
+	}
+	return n * mult, nil
+}

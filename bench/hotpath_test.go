@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/boltstore"
+	"github.com/resourced/resourced/uri"
+)
+
+// Benchmarks of the hot paths of one resources/read, bottom up. Run with
+//
+//	go test ./bench -run '^$' -bench . -benchmem
+
+var sink any
+
+// BenchmarkURIParse parses a typical report URI (the server parses each
+// read's URI twice: once to validate it before dispatch, once to read).
+func BenchmarkURIParse(b *testing.B) {
+	const u = "report://acme/billing/2026-11/import-dry-run"
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := uri.Parse(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink = p.Path
+	}
+}
+
+// BenchmarkBoltGet reads one object from a bbolt store (metadata decode,
+// body copy out of the mmap, expiry check).
+func BenchmarkBoltGet(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), boltstore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			body := text(size)
+			now := time.Now()
+			k := store.MustKey("acme", "report", "billing/2026-11/import-dry-run")
+			o := &store.Object{
+				Meta: store.Meta{
+					Key: k, MIMEType: "text/markdown", Size: int64(size), SHA256: store.Sum(body),
+					Created: now, Modified: now, Expires: now.Add(time.Hour), Visibility: store.Private,
+				},
+				Body: body,
+			}
+			if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				obj, err := s.Get(ctx, k)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sink = obj
+			}
+		})
+	}
+}
+
+// BenchmarkReadResultEncoding marshals a resources/read result as the
+// server builds it: one content item, text or base64 blob, with _meta.
+// go-sdk then wraps it in the JSON-RPC response (not measured here).
+func BenchmarkReadResultEncoding(b *testing.B) {
+	for _, kind := range []string{"text", "blob"} {
+		for _, size := range []int{1 << 10, 256 << 10} {
+			b.Run(kind+"/"+sizeName(size), func(b *testing.B) {
+				body := text(size)
+				c := &mcp.ResourceContents{
+					URI:      "report://acme/billing/2026-11/import-dry-run",
+					MIMEType: "text/markdown",
+					Meta: mcp.Meta{
+						"sha256":       store.Sum(body),
+						"size":         int64(size),
+						"lastModified": "2026-11-30T08:16:45.156Z",
+						"expiresAt":    "2026-12-07T08:16:45.156Z",
+					},
+				}
+				if kind == "text" {
+					c.Text = string(body)
+				} else {
+					c.MIMEType = "application/octet-stream"
+					c.Blob = body
+				}
+				res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
+				res.TTLMs = 0
+				res.CacheScope = "private"
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					out, err := json.Marshal(res)
+					if err != nil {
+						b.Fatal(err)
+					}
+					sink = out
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkReadEndToEnd is one whole resources/read of a 1 KiB report over
+// loopback HTTP against an in-process server.New with the memory store:
+// HTTP, auth, go-sdk's decoding and dispatch, the read and the encoding,
+// plus the client's side of the exchange. The jwt variant verifies an
+// HS256 token per request, as a default deployment does.
+func BenchmarkReadEndToEnd(b *testing.B) {
+	for _, authMode := range []string{"none", "jwt"} {
+		b.Run("memory/"+authMode+"/1KiB", func(b *testing.B) {
+			ts := startServer(b, "memory", authMode == "jwt")
+			ts.put(b, "bench/one", "text/markdown", text(1<<10))
+			req := []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"report://default/bench/one"}}`)
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer c.CloseIdleConnections()
+			var buf bytes.Buffer
+			if err := ts.post(c, req, &buf); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(1 << 10)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := ts.post(c, req, &buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "KiB"
+	}
+	return fmt.Sprint(n) + "B"
+}

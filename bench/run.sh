@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# run.sh builds resourced and the load tool, starts resourced on a temporary
+# data directory on 127.0.0.1 with JWT auth (the dev HMAC key its first start
+# creates, and a token minted with `resourced token`), runs the benchmark
+# scenarios and writes their results. See bench/README.md.
+#
+#   bash bench/run.sh                  # every scenario on bbolt → bench/results/<date>-bbolt.txt
+#   BACKEND=s3 bash bench/run.sh       # the same on S3 (versitygw, started by scripts/versitygw.sh)
+#   REV=HEAD bash bench/run.sh         # benchmark a commit, built from a clean export of it
+#   bash bench/run.sh --smoke          # ~10 s: one read with ceiling, one save; for CI
+#
+# Environment (defaults in brackets):
+#   BACKEND       bbolt | s3 [bbolt]
+#   REV           what to build the server from: "worktree" (the files as they are) or a
+#                 git revision, exported with git archive (bench/ itself is copied from
+#                 the worktree) [worktree]
+#   SCENARIOS     which scenarios, in this order [rss read protocol save scale profile gobench]
+#   PROTOCOL      2026-07-28 | 2025-11-25 [2026-07-28]
+#   DURATION      measured load per target and scenario [10s]
+#   WARMUP        unmeasured load before each [2s]
+#   SLICE         alternation slice between server and ceiling [2s]
+#   SIZES         read scenario body sizes [1KiB 64KiB 256KiB 1MiB 8MiB]
+#   CONCURRENCY   read scenario concurrencies [1 16 64]
+#   SCALE_COUNTS  stored-resource counts of the scale scenario, ascending [10000 100000]
+#   PREPARE_C     concurrency of the scale scenario's saves [64]
+#   LOG_LEVEL     the server's log level [info, the default: one line per request]
+#   QUIET         before each scenario, wait until other processes use at most this
+#                 many cores (a shared machine) [0.3; smoke: 0, no wait]
+#   QUIET_WAIT    ... for at most this long, then run anyway [3m]
+#   RETRIES       measure a scenario again up to this many times while other processes
+#                 used more than QUIET cores during it; the quietest attempt is kept [2]
+#   OUT           results file [bench/results/<UTC date>-<backend>.txt; smoke: none]
+#
+# Scenarios:
+#   rss       peak RSS of a freshly started server during 16 concurrent 8 MiB reads
+#   read      resources/read of each SIZES body at each CONCURRENCY, with the ceiling
+#   protocol  the 1 KiB c=16 read again speaking the other protocol version
+#   save      1 KiB save_search_snapshot and save_report at c=16
+#   scale     1 KiB reads at c=16 among SCALE_COUNTS stored resources (saved first)
+#   profile   CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and
+#             256 KiB reads at c=16, summarised with go tool pprof -top
+#   gobench   the Go benchmarks of the hot paths (go test ./bench -bench . -benchmem)
+#
+# Exit status: 0 when every scenario ran; non-zero when the build, the server
+# or the tool failed (never because a figure is slow).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+SMOKE=""
+case "${1:-}" in
+--smoke) SMOKE=1 ;;
+"") ;;
+*) echo "usage: bash bench/run.sh [--smoke]" >&2; exit 2 ;;
+esac
+
+BACKEND=${BACKEND:-bbolt}
+REV=${REV:-worktree}
+SCENARIOS=${SCENARIOS:-rss read protocol save scale profile gobench}
+PROTOCOL=${PROTOCOL:-2026-07-28}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+SLICE=${SLICE:-2s}
+SIZES=${SIZES:-1KiB 64KiB 256KiB 1MiB 8MiB}
+CONCURRENCY=${CONCURRENCY:-1 16 64}
+SCALE_COUNTS=${SCALE_COUNTS:-10000 100000}
+PREPARE_C=${PREPARE_C:-64}
+LOG_LEVEL=${LOG_LEVEL:-info}
+QUIET=${QUIET:-0.3}
+QUIET_WAIT=${QUIET_WAIT:-3m}
+RETRIES=${RETRIES:-2}
+
+log() { printf 'bench/run.sh: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+case "$BACKEND" in bbolt | s3) ;; *) die "BACKEND=$BACKEND: want bbolt or s3" ;; esac
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/resourced-bench.XXXXXX")
+SERVER_PID=""
+STARTED_GW=""
+stop_server() {
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+	SERVER_PID=""
+}
+cleanup() {
+	local rc=$?
+	stop_server
+	if [ -n "$STARTED_GW" ]; then
+		scripts/versitygw.sh stop || true
+	fi
+	if [ $rc -ne 0 ] && [ -f "$WORK/server.log" ]; then
+		log "server log (last 20 lines):"
+		tail -n 20 "$WORK/server.log" >&2 || true
+	fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [ -n "$SMOKE" ]; then
+	DURATION=3s WARMUP=500ms SLICE=1s QUIET=0
+	OUT=${OUT:-$WORK/smoke.txt}
+else
+	mkdir -p bench/results
+	OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-$BACKEND.txt}
+fi
+
+# The source to build: the worktree, or a clean export of REV plus bench/.
+if [ "$REV" = worktree ]; then
+	SRC=$ROOT
+	COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown) (worktree"
+	if git diff --quiet HEAD 2>/dev/null && [ -z "$(git ls-files --others --exclude-standard -- ':!bench' 2>/dev/null)" ]; then
+		COMMIT="$COMMIT, clean)"
+	else
+		COMMIT="$COMMIT with uncommitted changes)"
+	fi
+else
+	SRC=$WORK/src
+	mkdir -p "$SRC"
+	git archive "$REV" | tar -x -C "$SRC"
+	rm -rf "$SRC/bench"
+	cp -r bench "$SRC/bench"
+	rm -rf "$SRC/bench/results"
+	COMMIT="$(git rev-parse --short "$REV^{commit}") (clean export of $REV; bench/ from the worktree)"
+fi
+
+log "building resourced and resourced-bench from $COMMIT"
+(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench)
+SERVER="$WORK/resourced"
+TOOL="$WORK/resourced-bench"
+
+# port_free PORT succeeds when nothing accepts connections on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PORT=""
+for _ in $(seq 1 50); do
+	p=$((20000 + RANDOM % 40000))
+	if port_free "$p"; then PORT=$p; break; fi
+done
+[ -n "$PORT" ] || die "no free port found"
+
+STORE_YAML="store:
+  backend: bbolt"
+if [ "$BACKEND" = s3 ]; then
+	if [ -z "${RESOURCED_TEST_S3_ENDPOINT:-}" ]; then
+		eval "$(scripts/versitygw.sh start)"
+		STARTED_GW=1
+	fi
+	STORE_YAML="store:
+  backend: s3
+  s3:
+    bucket: ${RESOURCED_TEST_S3_BUCKET:-resourced-test}
+    prefix: bench-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+    region: ${AWS_REGION:-us-east-1}
+    endpoint: $RESOURCED_TEST_S3_ENDPOINT
+    pathStyle: true"
+fi
+
+# The config: loopback, JWT auth with the dev key the first start creates in
+# dataDir, baseURL equal to the listen address (the tokens' iss and aud).
+cat >"$WORK/resourced.yaml" <<EOF
+listen: 127.0.0.1:$PORT
+baseURL: http://127.0.0.1:$PORT
+dataDir: $WORK/data
+logLevel: $LOG_LEVEL
+$STORE_YAML
+EOF
+URL="http://127.0.0.1:$PORT/mcp"
+
+start_server() {
+	: >"$WORK/server.log"
+	"$SERVER" serve --config "$WORK/resourced.yaml" >>"$WORK/server.stdout" 2>"$WORK/server.log" &
+	SERVER_PID=$!
+	for _ in $(seq 1 300); do
+		grep -q '"msg":"listening"' "$WORK/server.log" 2>/dev/null && break
+		kill -0 "$SERVER_PID" 2>/dev/null || die "resourced exited before listening"
+		sleep 0.1
+	done
+	grep -q '"msg":"listening"' "$WORK/server.log" || die "resourced did not log 'listening' within 30 s"
+}
+
+log "starting resourced ($BACKEND) on 127.0.0.1:$PORT"
+start_server
+RESOURCED_TOKEN=$("$SERVER" token --config "$WORK/resourced.yaml" --ttl 24h)
+export RESOURCED_TOKEN
+
+{
+	echo "# resourced-bench results"
+	echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	echo "commit:   $COMMIT"
+	echo "machine:  $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)), $(free -h | awk '/^Mem:/ {print $2}') memory, kernel $(uname -r)"
+	echo "go:       $(go version)"
+	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL"
+	echo "load:     ${DURATION} measured per target after ${WARMUP} warmup; ceiling alternated in ${SLICE} slices"
+	echo "noise:    quiet threshold ${QUIET} cores, ${RETRIES} retries; the load generator shares the cores with the server"
+	echo
+} >"$OUT"
+
+# bench LABEL ARGS... runs the tool once, recording the exact command and its output.
+bench() {
+	local label=$1
+	shift
+	local cmd=("$TOOL" -url "$URL" -protocol "$PROTOCOL" -d "$DURATION" -warmup "$WARMUP" -slice "$SLICE"
+		-pid "$SERVER_PID" -quiet "$QUIET" -quiet-wait "$QUIET_WAIT" -retries "$RETRIES" -md "$label" "$@")
+	log "$label"
+	{
+		echo "## $label"
+		echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "\$ RESOURCED_TOKEN=… resourced-bench $(printf '%q ' "${cmd[@]:1}")"
+	} >>"$OUT"
+	local rc
+	set +e
+	"${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
+	rc=${PIPESTATUS[0]}
+	set -e
+	echo >>"$OUT"
+	[ "$rc" -eq 0 ] || die "resourced-bench failed (exit $rc) in scenario: $label"
+}
+
+if [ -n "$SMOKE" ]; then
+	bench "smoke read 1KiB c=16" -op read -size 1KiB -c 16 -ceiling
+	bench "smoke save 1KiB c=16" -op save -size 1KiB -c 16 -d 2s
+	log "smoke passed"
+	exit 0
+fi
+
+other_protocol=2025-11-25
+[ "$PROTOCOL" = 2025-11-25 ] && other_protocol=2026-07-28
+
+for scenario in $SCENARIOS; do
+	case "$scenario" in
+	rss)
+		# A fresh process, measured once (no retries), so that its peak is
+		# this load's and not an earlier one's.
+		stop_server
+		start_server
+		bench "rss read 8MiB c=16" -op read -size 8MiB -c 16 -retries 0
+		;;
+	read)
+		for size in $SIZES; do
+			for c in $CONCURRENCY; do
+				bench "read $size c=$c" -op read -size "$size" -c "$c" -ceiling
+			done
+		done
+		;;
+	protocol)
+		bench "read 1KiB c=16 ($other_protocol)" -op read -size 1KiB -c 16 -ceiling -protocol "$other_protocol"
+		;;
+	save)
+		bench "save_search_snapshot 1KiB c=16" -op save -tool save_search_snapshot -size 1KiB -c 16
+		bench "save_report 1KiB c=16" -op save -tool save_report -size 1KiB -c 16
+		;;
+	scale)
+		from=0
+		for n in $SCALE_COUNTS; do
+			bench "scale read 1KiB c=16 among $n" -op read -size 1KiB -c 16 -ceiling \
+				-prepare "$n" -prepare-from "$from" -prepare-c "$PREPARE_C" -prefix bench/scale
+			from=$n
+		done
+		;;
+	profile)
+		log "CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and 256 KiB reads at c=16"
+		secs=${DURATION%s}
+		(cd "$SRC" && RESOURCED_BENCH_PROFILE="$WORK/prof" RESOURCED_BENCH_PROFILE_SECONDS="${secs%%.*}" \
+			go test ./bench -run TestProfileRead -count=1 -v) >"$WORK/prof.log" 2>&1 || {
+			cat "$WORK/prof.log" >&2
+			die "profile test failed"
+		}
+		for size in 1KiB 256KiB; do
+			{
+				echo "## CPU profile: read $size c=16 (in-process server on bbolt, jwt; go tool pprof -top)"
+				awk -v t="TestProfileRead/$size" '$0 ~ "=== RUN" { on = index($0, t) > 0 } on && /^ +(target|server) /' "$WORK/prof.log"
+				go tool pprof -top -nodecount=25 "$WORK/prof/read-$size.cpu.prof" 2>/dev/null
+				echo
+				echo "## CPU profile: read $size c=16, cumulative (go tool pprof -top -cum)"
+				go tool pprof -top -cum -nodecount=40 "$WORK/prof/read-$size.cpu.prof" 2>/dev/null | sed -n '/flat%/,$p'
+				echo
+			} >>"$OUT"
+		done
+		;;
+	gobench)
+		log "Go benchmarks of the hot paths"
+		echo "## Go benchmarks (go test ./bench -run '^\$' -bench . -benchmem)" >>"$OUT"
+		(cd "$SRC" && go test ./bench -run '^$' -bench . -benchmem -count 1) >>"$OUT" 2>&1 || die "Go benchmarks failed"
+		echo >>"$OUT"
+		;;
+	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench)" ;;
+	esac
+done
+
+rows=$(grep '^| ' "$OUT" || true)
+if [ -n "$rows" ]; then
+	{
+		echo "## summary"
+		"$TOOL" -md-header
+		printf '%s\n' "$rows"
+	} >>"$OUT"
+fi
+log "done: $OUT"
