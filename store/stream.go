@@ -101,3 +101,24 @@ func (s *Spooled) Close() error {
 	}
 	return err
 }
+
+// SeekPosition is the io.Seeker arithmetic backends' readers share: the
+// new absolute position for offset and whence, given the current position
+// and the size. It fails on an unknown whence or a negative result.
+func SeekPosition(pos, size, offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = pos + offset
+	case io.SeekEnd:
+		abs = size + offset
+	default:
+		return 0, fmt.Errorf("invalid whence %d", whence)
+	}
+	if abs < 0 {
+		return 0, fmt.Errorf("negative position %d", abs)
+	}
+	return abs, nil
+}

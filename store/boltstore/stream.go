@@ -143,19 +143,9 @@ func (r *reader) Seek(offset int64, whence int) (int64, error) {
 	if r.closed {
 		return 0, fmt.Errorf("boltstore: seek %s: %w", r.k, errClosedReader)
 	}
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = r.pos + offset
-	case io.SeekEnd:
-		abs = r.size + offset
-	default:
-		return 0, fmt.Errorf("boltstore: seek %s: invalid whence %d", r.k, whence)
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("boltstore: seek %s: negative position %d", r.k, abs)
+	abs, err := store.SeekPosition(r.pos, r.size, offset, whence)
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: seek %s: %w", r.k, err)
 	}
 	r.pos = abs
 	return abs, nil
