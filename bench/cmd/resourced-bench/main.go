@@ -98,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&prepareFrom, "prepare-from", "0", "with -prepare: start at this index (the ones below exist from an earlier run)")
 	fs.IntVar(&o.prepareC, "prepare-c", 0, "concurrency of -prepare (default -c)")
 	fs.StringVar(&keys, "keys", "0", "read: pick the URI at random among this many indexes (default -prepare)")
-	fs.IntVar(&o.pid, "pid", 0, "the server's process id: sample its VmRSS/VmHWM and account its CPU during the measured load")
+	fs.IntVar(&o.pid, "pid", 0, "the server's process id: sample its RSS during the load (warmup included) and account its CPU in the measured slices")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&o.md, "md", "", "also print a Markdown table row with this label")
 	fs.BoolVar(&o.mdHeader, "md-header", false, "print the header of the -md rows and exit")
