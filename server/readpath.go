@@ -237,7 +237,7 @@ func (s *Server) writeRead(w http.ResponseWriter, id json.RawMessage, modern boo
 	if modern {
 		bw.WriteString(`,"resultType":"complete"`)
 	}
-	bw.WriteString("}}\n")
+	bw.WriteString("}}")
 	bw.Flush()
 }
 
