@@ -649,10 +649,15 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 
 // Stat implements store.Backend.
 func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+	return s.stat(ctx, "stat", k)
+}
+
+// stat returns the live metadata at k; op names the caller in errors.
+func (s *Store) stat(ctx context.Context, op string, k store.Key) (store.Meta, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Meta{}, fmt.Errorf("boltstore: stat %s: %w", k, err)
+		return store.Meta{}, fmt.Errorf("boltstore: %s %s: %w", op, k, err)
 	}
-	if err := checkKey("stat", k); err != nil {
+	if err := checkKey(op, k); err != nil {
 		return store.Meta{}, err
 	}
 	var meta store.Meta
@@ -666,7 +671,7 @@ func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 			return err
 		}
 		if m == nil {
-			return fmt.Errorf("boltstore: stat %s: %w", k, store.ErrNotFound)
+			return fmt.Errorf("boltstore: %s %s: %w", op, k, store.ErrNotFound)
 		}
 		meta = *m
 		return nil

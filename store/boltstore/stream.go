@@ -51,28 +51,7 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 
 // Open implements store.Streamer.
 func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Meta{}, nil, fmt.Errorf("boltstore: open %s: %w", k, err)
-	}
-	if err := checkKey("open", k); err != nil {
-		return store.Meta{}, nil, err
-	}
-	var meta store.Meta
-	err := s.db.View(func(tx *bolt.Tx) error {
-		sb, err := schemeBucket(tx, k)
-		if err != nil {
-			return err
-		}
-		m, _, err := s.liveMeta(sb, k)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			return fmt.Errorf("boltstore: open %s: %w", k, store.ErrNotFound)
-		}
-		meta = *m
-		return nil
-	})
+	meta, err := s.stat(ctx, "open", k)
 	if err != nil {
 		return store.Meta{}, nil, err
 	}
