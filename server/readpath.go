@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"mime"
@@ -60,7 +61,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
-	if b := strings.TrimSpace(string(body)); !strings.HasPrefix(b, "{") {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
 		return false
 	}
 	var req fastReadRequest
