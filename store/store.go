@@ -183,6 +183,14 @@ func (m *Meta) Expired(now time.Time) bool {
 type Object struct {
 	Meta
 	Body []byte
+	// Encoded is an optional second form of Body, opaque to the store,
+	// that the caller wants kept with it (resourced keeps the body as it
+	// appears inside a JSON-RPC response, so that a read copies it instead
+	// of encoding it again). Backends that implement EncodedViewer store it
+	// with the body and replace or delete it with the body, atomically;
+	// the others ignore it. Get never returns it. It does not count in
+	// Meta.Size, Usage or quotas.
+	Encoded []byte
 }
 
 // Sum returns the lower-case hex SHA-256 of body, the form Meta.SHA256 uses.
@@ -409,6 +417,18 @@ type PublicPage struct {
 // so an index entry never shows an object that is not public and listed).
 type PublicLister interface {
 	ListPublic(ctx context.Context, after PublicPosition, limit int) (PublicPage, error)
+}
+
+// EncodedViewer is implemented by backends that keep Object.Encoded
+// (boltstore and memstore).
+type EncodedViewer interface {
+	// View looks up the live object at k, with Get's errors, and calls fn
+	// once with its metadata, the Encoded form its last Put stored (nil
+	// when that Put had none, and after a PutStream) and its body. encoded
+	// and body are valid only while fn runs: they may be the backend's own
+	// memory (bbolt's mmap), so fn copies what it keeps, modifies nothing
+	// and does not call the backend. View returns fn's error as it is.
+	View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) error
 }
 
 // Streamer is the optional streaming path of a Backend, for bodies larger

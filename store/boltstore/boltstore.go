@@ -163,8 +163,9 @@ type Store struct {
 }
 
 var (
-	_ store.Backend      = (*Store)(nil)
-	_ store.PublicLister = (*Store)(nil)
+	_ store.Backend       = (*Store)(nil)
+	_ store.PublicLister  = (*Store)(nil)
+	_ store.EncodedViewer = (*Store)(nil)
 )
 
 // Open opens or creates the database at path, creating its directory with
@@ -506,8 +507,8 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if err := store.CheckPut(obj, cond); err != nil {
 		return store.Meta{}, false, fmt.Errorf("boltstore: %w", err)
 	}
-	body := obj.Body
-	return s.write(obj.Key, normalize(obj.Meta), cond, func(m *store.Meta) []byte { return encodeRecord(m, body) })
+	body, encoded := obj.Body, obj.Encoded
+	return s.write(obj.Key, normalize(obj.Meta), cond, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
 }
 
 // write stores at k, if cond holds, the record that encode returns for the
@@ -631,11 +632,11 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 		if m == nil {
 			return fmt.Errorf("boltstore: get %s: %w", k, store.ErrNotFound)
 		}
-		_, b, err := splitRecord(v)
+		rec, err := splitRecord(v)
 		if err != nil {
 			return fmt.Errorf("boltstore: get %s: %w", k, err)
 		}
-		obj = &store.Object{Meta: *m, Body: bytes.Clone(b)}
+		obj = &store.Object{Meta: *m, Body: bytes.Clone(rec.body)}
 		if obj.Body == nil {
 			obj.Body = []byte{}
 		}
@@ -645,6 +646,37 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// View implements store.EncodedViewer: fn runs inside a read transaction
+// and sees the record in bbolt's mmap, so it copies what it keeps and
+// returns soon (a long read transaction delays the remap a growing file
+// needs, and with it every write).
+func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("boltstore: view %s: %w", k, err)
+	}
+	if err := checkKey("view", k); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		sb, err := schemeBucket(tx, k)
+		if err != nil {
+			return err
+		}
+		m, v, err := s.liveMeta(sb, k)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return fmt.Errorf("boltstore: view %s: %w", k, store.ErrNotFound)
+		}
+		rec, err := splitRecord(v)
+		if err != nil {
+			return fmt.Errorf("boltstore: view %s: %w", k, err)
+		}
+		return fn(m, rec.encoded, rec.body)
+	})
 }
 
 // Stat implements store.Backend.
@@ -1178,8 +1210,8 @@ func (s *Store) Check() error {
 					}
 					m, err := decodeMeta(v)
 					if err == nil {
-						_, body, _ := splitRecord(v)
-						if store.Sum(body) != m.SHA256 {
+						rec, _ := splitRecord(v)
+						if store.Sum(rec.body) != m.SHA256 {
 							err = errors.New("body does not match its sha256")
 						}
 					}

@@ -9,8 +9,17 @@ import (
 	"github.com/resourced/resourced/store"
 )
 
-// recordVersion is the first byte of every value this package writes.
-const recordVersion = 1
+// Record format versions: the first byte of every value this package
+// writes. A version 1 record is the header (metadata) and the body; a
+// version 2 record also holds Object.Encoded, between the two. Put writes
+// version 2 only when there is an encoded form, so a store that never
+// received one holds only version 1 records. (A resourced older than
+// version 2 records reports them as corrupt: downgrading after one was
+// written needs a backup taken before the upgrade.)
+const (
+	recordV1 = 1
+	recordV2 = 2
+)
 
 // flagListed is bit 0 of the metadata flags byte.
 const flagListed = 1 << 0
@@ -28,17 +37,18 @@ func normalize(m store.Meta) store.Meta {
 	return m
 }
 
-// encodeRecord returns version, uvarint metadata length, metadata, body.
-// The zero time encodes as its (negative) UnixMilli and decodes back to the
-// zero time.
-func encodeRecord(m *store.Meta, body []byte) []byte {
-	rec := make([]byte, 0, headerBound(m)+len(body))
-	rec = appendHeader(rec, m)
+// encodeRecord returns version, uvarint metadata length, metadata, then
+// for version 2 the uvarint length of encoded and encoded, then the body.
+// The zero time encodes as its (negative) UnixMilli and decodes back to
+// the zero time.
+func encodeRecord(m *store.Meta, encoded, body []byte) []byte {
+	rec := make([]byte, 0, headerBound(m)+binary.MaxVarintLen64+len(encoded)+len(body))
+	rec = appendHeader(rec, m, encoded)
 	return append(rec, body...)
 }
 
-// headerBound is an upper bound of the length of m's record header
-// (version, metadata length and metadata), whatever its times are.
+// headerBound is an upper bound of the length of m's version 1 record
+// header (version, metadata length and metadata), whatever its times are.
 func headerBound(m *store.Meta) int {
 	n := 1 + 4*binary.MaxVarintLen64
 	for _, s := range []string{m.MIMEType, m.SHA256, m.Title, m.Description, string(m.Visibility)} {
@@ -47,8 +57,10 @@ func headerBound(m *store.Meta) int {
 	return 1 + binary.MaxVarintLen64 + n
 }
 
-// appendHeader appends m's record header, everything but the body, to dst.
-func appendHeader(dst []byte, m *store.Meta) []byte {
+// appendHeader appends m's record header, everything but the body, to dst:
+// a version 1 header when encoded is empty, else a version 2 header that
+// ends with encoded.
+func appendHeader(dst []byte, m *store.Meta, encoded []byte) []byte {
 	meta := make([]byte, 0, headerBound(m))
 	var flags byte
 	if m.Listed {
@@ -63,39 +75,71 @@ func appendHeader(dst []byte, m *store.Meta) []byte {
 		meta = binary.AppendUvarint(meta, uint64(len(s)))
 		meta = append(meta, s...)
 	}
-	dst = append(dst, recordVersion)
+	if len(encoded) == 0 {
+		dst = append(dst, recordV1)
+		dst = binary.AppendUvarint(dst, uint64(len(meta)))
+		return append(dst, meta...)
+	}
+	dst = append(dst, recordV2)
 	dst = binary.AppendUvarint(dst, uint64(len(meta)))
-	return append(dst, meta...)
+	dst = append(dst, meta...)
+	dst = binary.AppendUvarint(dst, uint64(len(encoded)))
+	return append(dst, encoded...)
 }
 
 var errCorrupt = errors.New("corrupt record")
 
-// splitRecord returns the metadata and body parts of a stored value. Both
-// alias v: copy before the transaction ends.
-func splitRecord(v []byte) (meta, body []byte, err error) {
+// record is a stored value taken apart. Its slices alias the value: copy
+// before the transaction ends.
+type record struct {
+	meta, encoded, body []byte
+}
+
+// splitRecord takes a stored value apart.
+func splitRecord(v []byte) (record, error) {
 	if len(v) == 0 {
-		return nil, nil, fmt.Errorf("%w: empty", errCorrupt)
+		return record{}, fmt.Errorf("%w: empty", errCorrupt)
 	}
-	if v[0] != recordVersion {
-		return nil, nil, fmt.Errorf("%w: unknown format version %d", errCorrupt, v[0])
+	version := v[0]
+	if version != recordV1 && version != recordV2 {
+		return record{}, fmt.Errorf("%w: unknown format version %d", errCorrupt, version)
 	}
-	n, w := binary.Uvarint(v[1:])
-	if w <= 0 || n > uint64(len(v)-1-w) {
-		return nil, nil, fmt.Errorf("%w: bad metadata length", errCorrupt)
+	rest := v[1:]
+	part := func(what string) ([]byte, error) {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return nil, fmt.Errorf("%w: bad %s length", errCorrupt, what)
+		}
+		p := rest[w : w+int(n)]
+		rest = rest[w+int(n):]
+		return p, nil
 	}
-	start := 1 + w
-	end := start + int(n)
-	return v[start:end], v[end:], nil
+	var r record
+	var err error
+	if r.meta, err = part("metadata"); err != nil {
+		return record{}, err
+	}
+	if version == recordV2 {
+		if r.encoded, err = part("encoded form"); err != nil {
+			return record{}, err
+		}
+		if len(r.encoded) == 0 {
+			return record{}, fmt.Errorf("%w: version 2 record without an encoded form", errCorrupt)
+		}
+	}
+	r.body = rest
+	return r, nil
 }
 
 // decodeMeta decodes only the metadata of a stored value; the body is not
 // touched. Key is left for the caller to set.
 func decodeMeta(v []byte) (store.Meta, error) {
-	meta, body, err := splitRecord(v)
+	r, err := splitRecord(v)
 	if err != nil {
 		return store.Meta{}, err
 	}
-	d := decoder{b: meta}
+	body := r.body
+	d := decoder{b: r.meta}
 	var m store.Meta
 	flags := d.byte()
 	m.Listed = flags&flagListed != 0

@@ -22,12 +22,23 @@ func TestRecordRoundTrip(t *testing.T) {
 			Title:    "t\xff\x00itle", Description: "ü", Listed: true, Visibility: store.Public,
 		},
 	}
-	for _, m := range tests {
+	for _, tc := range []struct {
+		m       store.Meta
+		encoded []byte
+	}{{tests[0], nil}, {tests[1], nil}, {tests[0], []byte(`"text":""`)}, {tests[1], []byte("\x00encoded\xff")}} {
+		m := tc.m
 		b := body
 		if m.Size == 0 {
 			b = nil
 		}
-		rec := encodeRecord(&m, b)
+		rec := encodeRecord(&m, tc.encoded, b)
+		wantVersion := byte(recordV1)
+		if tc.encoded != nil {
+			wantVersion = recordV2
+		}
+		if rec[0] != wantVersion {
+			t.Errorf("record of %d encoded bytes has version %d, want %d", len(tc.encoded), rec[0], wantVersion)
+		}
 		got, err := decodeMeta(rec)
 		if err != nil {
 			t.Fatalf("decodeMeta(encodeRecord(%+v)) = %v", m, err)
@@ -38,9 +49,9 @@ func TestRecordRoundTrip(t *testing.T) {
 		if got.Expires.IsZero() != m.Expires.IsZero() {
 			t.Errorf("Expires %v decoded as %v", m.Expires, got.Expires)
 		}
-		_, gotBody, err := splitRecord(rec)
-		if err != nil || string(gotBody) != string(b) {
-			t.Errorf("splitRecord body = %q, %v; want %q", gotBody, err, b)
+		r, err := splitRecord(rec)
+		if err != nil || string(r.body) != string(b) || string(r.encoded) != string(tc.encoded) {
+			t.Errorf("splitRecord = body %q, encoded %q, %v; want %q, %q", r.body, r.encoded, err, b, tc.encoded)
 		}
 	}
 }
@@ -57,14 +68,20 @@ func TestNormalize(t *testing.T) {
 
 func TestDecodeCorrupt(t *testing.T) {
 	m := store.Meta{MIMEType: "text/plain", Size: 3, SHA256: store.Sum([]byte("abc")), Title: "x"}
-	good := encodeRecord(&m, []byte("abc"))
+	good := encodeRecord(&m, nil, []byte("abc"))
+	v2 := encodeRecord(&m, []byte("E"), []byte("abc"))
+	metaEnd := 2 + int(v2[1]) // version, one-byte metadata length, metadata
 	tests := map[string][]byte{
-		"empty":            {},
-		"unknown version":  append([]byte{2}, good[1:]...),
-		"truncated header": good[:1],
-		"length too large": {1, 0x7f, 0},
-		"truncated meta":   append([]byte{1, byte(good[1] - 1)}, good[2:good[1]+1]...),
-		"size mismatch":    good[:len(good)-1],
+		"empty":                {},
+		"unknown version":      append([]byte{3}, good[1:]...),
+		"v1 read as v2":        append([]byte{recordV2}, good[1:]...),
+		"v2 without encoded":   append(append(append([]byte{}, v2[:metaEnd]...), 0), "abc"...),
+		"v2 encoded too long":  append(append(append([]byte{}, v2[:metaEnd]...), 9, 'E'), "abc"...),
+		"v2 truncated encoded": v2[:metaEnd],
+		"truncated header":     good[:1],
+		"length too large":     {1, 0x7f, 0},
+		"truncated meta":       append([]byte{1, byte(good[1] - 1)}, good[2:good[1]+1]...),
+		"size mismatch":        good[:len(good)-1],
 	}
 	for name, v := range tests {
 		if _, err := decodeMeta(v); !errors.Is(err, errCorrupt) {

@@ -42,7 +42,7 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
 	}
 	return s.write(k, want, cond, func(m *store.Meta) []byte {
-		h := appendHeader(make([]byte, 0, bound), m)
+		h := appendHeader(make([]byte, 0, bound), m, nil)
 		start := bound - len(h)
 		copy(buf[start:], h)
 		return buf[start:]
@@ -104,11 +104,11 @@ func (r *reader) Read(p []byte) (int, error) {
 		if m.SHA256 != r.sha {
 			return fmt.Errorf("boltstore: read %s: replaced while it was read", r.k)
 		}
-		_, body, err := splitRecord(v)
+		rec, err := splitRecord(v)
 		if err != nil {
 			return fmt.Errorf("boltstore: read %s: %w", r.k, err)
 		}
-		n = copy(p, body[r.pos:]) // out of the mmap before the transaction ends
+		n = copy(p, rec.body[r.pos:]) // out of the mmap before the transaction ends
 		return nil
 	})
 	r.pos += int64(n)

@@ -45,13 +45,15 @@ type Store struct {
 }
 
 type entry struct {
-	meta store.Meta
-	body []byte
+	meta    store.Meta
+	body    []byte
+	encoded []byte // Object.Encoded; nil when none
 }
 
 var (
-	_ store.Backend      = (*Store)(nil)
-	_ store.PublicLister = (*Store)(nil)
+	_ store.Backend       = (*Store)(nil)
+	_ store.PublicLister  = (*Store)(nil)
+	_ store.EncodedViewer = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -104,6 +106,10 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if body == nil {
 		body = []byte{}
 	}
+	var encoded []byte
+	if len(obj.Encoded) > 0 {
+		encoded = bytes.Clone(obj.Encoded)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,7 +145,7 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		t = make(map[store.Position]*entry)
 		s.tenants[k.Tenant()] = t
 	}
-	t[posOf(k)] = &entry{meta: m, body: body}
+	t[posOf(k)] = &entry{meta: m, body: body, encoded: encoded}
 	s.usage[k.Tenant()] = u
 	return m, cur != nil, nil
 }
@@ -162,6 +168,29 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 		return nil, fmt.Errorf("memstore: get %s: %w", k, store.ErrNotFound)
 	}
 	return &store.Object{Meta: e.meta, Body: bytes.Clone(e.body)}, nil
+}
+
+// View implements store.EncodedViewer. fn runs under the read lock: it
+// sees the entry's own slices, which no Put modifies (a Put replaces the
+// entry).
+func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: view %s: %w", k, err)
+	}
+	if err := checkKey("view", k); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	e := s.live(k)
+	if e == nil {
+		return fmt.Errorf("memstore: view %s: %w", k, store.ErrNotFound)
+	}
+	m := e.meta
+	return fn(&m, e.encoded, e.body)
 }
 
 // Stat implements store.Backend.

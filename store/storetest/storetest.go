@@ -19,7 +19,11 @@
 //   - a backend that implements store.Streamer passes the Stream subtests
 //     (the others skip them): PutStream computes Size and SHA256 itself and
 //     writes nothing when its reader fails, and an Open reader never
-//     returns bytes of a body that replaced the one it opened.
+//     returns bytes of a body that replaced the one it opened;
+//   - a backend that implements store.EncodedViewer passes the Encoded
+//     subtests: View shows the encoded form of the last Put with its body
+//     (nil after a Put without one and after PutStream), never a mix of
+//     two writes, and passes fn's error through.
 package storetest
 
 import (
@@ -86,6 +90,12 @@ func Run(t *testing.T, newBackend NewFunc) {
 		{"StreamOpen", testStreamOpen},
 		{"StreamChanged", testStreamChanged},
 		{"StreamQuota", testStreamQuota},
+		{"EncodedRoundTrip", testEncodedRoundTrip},
+		{"EncodedOwnership", testEncodedOwnership},
+		{"EncodedMissing", testEncodedMissing},
+		{"EncodedFnError", testEncodedFnError},
+		{"EncodedStream", testEncodedStream},
+		{"EncodedConcurrent", testEncodedConcurrent},
 		{"Ping", testPing},
 		{"Close", testClose},
 	}
