@@ -235,7 +235,7 @@ func (fx *fixtures) put(ctx context.Context, r *fixtureResource) (store.Meta, er
 		Key: r.key, MIMEType: r.mimeType, Size: int64(len(r.body)), SHA256: r.sha256,
 		Created: now, Modified: now, Expires: now.Add(fixtureRetention), Title: r.title, Description: r.description,
 		Listed: r.listed, Visibility: store.Public,
-	}, Body: r.body}
+	}, Body: r.body, Encoded: fx.s.encodeForStore(r.mimeType, r.body)}
 	m, _, err := fx.s.store.Put(ctx, obj, store.Cond{Kind: store.Always})
 	return m, err
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"mime"
@@ -95,15 +96,23 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if err != nil {
 		return false
 	}
-	obj, err := s.lookup(r.Context(), p, u)
-	if err != nil {
-		return false // not found, foreign, backend trouble: go-sdk's path answers
+	rr := readResponse{id: req.ID, modern: modern, uri: raw}
+	if v, ok := s.store.(store.EncodedViewer); ok {
+		k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+		if err != nil || !s.viewRead(w, r.Context(), v, p, k, &rr) {
+			return false // not found, foreign, backend trouble: go-sdk's path answers
+		}
+	} else {
+		obj, err := s.lookup(r.Context(), p, u)
+		if err != nil {
+			return false // as above
+		}
+		s.streamRead(w, &rr, obj)
 	}
 	if e := logEntry(r.Context()); e != nil {
 		e.method, e.outcome = "resources/read", "ok"
 	}
-	s.metrics.bytesRead.WithLabelValues(u.Scheme).Add(float64(obj.Size))
-	s.writeRead(w, req.ID, modern, raw, obj)
+	s.metrics.bytesRead.WithLabelValues(u.Scheme).Add(float64(rr.size))
 	return true
 }
 
@@ -184,62 +193,187 @@ func acceptsBoth(values []string) bool {
 	return jsonOK && streamOK
 }
 
+// readResponse is what a successful read's response says besides the
+// object: the request id, the protocol, the URI as the caller wrote it;
+// size is set to the body's size once it is written.
+type readResponse struct {
+	id     json.RawMessage
+	modern bool
+	uri    string
+	size   int64
+}
+
+// maxPooledResponse bounds the response buffers kept for reuse: larger ones
+// (bodies of megabytes) go back to the garbage collector, so that a burst
+// of large reads does not pin its peak in the pool.
+const maxPooledResponse = 1 << 20
+
+var respPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// viewRead writes the response of a read of k from inside the backend's
+// read transaction: the stored encoded form when there is one (one copy),
+// else the body encoded as it is copied. It reports whether it wrote one;
+// when it did not (missing, expired, another tenant's private object, a
+// backend failure) nothing was written.
+func (s *Server) viewRead(w http.ResponseWriter, ctx context.Context, v store.EncodedViewer, p auth.Principal, k store.Key, rr *readResponse) bool {
+	bp := respPool.Get().(*[]byte)
+	buf := (*bp)[:0]
+	err := v.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
+		if k.Tenant() != p.Tenant && m.Visibility != store.Public {
+			return store.ErrNotFound
+		}
+		if n := s.responseBound(rr, m, encoded); cap(buf) < n {
+			buf = make([]byte, 0, n)
+		}
+		buf = s.appendReadHead(buf, rr, m)
+		buf = appendContents(buf, m.MIMEType, encoded, body)
+		buf = s.appendReadTail(buf, rr, m)
+		rr.size = m.Size
+		return nil
+	})
+	if err == nil {
+		h := w.Header()
+		h.Set("Cache-Control", "no-cache, no-transform")
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(buf)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(buf)
+	}
+	if cap(buf) <= maxPooledResponse {
+		*bp = buf
+		respPool.Put(bp)
+	}
+	return err == nil
+}
+
+// responseBound is the buffer a response needs, exactly for a stored
+// encoded form and as a guess otherwise (the body plus a tenth for
+// escapes; appending grows it when that is short).
+func (s *Server) responseBound(rr *readResponse, m *store.Meta, encoded []byte) int {
+	n := 512 + len(rr.id) + len(rr.uri) + len(m.MIMEType) + len(s.serverInfoMeta)
+	if usableEncoded(encoded) {
+		return n + len(encoded)
+	}
+	return n + int(m.Size) + int(m.Size)/10
+}
+
 var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
-// writeRead writes the JSON-RPC response of a successful read, field for
-// field as go-sdk writes it.
-func (s *Server) writeRead(w http.ResponseWriter, id json.RawMessage, modern bool, raw string, obj *store.Object) {
+// streamRead writes the response of a read of obj, a body the backend
+// copied out, through a buffer: the body is encoded as it is written, so
+// the response is never held whole.
+func (s *Server) streamRead(w http.ResponseWriter, rr *readResponse, obj *store.Object) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	bw := bufPool.Get().(*bufio.Writer)
 	bw.Reset(w)
-	defer func() { bw.Reset(nil); bufPool.Put(bw) }()
-
-	bw.WriteString(`{"jsonrpc":"2.0","id":`)
-	bw.Write(id)
-	bw.WriteString(`,"result":{`)
-	if modern {
-		bw.Write(s.serverInfoMeta)
-		bw.WriteByte(',')
-	}
-	bw.WriteString(`"ttlMs":`)
-	bw.WriteString(strconv.Itoa(s.ttlMs(&obj.Meta)))
-	bw.WriteString(`,"cacheScope":"`)
-	bw.WriteString(cacheScope(obj.Visibility))
-	bw.WriteString(`","contents":[{"uri":`)
-	writeJSONString(bw, raw)
-	bw.WriteString(`,"mimeType":`)
-	writeJSONString(bw, obj.MIMEType)
-	if isTextual(obj.MIMEType) && utf8.Valid(obj.Body) {
-		bw.WriteString(`,"text":`)
-		writeJSONString(bw, string(obj.Body))
+	bp := respPool.Get().(*[]byte)
+	scratch := s.appendReadHead((*bp)[:0], rr, &obj.Meta)
+	bw.Write(scratch)
+	if textual(obj.MIMEType, obj.Body) {
+		bw.WriteString(`"text":"`)
+		const chunk = 16 << 10
+		for b := obj.Body; len(b) > 0; {
+			n := min(len(b), chunk)
+			for n < len(b) && n > chunk-4 && b[n]&0xc0 == 0x80 {
+				n-- // end the chunk before a rune, never inside one
+			}
+			scratch = appendEscaped(scratch[:0], b[:n])
+			bw.Write(scratch)
+			b = b[n:]
+		}
+		bw.WriteByte('"')
 	} else {
-		bw.WriteString(`,"blob":"`)
+		bw.WriteString(`"blob":"`)
 		enc := base64.NewEncoder(base64.StdEncoding, bw)
 		enc.Write(obj.Body)
 		enc.Close()
 		bw.WriteByte('"')
 	}
-	bw.WriteString(`,"_meta":{`)
-	if !obj.Expires.IsZero() {
-		bw.WriteString(`"expiresAt":"`)
-		bw.WriteString(formatTime(obj.Expires))
-		bw.WriteString(`",`)
-	}
-	bw.WriteString(`"lastModified":"`)
-	bw.WriteString(formatTime(obj.Modified))
-	bw.WriteString(`","sha256":"`)
-	bw.WriteString(obj.SHA256)
-	bw.WriteString(`","size":`)
-	bw.WriteString(strconv.FormatInt(obj.Size, 10))
-	bw.WriteString(`}}]`)
-	if modern {
-		bw.WriteString(`,"resultType":"complete"`)
-	}
-	bw.WriteString("}}")
+	bw.Write(s.appendReadTail(scratch[:0], rr, &obj.Meta))
 	bw.Flush()
+	rr.size = obj.Size
+	bw.Reset(nil)
+	bufPool.Put(bw)
+	if cap(scratch) <= maxPooledResponse {
+		*bp = scratch
+		respPool.Put(bp)
+	}
+}
+
+// appendReadHead appends a read response up to its contents' text or blob
+// member, field for field as go-sdk writes it.
+func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, rr.id)
+	dst = append(dst, `,"result":{`...)
+	if rr.modern {
+		dst = append(dst, s.serverInfoMeta...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"ttlMs":`...)
+	dst = strconv.AppendInt(dst, int64(s.ttlMs(m)), 10)
+	dst = append(dst, `,"cacheScope":"`...)
+	dst = append(dst, cacheScope(m.Visibility)...)
+	dst = append(dst, `","contents":[{"uri":`...)
+	dst = appendJSONString(dst, rr.uri)
+	dst = append(dst, `,"mimeType":`...)
+	dst = appendJSONString(dst, m.MIMEType)
+	return append(dst, ',')
+}
+
+// appendID appends a request's id as go-sdk writes it back: a string id
+// holding escapes or non-ASCII text is decoded and encoded again as
+// encoding/json does without HTML escaping ("a\u0062c" becomes "abc");
+// numbers and other strings are copied as they came.
+func appendID(dst []byte, id json.RawMessage) []byte {
+	if len(id) == 0 || id[0] != '"' || bytes.IndexByte(id, '\\') < 0 && isASCII(id) {
+		return append(dst, id...)
+	}
+	var s string
+	if json.Unmarshal(id, &s) != nil {
+		return append(dst, id...) // cannot happen: the envelope checked it
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) != nil {
+		return append(dst, id...)
+	}
+	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// appendReadTail appends the rest of a read response after the contents'
+// text or blob member.
+func (s *Server) appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []byte {
+	dst = append(dst, `,"_meta":{`...)
+	if !m.Expires.IsZero() {
+		dst = append(dst, `"expiresAt":"`...)
+		dst = appendTime(dst, m.Expires)
+		dst = append(dst, `",`...)
+	}
+	dst = append(dst, `"lastModified":"`...)
+	dst = appendTime(dst, m.Modified)
+	dst = append(dst, `","sha256":"`...)
+	dst = append(dst, m.SHA256...)
+	dst = append(dst, `","size":`...)
+	dst = strconv.AppendInt(dst, m.Size, 10)
+	dst = append(dst, `}}]`...)
+	if rr.modern {
+		dst = append(dst, `,"resultType":"complete"`...)
+	}
+	return append(dst, "}}"...)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -257,7 +391,7 @@ func hasByte(x uint64, b byte) bool {
 
 // plain8 reports whether the eight bytes of s need no escaping: ASCII,
 // not a control character, not '"', '\\', '<', '>' or '&'.
-func plain8(s string) bool {
+func plain8[T string | []byte](s T) bool {
 	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	if x&hi7 != 0 || (x-lo7*0x20)&^x&hi7 != 0 {
@@ -266,11 +400,21 @@ func plain8(s string) bool {
 	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
 }
 
-// writeJSONString writes s as a JSON string, escaping as encoding/json
-// does (quotes, backslashes, control characters, <, >, &, U+2028, U+2029),
-// copying runs of plain bytes at once. s is valid UTF-8.
-func writeJSONString(w *bufio.Writer, s string) {
-	w.WriteByte('"')
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it. s is valid UTF-8 (bodies are checked, URIs and media types
+// are ASCII by their grammars).
+func appendJSONString[T string | []byte](dst []byte, s T) []byte {
+	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends the inside of s as a JSON string: quotes,
+// backslashes, control characters, <, >, &, U+2028 and U+2029 escaped as
+// encoding/json escapes them, runs of other bytes copied at once. s is
+// valid UTF-8, so a byte of a multi-byte sequence needs no escaping unless
+// it starts U+2028 or U+2029 (E2 80 A8, E2 80 A9).
+func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Skip eight plain ASCII bytes at a time (most report text).
@@ -281,46 +425,42 @@ func writeJSONString(w *bufio.Writer, s string) {
 			break
 		}
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
+		if c >= utf8.RuneSelf {
+			if c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\u202`...)
+				dst = append(dst, hexDigits[s[i+2]&0xf])
+				i += 3
+				start = i
 				continue
 			}
-			w.WriteString(s[start:i])
-			switch c {
-			case '"', '\\':
-				w.WriteByte('\\')
-				w.WriteByte(c)
-			case '\n':
-				w.WriteString(`\n`)
-			case '\r':
-				w.WriteString(`\r`)
-			case '\t':
-				w.WriteString(`\t`)
-			case '\b':
-				w.WriteString(`\b`)
-			case '\f':
-				w.WriteString(`\f`)
-			default:
-				w.WriteString(`\u00`)
-				w.WriteByte(hexDigits[c>>4])
-				w.WriteByte(hexDigits[c&0xf])
-			}
 			i++
-			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			w.WriteString(s[start:i])
-			w.WriteString(`\u202`)
-			w.WriteByte(hexDigits[r&0xf])
-			i += size
-			start = i
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			i++
 			continue
 		}
-		i += size
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, `\n`...)
+		case '\r':
+			dst = append(dst, `\r`...)
+		case '\t':
+			dst = append(dst, `\t`...)
+		case '\b':
+			dst = append(dst, `\b`...)
+		case '\f':
+			dst = append(dst, `\f`...)
+		default:
+			dst = append(dst, `\u00`...)
+			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
 	}
-	w.WriteString(s[start:])
-	w.WriteByte('"')
+	return append(dst, s[start:]...)
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -35,33 +34,64 @@ func (headerAuth) Authenticate(r *http.Request) (auth.Principal, error) {
 	return auth.Principal{Tenant: t, Subject: "test", Scopes: scopes}, nil
 }
 
+// hiddenViewer hides a backend's store.EncodedViewer.
+type hiddenViewer struct{ store.Backend }
+
 // TestFastReadMatchesSDK sends the same randomized requests through the
 // fast read path and through go-sdk's path (two servers on one store and one
-// clock) and requires the same status, headers and JSON.
+// clock) and requires the same status, headers and JSON, for each way the
+// fast path can find a body: the encoded form saved with it, none (encoded
+// as it is read inside the backend's transaction), one from another
+// version of the encoding (ignored), and a backend without EncodedViewer
+// (copied out and encoded as it is streamed).
 func TestFastReadMatchesSDK(t *testing.T) {
+	for _, variant := range []string{"stored", "none", "stale", "no-viewer"} {
+		t.Run(variant, func(t *testing.T) { testFastReadMatchesSDK(t, variant) })
+	}
+}
+
+func testFastReadMatchesSDK(t *testing.T, variant string) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	st := memstore.New(memstore.Options{Now: clock})
+	mem := memstore.New(memstore.Options{Now: clock})
+	var st store.Backend = mem
+	if variant == "no-viewer" {
+		st = hiddenViewer{mem}
+	}
 	schemes := []Scheme{
 		{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
 		{Name: "report", Kind: KindReport, TTL: 0, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
 	}
+	var fastSrv *Server
 	newServer := func(noFast bool) *httptest.Server {
 		s, err := New(Options{Store: st, Schemes: schemes, Auth: headerAuth{}, Now: clock, BaseURL: "http://127.0.0.1", Version: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.noFastRead = noFast
+		if !noFast {
+			fastSrv = s
+		}
 		ts := httptest.NewServer(s)
 		t.Cleanup(ts.Close)
 		return ts
 	}
 	fast, sdk := newServer(false), newServer(true)
+	encodedPuts := 0
 
 	put := func(tenant, scheme, path, mimeType string, body []byte, vis store.Visibility, expires time.Time) string {
 		k := store.MustKey(tenant, scheme, path)
 		obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
 			Created: now.Add(-time.Minute), Modified: now.Add(-time.Second), Expires: expires, Title: path, Visibility: vis}, Body: body}
+		switch variant {
+		case "stored", "no-viewer":
+			obj.Encoded = fastSrv.encodeForStore(mimeType, body)
+		case "stale":
+			obj.Encoded = append([]byte{encodedVersion + 1}, `"text":"stale"`...)
+		}
+		if obj.Encoded != nil {
+			encodedPuts++
+		}
 		if _, _, err := st.Put(t.Context(), obj, store.Cond{}); err != nil {
 			t.Fatal(err)
 		}
@@ -81,9 +111,12 @@ func TestFastReadMatchesSDK(t *testing.T) {
 		put("t2", "report", "pub", "text/csv", []byte("a,b\n1,2\n"), store.Public, now.Add(time.Hour)),
 		put("t2", "report", "priv", "text/plain", []byte("secret"), store.Private, now.Add(time.Hour)),
 		put("t1", "report", "expired", "text/plain", []byte("old"), store.Private, now.Add(-time.Second)),
+		put("t1", "report", "controls", "text/plain", bytes.Repeat([]byte{1, '<'}, 300), store.Private, time.Time{}),
+		put("t1", "report", "large", "text/markdown", bytes.Repeat([]byte("# é <&>\n\"q\" 日本 \u2028 😀 plain text runs here\n"), 2000), store.Private, now.Add(time.Hour)),
+		put("t1", "report", "large-bin", "image/png", bytes.Repeat(binary, 70), store.Private, now.Add(time.Hour)),
 		"report://t1/missing", "report://t1/a//b", "REPORT://t1/a/text", "file:///etc/passwd", "report://t1/a/text?x", "",
 	}
-	ids := []string{`1`, `42`, `"abc"`, `"a\u0062c"`, `-7`, `9007199254740991`, `"<&>"`}
+	ids := []string{`1`, `42`, `"abc"`, `"a\u0062c"`, `-7`, `9007199254740991`, `"<&>"`, `"é\u2028\u003c\n"`, "\"日本\u2028\""}
 	tenants := []string{"t1", "t2", "t10"}
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -146,7 +179,17 @@ func TestFastReadMatchesSDK(t *testing.T) {
 		}
 		if fs == 200 && strings.Contains(string(fb), `"contents"`) {
 			fastHits++
+			// Byte for byte: the same escapes and field order as go-sdk.
+			if !bytes.Equal(fb, bytes.TrimSuffix(sb, []byte("\n"))) {
+				t.Fatalf("%s\nfast: %s\nsdk:  %s", what, fb, sb)
+			}
 		}
+	}
+	switch {
+	case variant == "stored" && encodedPuts < 8, variant == "stale" && encodedPuts == 0:
+		t.Errorf("%d puts carried an encoded form: the variant tests nothing", encodedPuts)
+	case variant == "no-viewer" && encodedPuts != 0:
+		t.Errorf("%d puts carried an encoded form to a backend that cannot keep one", encodedPuts)
 	}
 	if fastHits < 100 {
 		t.Errorf("only %d successful reads compared; the request mix does not exercise the fast path", fastHits)
@@ -166,9 +209,9 @@ func post(t *testing.T, url string, hdr http.Header, body []byte) (int, http.Hea
 	return resp.StatusCode, resp.Header, b
 }
 
-// TestWriteJSONStringMatchesEncodingJSON: the escaper agrees with
+// TestAppendJSONStringMatchesEncodingJSON: the escaper agrees with
 // encoding/json on every byte sequence that is valid UTF-8.
-func TestWriteJSONStringMatchesEncodingJSON(t *testing.T) {
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	samples := []string{"", "plain", "\"\\/", "<>&", "\u2028\u2029", "\x00\x1f\x7f", "é😀日本", strings.Repeat("a<", 5000)}
 	for i := 0; i < 2000; i++ {
@@ -192,14 +235,12 @@ func TestWriteJSONStringMatchesEncodingJSON(t *testing.T) {
 		samples = append(samples, strings.ToValidUTF8(string(b), "\uFFFD"))
 	}
 	for _, s := range samples {
-		var buf bytes.Buffer
-		bw := bufio.NewWriter(nil)
-		bw.Reset(&buf)
-		writeJSONString(bw, s)
-		bw.Flush()
 		want, _ := json.Marshal(s)
-		if !bytes.Equal(buf.Bytes(), want) {
-			t.Fatalf("writeJSONString(%q) = %s, want %s", s, buf.Bytes(), want)
+		if got := appendJSONString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("appendJSONString(%q) = %s, want x%s", s, got, want)
+		}
+		if got := appendJSONString(nil, []byte(s)); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString([]byte(%q)) = %s, want %s", s, got, want)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -145,7 +144,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, s.internal(ctx, "resources/read", err)
 	}
 	c := &mcp.ResourceContents{URI: raw, MIMEType: obj.MIMEType, Meta: contentMeta(&obj.Meta)}
-	if isTextual(obj.MIMEType) && utf8.Valid(obj.Body) {
+	if textual(obj.MIMEType, obj.Body) {
 		c.Text = string(obj.Body)
 	} else {
 		c.Blob = obj.Body

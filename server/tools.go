@@ -182,6 +182,9 @@ func (s *Server) checkSize(sc *Scheme, n int) *toolError {
 // errors.
 func (s *Server) put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, *toolError) {
 	cond.Quota = s.quota
+	if obj.Encoded == nil {
+		obj.Encoded = s.encodeForStore(obj.MIMEType, obj.Body)
+	}
 	m, replaced, err := s.store.Put(ctx, obj, cond)
 	switch {
 	case err == nil:

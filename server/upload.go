@@ -216,7 +216,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	} else {
 		var data []byte
 		if data, err = io.ReadAll(br); err == nil {
-			obj := &store.Object{Meta: req.meta, Body: data}
+			obj := &store.Object{Meta: req.meta, Body: data, Encoded: s.encodeForStore(req.meta.MIMEType, data)}
 			obj.Size, obj.SHA256 = int64(len(data)), store.Sum(data)
 			m, replaced, err = s.store.Put(ctx, obj, cond)
 		}
