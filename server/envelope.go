@@ -87,15 +87,13 @@ func parseMessage(data []byte) (message, error) {
 			}
 		case "method":
 			hasMethod = true
-			if err := json.Unmarshal(v, &m.method); err != nil {
-				return nil // go-sdk answers a method that is not a string
-			}
+			m.method, _ = jsonString(v) // go-sdk answers a method that is not a string
 		case "result", "error":
 			hasResult = true
 		case "params":
 			return members(v, func(name string, pv []byte) error {
 				if name == "name" {
-					_ = json.Unmarshal(pv, &m.tool)
+					m.tool, _ = jsonString(pv)
 				}
 				return nil
 			})

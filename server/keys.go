@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // encoding/json matches object keys to struct fields case-insensitively,
@@ -122,8 +123,8 @@ func members(data []byte, f func(name string, value []byte) error) error {
 		if end < 0 || data[i] != '"' {
 			return errParse
 		}
-		var name string
-		if json.Unmarshal(data[i:end], &name) != nil {
+		name, ok := jsonString(data[i:end])
+		if !ok {
 			return errParse
 		}
 		i = skipSpace(data, end)
@@ -140,6 +141,19 @@ func members(data []byte, f func(name string, value []byte) error) error {
 		}
 		i = vend
 	}
+}
+
+// jsonString returns the JSON string raw decoded; ok is false when raw is
+// not a string. Strings without escapes (nearly all names) are sliced,
+// not decoded.
+func jsonString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // elements calls f with each element of the JSON array data, like members.

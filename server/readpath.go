@@ -35,15 +35,86 @@ import (
 // go-sdk with the body untouched, so every error still comes from one
 // place.
 
-// fastReadRequest is what the fast path needs of a resources/read.
+// fastReadRequest is what the fast path needs of a resources/read: the
+// raw id, the URI, and the raw values of the _meta members go-sdk checks.
 type fastReadRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
-		URI  string                     `json:"uri"`
-		Meta map[string]json.RawMessage `json:"_meta"`
-	} `json:"params"`
+	ID                 json.RawMessage
+	URI                string
+	HasMeta            bool
+	ProtocolVersion    []byte // raw JSON, nil when absent
+	ClientInfo         []byte
+	ClientCapabilities []byte
+	LogLevel           []byte
+}
+
+// parseFastRead reads body, a single request whose envelope was checked
+// (one valid JSON value, members at the top level unique), for the fast
+// path. It accepts only the plainest form: jsonrpc exactly "2.0", params
+// holding nothing but uri (a string without escapes) and _meta, and no
+// member of params or _meta twice. Anything else reports false and goes to
+// go-sdk, which is never wrong.
+func parseFastRead(body []byte) (req fastReadRequest, ok bool) {
+	var rpcOK, paramsOK bool
+	err := members(body, func(name string, v []byte) error {
+		switch name {
+		case "jsonrpc":
+			rpcOK = string(v) == `"2.0"`
+		case "id":
+			req.ID = v
+		case "method":
+		case "params":
+			paramsOK = parseFastParams(v, &req)
+		default:
+			return errParse
+		}
+		return nil
+	})
+	return req, err == nil && rpcOK && paramsOK
+}
+
+func parseFastParams(v []byte, req *fastReadRequest) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	var haveURI bool
+	err := members(v, func(name string, pv []byte) error {
+		switch name {
+		case "uri":
+			if haveURI || len(pv) < 2 || pv[0] != '"' || bytes.IndexByte(pv, '\\') >= 0 {
+				return errParse
+			}
+			haveURI, req.URI = true, string(pv[1:len(pv)-1])
+		case "_meta":
+			if req.HasMeta || len(pv) == 0 || pv[0] != '{' {
+				return errParse
+			}
+			req.HasMeta = true
+			return members(pv, func(mn string, mv []byte) error {
+				var slot *[]byte
+				switch mn {
+				case metaProtocolVersion:
+					slot = &req.ProtocolVersion
+				case metaClientInfo:
+					slot = &req.ClientInfo
+				case metaClientCapabilities:
+					slot = &req.ClientCapabilities
+				case metaLogLevel:
+					slot = &req.LogLevel
+				default:
+					return nil
+				}
+				if *slot != nil {
+					return errParse
+				}
+				*slot = mv
+				return nil
+			})
+		default:
+			return errParse
+		}
+		return nil
+	})
+	return err == nil && haveURI
 }
 
 const (
@@ -65,8 +136,8 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
 		return false
 	}
-	var req fastReadRequest
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || !knownParams(body) {
+	req, ok := parseFastRead(body)
+	if !ok {
 		return false
 	}
 	version := r.Header.Get("MCP-Protocol-Version")
@@ -78,7 +149,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 		}
 		modern = true
 	case "2025-11-25":
-		if _, ok := req.Params.Meta[metaProtocolVersion]; ok {
+		if req.ProtocolVersion != nil {
 			return false // a per-request version on a legacy request: go-sdk decides
 		}
 	default:
@@ -87,7 +158,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if !p.Has(auth.ScopeRead) {
 		return false
 	}
-	raw := req.Params.URI
+	raw := req.URI
 	scheme, ok := uri.SplitScheme(raw)
 	if !ok || s.schemes[scheme] == nil {
 		return false
@@ -119,55 +190,28 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 // modernMetaOK repeats go-sdk's checks of a 2026-07-28 request: headers
 // that match the body, and a well-formed _meta triple.
 func (s *Server) modernMetaOK(r *http.Request, req *fastReadRequest) bool {
-	var v string
-	if json.Unmarshal(req.Params.Meta[metaProtocolVersion], &v) != nil || v != "2026-07-28" {
+	if string(req.ProtocolVersion) != `"2026-07-28"` || req.ClientCapabilities == nil || req.ClientCapabilities[0] != '{' {
 		return false
 	}
-	if r.Header.Get("Mcp-Method") != "resources/read" || r.Header.Get("Mcp-Name") != req.Params.URI || req.Params.URI == "" {
+	if r.Header.Get("Mcp-Method") != "resources/read" || r.Header.Get("Mcp-Name") != req.URI || req.URI == "" {
 		return false
 	}
-	var caps map[string]json.RawMessage
-	if json.Unmarshal(req.Params.Meta[metaClientCapabilities], &caps) != nil || caps == nil {
-		return false
-	}
-	if ci, ok := req.Params.Meta[metaClientInfo]; ok {
+	if req.ClientInfo != nil {
 		var impl struct {
 			Name    string `json:"name"`
 			Version string `json:"version"`
 		}
-		if json.Unmarshal(ci, &impl) != nil {
+		if json.Unmarshal(req.ClientInfo, &impl) != nil {
 			return false
 		}
 	}
-	if lv, ok := req.Params.Meta[metaLogLevel]; ok {
+	if req.LogLevel != nil {
 		var level string
-		if json.Unmarshal(lv, &level) != nil {
+		if json.Unmarshal(req.LogLevel, &level) != nil {
 			return false
 		}
 	}
 	return true
-}
-
-// knownParams reports whether params holds nothing but uri and _meta, and
-// the message nothing but jsonrpc, id, method and params.
-func knownParams(body []byte) bool {
-	ok := true
-	_ = members(body, func(name string, v []byte) error {
-		switch name {
-		case "jsonrpc", "id", "method":
-		case "params":
-			_ = members(v, func(pn string, _ []byte) error {
-				if pn != "uri" && pn != "_meta" {
-					ok = false
-				}
-				return nil
-			})
-		default:
-			ok = false
-		}
-		return nil
-	})
-	return ok
 }
 
 // acceptsBoth is go-sdk's stateless Accept rule: both application/json and

@@ -140,6 +140,25 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 		}
 		p, _ := json.Marshal(params)
 		body := []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":` + string(p) + `}`)
+		if rng.IntN(4) == 0 {
+			// Unusual spellings of a read: each is either served by the
+			// fast path exactly as go-sdk would, or left to go-sdk.
+			q, _ := json.Marshal(u)
+			m := `{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{}}`
+			body = []byte(pick([]string{
+				`{"jsonrpc":"2\u002e0","id":` + id + `,"method":"resources/read","params":{"uri":` + string(q) + `,"_meta":` + m + `}}`,
+				`{"method":"resources/read","params":{"_meta":` + m + `,"uri":` + string(q) + `},"id":` + id + `,"jsonrpc":"2.0"}`,
+				" \n{ \"jsonrpc\" : \"2.0\" , \"id\" : " + id + " , \"method\" : \"resources/read\" , \"params\" : { \"uri\" : " + string(q) + " , \"_meta\" : " + m + " } }\n",
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":` + strings.ReplaceAll(string(q), "/", `\/`) + `,"_meta":` + m + `}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":"x","uri":` + string(q) + `,"_meta":` + m + `}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"URI":` + string(q) + `,"_meta":` + m + `}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":` + string(q) + `,"_meta":null}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":null}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":` + string(q) + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaProtocolVersion + `":"2025-11-25","` + metaClientCapabilities + `":{}}}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":` + string(q) + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":[],"` + metaClientInfo + `":{"name":1}}}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{"uri":` + string(q) + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{},"` + metaLogLevel + `":"debug","other":1}}}`,
+			}))
+		}
 		hdr := http.Header{}
 		hdr.Set("Content-Type", "application/json")
 		hdr.Set("Accept", "application/json, text/event-stream")
