@@ -2,10 +2,13 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +54,9 @@ type jwksSource struct {
 	attempted bool      // a fetch has completed, successfully or not
 	healthy   bool      // the most recent fetch succeeded
 	lastErr   error     // the most recent fetch error, when !healthy
+	keys      string    // fingerprint of the stored key set
+	keysSeen  bool      // a key set was stored
+	onChange  func()    // called when a fetch stores a different key set
 }
 
 // flight is one unknown-kid fetch; err is set before done is closed.
@@ -282,7 +288,32 @@ type recordingStorage struct {
 func (s recordingStorage) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
 	err := s.Storage.KeyReplaceAll(ctx, given)
 	if err == nil {
+		s.src.recordKeys(given)
 		s.src.recordFetch(nil)
 	}
 	return err
+}
+
+// recordKeys notes the key set a fetch stored and, when it is not the set
+// stored before, calls onChange (the JWT clears its token cache, so that a
+// removed key stops admitting the tokens it signed at once).
+func (s *jwksSource) recordKeys(keys []jwkset.JWK) {
+	fps := make([]string, 0, len(keys))
+	for _, k := range keys {
+		b, err := json.Marshal(k.Marshal())
+		if err != nil {
+			b = []byte(err.Error()) // unique enough to count as a change
+		}
+		fps = append(fps, string(b))
+	}
+	slices.Sort(fps)
+	fp := strings.Join(fps, "\n")
+	s.mu.Lock()
+	changed := s.keysSeen && fp != s.keys
+	s.keys, s.keysSeen = fp, true
+	onChange := s.onChange
+	s.mu.Unlock()
+	if changed && onChange != nil {
+		onChange()
+	}
 }

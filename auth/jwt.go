@@ -84,6 +84,13 @@ type JWTOptions struct {
 	MaxTokenBytes int
 	// Logger receives JWKS fetch failures and recoveries; nil means silent.
 	Logger *slog.Logger
+	// TokenCache is how long the principal of a token that verified is
+	// remembered, never beyond the token's exp (cache.go says what that
+	// changes). Default DefaultTokenCache, at most 10m; negative: off.
+	TokenCache time.Duration
+	// Now is the clock of exp, nbf and iat checks and of the token cache;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // JWT verifies bearer JWTs. It is safe for concurrent use.
@@ -95,6 +102,8 @@ type JWT struct {
 	hmacSecret    []byte
 	publicKeys    []crypto.PublicKey
 	jwks          *jwksSource
+	now           func() time.Time
+	cache         *tokenCache // nil: off
 }
 
 var _ Authenticator = (*JWT)(nil)
@@ -116,8 +125,13 @@ func NewJWT(ctx context.Context, o JWTOptions) (*JWT, error) {
 		maxTokenBytes: o.MaxTokenBytes,
 		hmacSecret:    slices.Clone(o.HMACSecret),
 		publicKeys:    slices.Clone(o.PublicKeys),
+		now:           o.Now,
+	}
+	if o.TokenCache > 0 {
+		j.cache = newTokenCache(o.TokenCache, tokenCacheEntries)
 	}
 	opts := []jwt.ParserOption{
+		jwt.WithTimeFunc(o.Now),
 		jwt.WithValidMethods(j.algorithms),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(o.Leeway),
@@ -139,6 +153,11 @@ func NewJWT(ctx context.Context, o JWTOptions) (*JWT, error) {
 			return nil, fmt.Errorf("auth: fetching auth.jwksURL: %w", err)
 		}
 		j.jwks = src
+		if j.cache != nil {
+			src.mu.Lock()
+			src.onChange = j.cache.clear
+			src.mu.Unlock()
+		}
 	}
 	return j, nil
 }
@@ -165,6 +184,12 @@ func (o *JWTOptions) setDefaults() error {
 	}
 	if o.MaxTokenBytes == 0 {
 		o.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if o.TokenCache == 0 {
+		o.TokenCache = DefaultTokenCache
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 
 	var hmacAlgs, asymAlgs []string
@@ -236,6 +261,9 @@ func (o *JWTOptions) setDefaults() error {
 	}
 	if o.MaxTokenBytes < 0 {
 		bad("maxTokenBytes", "must not be negative")
+	}
+	if o.TokenCache > maxTokenCache {
+		bad("tokenCache", "must be at most %s, got %s", maxTokenCache, o.TokenCache)
 	}
 	if o.JWKSURL != "" {
 		if err := checkJWKSURL(o.JWKSURL); err != nil {
@@ -339,6 +367,12 @@ func (j *JWT) Verify(ctx context.Context, token string) (Principal, error) {
 	if len(token) > j.maxTokenBytes {
 		return Principal{}, unauthenticated(reasonTooLarge, "token of %d bytes exceeds %d", len(token), j.maxTokenBytes)
 	}
+	now := j.now()
+	if j.cache != nil {
+		if p, ok := j.cache.get(token, now); ok {
+			return p, nil
+		}
+	}
 	if err := j.checkHeader(token); err != nil {
 		return Principal{}, err
 	}
@@ -347,7 +381,13 @@ func (j *JWT) Verify(ctx context.Context, token string) (Principal, error) {
 	if err != nil {
 		return Principal{}, classify(err, claims)
 	}
-	return j.principal(claims)
+	p, err := j.principal(claims)
+	if err == nil && j.cache != nil {
+		if exp, _ := claims.GetExpirationTime(); exp != nil {
+			j.cache.put(token, p, now, exp.Time)
+		}
+	}
+	return p, err
 }
 
 // checkHeader rejects tokens that are not three segments or whose alg is

@@ -155,6 +155,10 @@ type Auth struct {
 	JWKSURL string `yaml:"jwksURL"`
 	// JWKSRefresh is how often the JWKS is fetched again.
 	JWKSRefresh Duration `yaml:"jwksRefresh"`
+	// TokenCache is how long a token that verified is remembered (never
+	// beyond its exp), so later requests with it skip verification. Unset:
+	// 1m; 0s: off; at most 10m.
+	TokenCache *Duration `yaml:"tokenCache"`
 	// AuthorizationServers are advertised in the RFC 9728 metadata.
 	AuthorizationServers []string `yaml:"authorizationServers"`
 	// AllowedOrigins may send browser requests (Origin header). The
@@ -314,6 +318,10 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Auth.JWKSRefresh == 0 {
 		c.Auth.JWKSRefresh = Duration(5 * time.Minute)
+	}
+	if c.Auth.TokenCache == nil {
+		d := Duration(time.Minute)
+		c.Auth.TokenCache = &d
 	}
 	if c.Schemes == nil {
 		c.Schemes = map[string]*Scheme{"search": {}, "report": {}}
@@ -482,6 +490,9 @@ func (c *Config) Validate() error {
 		}
 		if a.Leeway < 0 || a.Leeway > Duration(5*time.Minute) {
 			bad("auth.leeway", "want 0 to 5m, got %s", a.Leeway.Std())
+		}
+		if a.TokenCache != nil && (*a.TokenCache < 0 || *a.TokenCache > Duration(10*time.Minute)) {
+			bad("auth.tokenCache", "want 0s (off) to 10m, got %s", a.TokenCache.Std())
 		}
 		if a.JWKSRefresh < Duration(10*time.Second) || a.JWKSRefresh > Duration(24*time.Hour) {
 			bad("auth.jwksRefresh", "want 10s to 24h, got %s", a.JWKSRefresh.Std())

@@ -120,6 +120,7 @@ auth:
   leeway: 1h
   algorithms: [HS256, none]
   jwksRefresh: 1ms
+  tokenCache: 1h
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +132,7 @@ auth:
 		"auth.leeway: want 0 to 5m",
 		`auth.algorithms: unknown algorithm "none"`,
 		"auth.jwksRefresh: want 10s to 24h",
+		"auth.tokenCache: want 0s (off) to 10m",
 		"auth.issuer: required with publicKeyFiles or jwksURL",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -37,6 +37,12 @@ func authenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, st
 		JWKSRefresh: a.JWKSRefresh.Std(),
 		Logger:      log,
 	}
+	if a.TokenCache != nil {
+		o.TokenCache = a.TokenCache.Std()
+		if o.TokenCache == 0 {
+			o.TokenCache = -1 // off
+		}
+	}
 	switch {
 	case a.JWKSURL != "" || len(a.PublicKeyFiles) > 0:
 		if len(a.PublicKeyFiles) > 0 {
