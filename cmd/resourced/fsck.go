@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store/boltstore"
 )
 
 // fsck verifies the bbolt file of a stopped server: bbolt's own
-// consistency check, and every record's size and sha256 against its body.
+// consistency check, every record's size and sha256 against its body, its
+// indexes and usage, and every stored encoded form against its body.
 //
 //	resourced fsck [--config FILE] [--data-dir DIR]
 func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -37,7 +39,7 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w (is a server still running on this file?)", err)
 	}
 	defer st.Close()
-	if err := st.Check(); err != nil {
+	if err := st.CheckEncoded(server.VerifyEncoded); err != nil {
 		return fmt.Errorf("%s is damaged: %w", file, err)
 	}
 	fmt.Fprintf(stdout, "%s: consistent\n", file)

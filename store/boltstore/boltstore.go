@@ -1128,7 +1128,13 @@ func (s *Store) Close() error {
 // index holds exactly the objects with an expiry, each under its expiry,
 // and that the usage bucket holds each tenant's sum of sizes and count of
 // objects. It returns the first problem found, or nil.
-func (s *Store) Check() error {
+func (s *Store) Check() error { return s.CheckEncoded(nil) }
+
+// CheckEncoded is Check, and it also calls verify with the metadata, the
+// encoded form and the body of every record that has an encoded form
+// (store.Object.Encoded; the store cannot judge one, its writer can). A
+// verify error is reported with the record's key.
+func (s *Store) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
 		for err := range tx.Check() { // drain: the checker blocks on send
@@ -1211,8 +1217,16 @@ func (s *Store) Check() error {
 					m, err := decodeMeta(v)
 					if err == nil {
 						rec, _ := splitRecord(v)
-						if store.Sum(rec.body) != m.SHA256 {
+						switch {
+						case store.Sum(rec.body) != m.SHA256:
 							err = errors.New("body does not match its sha256")
+						case verify != nil && rec.encoded != nil:
+							if k, kerr := store.NewKey(string(tenant), string(scheme), string(p)); kerr == nil {
+								m.Key = k
+							}
+							if verr := verify(&m, rec.encoded, rec.body); verr != nil {
+								err = fmt.Errorf("encoded form: %w", verr)
+							}
 						}
 					}
 					if err != nil {

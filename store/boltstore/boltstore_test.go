@@ -638,3 +638,47 @@ func TestDeleteExpiredStaleEntries(t *testing.T) {
 		t.Errorf("Check after the sweep dropped the stale entries = %v", err)
 	}
 }
+
+func TestCheckEncoded(t *testing.T) {
+	ctx := t.Context()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	with := object(store.MustKey("t1", "report", "with"), "body", now)
+	with.Encoded = []byte("E-body")
+	without := object(store.MustKey("t1", "report", "without"), "plain", now)
+	for _, o := range []*store.Object{with, without} {
+		if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	verify := func(m *store.Meta, encoded, body []byte) error {
+		seen = append(seen, fmt.Sprintf("%s %s %s %d", m.Key, encoded, body, m.Size))
+		if string(encoded) != "E-"+string(body) {
+			return errors.New("mismatch")
+		}
+		return nil
+	}
+	if err := s.CheckEncoded(verify); err != nil {
+		t.Fatalf("CheckEncoded = %v", err)
+	}
+	if want := []string{"report://t1/with E-body body 4"}; !slices.Equal(seen, want) {
+		t.Errorf("verify saw %q, want %q (only records with an encoded form)", seen, want)
+	}
+
+	with.Encoded = []byte("E-other")
+	if _, _, err := s.Put(ctx, with, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.CheckEncoded(verify)
+	if err == nil || !strings.Contains(err.Error(), "report://t1/with") || !strings.Contains(err.Error(), "encoded form: mismatch") {
+		t.Errorf("CheckEncoded of a mismatching form = %v, want its key and the verifier's error", err)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check (no verifier) = %v, want nil", err)
+	}
+}
