@@ -109,6 +109,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // DefaultTimeout is how long Open waits for the file lock by default.
@@ -508,7 +509,7 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 		return store.Meta{}, false, fmt.Errorf("boltstore: %w", err)
 	}
 	body, encoded := obj.Body, obj.Encoded
-	return s.write(obj.Key, normalize(obj.Meta), cond, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
+	return s.write(obj.Key, metacodec.Normalize(obj.Meta), cond, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
 }
 
 // write stores at k, if cond holds, the record that encode returns for the

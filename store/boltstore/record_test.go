@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -43,7 +44,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decodeMeta(encodeRecord(%+v)) = %v", m, err)
 		}
-		if diff := cmp.Diff(normalize(m), got, cmp.AllowUnexported(store.Key{})); diff != "" {
+		if diff := cmp.Diff(metacodec.Normalize(m), got, cmp.AllowUnexported(store.Key{})); diff != "" {
 			t.Errorf("metadata round trip (-want +got):\n%s", diff)
 		}
 		if got.Expires.IsZero() != m.Expires.IsZero() {
@@ -53,16 +54,6 @@ func TestRecordRoundTrip(t *testing.T) {
 		if err != nil || string(r.body) != string(b) || string(r.encoded) != string(tc.encoded) {
 			t.Errorf("splitRecord = body %q, encoded %q, %v; want %q, %q", r.body, r.encoded, err, b, tc.encoded)
 		}
-	}
-}
-
-func TestNormalize(t *testing.T) {
-	zone := time.FixedZone("X", 3600)
-	in := store.Meta{Created: time.Date(2030, 1, 2, 3, 4, 5, 6_789_123, zone)}
-	got := normalize(in)
-	want := time.Date(2030, 1, 2, 2, 4, 5, 6_000_000, time.UTC)
-	if got.Created != want || !got.Modified.IsZero() || !got.Expires.IsZero() {
-		t.Errorf("normalize(%v) = %v, %v, %v; want %v and zero times", in.Created, got.Created, got.Modified, got.Expires, want)
 	}
 }
 

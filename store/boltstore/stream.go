@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 var _ store.Streamer = (*Store)(nil)
@@ -28,7 +29,7 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
 	}
 	defer sp.Close()
-	want := normalize(*meta)
+	want := metacodec.Normalize(*meta)
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
 	bound := headerBound(&want)
 	if sp.Size > math.MaxInt32-int64(bound) {

@@ -2,11 +2,10 @@ package s3store
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // magic starts every object this package writes: "rsd" and the format
@@ -14,33 +13,17 @@ import (
 // of a newer format; both read as corrupt.
 var magic = [4]byte{'r', 's', 'd', 1}
 
-// flagListed is bit 0 of the metadata flags byte.
-const flagListed = 1 << 0
-
 // maxHeaderLen bounds the header of a record. Metadata is small (the server
 // caps titles and descriptions at a few KiB); the bound only stops a
 // corrupt length from asking for gigabytes.
 const maxHeaderLen = 1 << 20
 
-var errCorrupt = errors.New("corrupt record")
+var errCorrupt = metacodec.ErrCorrupt
 
 // record is the decoded header of a stored object.
 type record struct {
 	meta    store.Meta // Key is left zero
 	writeID string     // random per Put attempt; tells our own write apart
-}
-
-// msUTC is the precision and zone the backend keeps times in.
-func msUTC(t time.Time) time.Time {
-	return time.UnixMilli(t.UnixMilli()).UTC()
-}
-
-// normalize returns m as it reads back after being stored.
-func normalize(m store.Meta) store.Meta {
-	m.Created = msUTC(m.Created)
-	m.Modified = msUTC(m.Modified)
-	m.Expires = msUTC(m.Expires)
-	return m
 }
 
 // encodeRecord returns the object content for r and body: magic, uvarint
@@ -52,27 +35,7 @@ func encodeRecord(r *record, body []byte) []byte {
 // encodeHeader returns the header of r's object content: magic, uvarint
 // metadata length and metadata; the body follows it.
 func encodeHeader(r *record) []byte {
-	m := &r.meta
-	strs := []string{m.MIMEType, m.SHA256, m.Title, m.Description, string(m.Visibility), r.writeID}
-	n := 1 + 4*binary.MaxVarintLen64
-	for _, s := range strs {
-		n += binary.MaxVarintLen64 + len(s)
-	}
-	meta := make([]byte, 0, n)
-	var flags byte
-	if m.Listed {
-		flags |= flagListed
-	}
-	meta = append(meta, flags)
-	meta = binary.AppendVarint(meta, m.Size)
-	meta = binary.AppendVarint(meta, m.Created.UnixMilli())
-	meta = binary.AppendVarint(meta, m.Modified.UnixMilli())
-	meta = binary.AppendVarint(meta, m.Expires.UnixMilli())
-	for _, s := range strs {
-		meta = binary.AppendUvarint(meta, uint64(len(s)))
-		meta = append(meta, s...)
-	}
-
+	meta := metacodec.Append(make([]byte, 0, metacodec.Bound(&r.meta, r.writeID)), &r.meta, r.writeID)
 	hdr := make([]byte, 0, len(magic)+binary.MaxVarintLen64+len(meta))
 	hdr = append(hdr, magic[:]...)
 	hdr = binary.AppendUvarint(hdr, uint64(len(meta)))
@@ -104,28 +67,9 @@ func decodeHeader(b []byte) (record, int, error) {
 		return record{}, 0, fmt.Errorf("%w: header of %d bytes, have %d", errCorrupt, n, len(b))
 	}
 	_, w := binary.Uvarint(b[len(magic):])
-	d := decoder{b: b[len(magic)+w : n]}
 	var r record
-	m := &r.meta
-	m.Listed = d.byte()&flagListed != 0
-	m.Size = d.varint()
-	m.Created = time.UnixMilli(d.varint()).UTC()
-	m.Modified = time.UnixMilli(d.varint()).UTC()
-	m.Expires = time.UnixMilli(d.varint()).UTC()
-	m.MIMEType = d.string()
-	m.SHA256 = d.string()
-	m.Title = d.string()
-	m.Description = d.string()
-	m.Visibility = store.Visibility(d.string())
-	r.writeID = d.string()
-	if d.err != nil {
-		return record{}, 0, d.err
-	}
-	if len(d.b) != 0 {
-		return record{}, 0, fmt.Errorf("%w: %d trailing metadata bytes", errCorrupt, len(d.b))
-	}
-	if m.Size < 0 {
-		return record{}, 0, fmt.Errorf("%w: negative size", errCorrupt)
+	if r.meta, err = metacodec.Decode(b[len(magic)+w:n], &r.writeID); err != nil {
+		return record{}, 0, err
 	}
 	return r, n, nil
 }
@@ -145,48 +89,4 @@ func decodeRecord(b []byte) (r record, body []byte, err error) {
 		return record{}, nil, fmt.Errorf("%w: body does not match its sha256", errCorrupt)
 	}
 	return r, body, nil
-}
-
-// decoder reads the metadata encoding; the first failure sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: bad %s", errCorrupt, what)
-	}
-	d.b = nil
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) < 1 {
-		d.fail("flags")
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) varint() int64 {
-	x, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("integer")
-		return 0
-	}
-	d.b = d.b[n:]
-	return x
-}
-
-func (d *decoder) string() string {
-	n, w := binary.Uvarint(d.b)
-	if w <= 0 || n > uint64(len(d.b)-w) {
-		d.fail("string")
-		return ""
-	}
-	s := string(d.b[w : w+int(n)])
-	d.b = d.b[w+int(n):]
-	return s
 }

@@ -259,6 +259,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // Defaults of Options.
@@ -828,7 +829,7 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if err != nil {
 		return store.Meta{}, false, err
 	}
-	want := normalize(obj.Meta)
+	want := metacodec.Normalize(obj.Meta)
 	want.Key = store.Key{}
 	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: memPayload(obj.Body)}
 	return w.run(ctx, cond)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 var _ store.Streamer = (*Store)(nil)
@@ -97,7 +98,7 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w", k, err)
 	}
 	defer sp.Close()
-	want := normalize(*meta)
+	want := metacodec.Normalize(*meta)
 	want.Key = store.Key{}
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
 	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: payload{r: sp.ReaderAt(), n: sp.Size}}
