@@ -11,6 +11,7 @@
 #
 # Environment (defaults in brackets):
 #   BACKEND       bbolt | s3 [bbolt]
+#   S3_READ_CACHE store.s3.readCache of the server, e.g. 0 (off) or 64MiB [the default, 64MiB]
 #   REV           what to build the server from: "worktree" (the files as they are) or a
 #                 git revision, exported with git archive (bench/ itself is copied from
 #                 the worktree) [worktree]
@@ -156,6 +157,10 @@ if [ "$BACKEND" = s3 ]; then
     region: ${AWS_REGION:-us-east-1}
     endpoint: $RESOURCED_TEST_S3_ENDPOINT
     pathStyle: true"
+	if [ -n "${S3_READ_CACHE:-}" ]; then
+		STORE_YAML="$STORE_YAML
+    readCache: $S3_READ_CACHE"
+	fi
 fi
 
 # The config: loopback, JWT auth with the dev key the first start creates in

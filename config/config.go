@@ -119,6 +119,10 @@ type S3 struct {
 	// SpoolDir holds the temporary files of streamed uploads (unlinked at
 	// once); "" is the system's temporary directory.
 	SpoolDir string `yaml:"spoolDir"`
+	// ReadCache is the memory kept for objects read recently; a read of
+	// one still asks S3 whether it changed (If-None-Match), but gets no
+	// body back when it did not. Unset: 64MiB; 0: off.
+	ReadCache *Size `yaml:"readCache"`
 }
 
 // Bbolt configures the embedded bbolt backend.
@@ -306,6 +310,10 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Store.S3.CallTimeout == 0 {
 		c.Store.S3.CallTimeout = Duration(10 * time.Second)
+	}
+	if c.Store.S3.ReadCache == nil {
+		sz := Size(64 << 20)
+		c.Store.S3.ReadCache = &sz
 	}
 	if c.Auth.Mode == "" {
 		c.Auth.Mode = "jwt"

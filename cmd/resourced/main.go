@@ -140,6 +140,7 @@ func openStore(ctx context.Context, cfg *config.Config) (store.Backend, error) {
 		return s3store.Open(ctx, s3store.Options{
 			Bucket: s3.Bucket, Prefix: s3.Prefix, Region: s3.Region, Endpoint: s3.Endpoint,
 			PathStyle: s3.PathStyle, CallTimeout: s3.CallTimeout.Std(), SpoolDir: s3.SpoolDir,
+			ReadCache: readCache(s3),
 		})
 	case "memory":
 		return memstore.New(memstore.Options{}), nil
@@ -257,4 +258,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// readCache is the configured S3 read cache budget (Defaults sets it).
+func readCache(s3 *config.S3) int64 {
+	if s3.ReadCache == nil {
+		return 0
+	}
+	return int64(*s3.ReadCache)
 }

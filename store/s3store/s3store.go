@@ -308,6 +308,10 @@ type Options struct {
 	// SpoolDir holds the temporary files of PutStream (unlinked at once);
 	// "" means os.TempDir().
 	SpoolDir string
+	// ReadCache is the byte budget of the read cache (cache.go): objects
+	// read recently are kept, and a later Get asks S3 only whether they
+	// changed. Zero: no cache. Objects over an eighth of it are not cached.
+	ReadCache int64
 
 	// wrapTransport, when set, wraps the HTTP transport; tests use it to
 	// lose responses.
@@ -336,6 +340,9 @@ func (o Options) Validate() error {
 		if msg := checkEndpoint(o.Endpoint); msg != "" {
 			bad("endpoint", "%s", msg)
 		}
+	}
+	if o.ReadCache < 0 {
+		bad("readCache", "must not be negative")
 	}
 	if o.CallTimeout < 0 {
 		bad("callTimeout", "must not be negative")
@@ -423,7 +430,8 @@ type Store struct {
 	timeout time.Duration
 	now     func() time.Time
 	closed  atomic.Bool
-	spool   string // PutStream's temporary files; "" is os.TempDir()
+	spool   string     // PutStream's temporary files; "" is os.TempDir()
+	cache   *readCache // nil: off
 
 	// sweep is where DeleteExpired continues; its mutex also makes the
 	// calls of one Store run one at a time.
@@ -490,6 +498,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		timeout: timeout,
 		now:     now,
 		spool:   opts.SpoolDir,
+		cache:   newReadCache(opts.ReadCache),
 	}, nil
 }
 
@@ -556,6 +565,12 @@ func apiError(err error) (status int, code string) {
 // servers that keep objects as files (versitygw posix, MinIO) cannot store
 // longer names (NAME_MAX).
 const maxSegmentLen = 255
+
+// isNotModified reports a 304 to a GET with If-None-Match.
+func isNotModified(err error) bool {
+	status, code := apiError(err)
+	return status == http.StatusNotModified || code == "NotModified"
+}
 
 // isMissing reports whether err says the object does not exist (or cannot,
 // because its key is too long for the server). A missing bucket is not a
@@ -697,14 +712,32 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	if len(objKey) > maxKeyLen {
 		return nil, notFound("get", k)
 	}
+	c := s.cache.get(objKey)
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
+	if c != nil {
+		in.IfNoneMatch = aws.String(c.etag)
+	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	out, err := s.client.GetObject(cctx, &s3.GetObjectInput{
-		Bucket: aws.String(s.bucket),
-		Key:    aws.String(objKey),
-	})
+	out, err := s.client.GetObject(cctx, in)
+	if c != nil && err != nil && isConflict(err) && !isMissing(err) {
+		// A server that answers a matching If-None-Match on a GET with
+		// 412 (as it would on a PUT) instead of 304: ask again without.
+		s.cache.remove(objKey)
+		c, in.IfNoneMatch = nil, nil
+		out, err = s.client.GetObject(cctx, in)
+	}
 	if err != nil {
-		if isMissing(err) {
+		switch {
+		case c != nil && isNotModified(err):
+			if c.rec.meta.Expired(s.now()) {
+				return nil, notFound("get", k)
+			}
+			m := c.rec.meta
+			m.Key = k
+			return &store.Object{Meta: m, Body: bytes.Clone(c.body)}, nil
+		case isMissing(err):
+			s.cache.remove(objKey)
 			return nil, notFound("get", k)
 		}
 		return nil, s.fail(ctx, "get", k, err)
@@ -716,13 +749,18 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	}
 	rec, body, err := decodeRecord(buf)
 	if err != nil {
+		s.cache.remove(objKey)
 		return nil, fmt.Errorf("s3store: get %s: %w", k, err)
+	}
+	if s.cache != nil {
+		s.cache.put(&cached{key: objKey, etag: aws.ToString(out.ETag), rec: rec, body: body})
+		body = bytes.Clone(body) // the cache keeps buf's
 	}
 	if rec.meta.Expired(s.now()) {
 		return nil, notFound("get", k)
 	}
 	rec.meta.Key = k
-	// body is a fresh buffer's tail: the caller owns it.
+	// body is the caller's: a fresh buffer's tail, or a copy of it.
 	return &store.Object{Meta: rec.meta, Body: body}, nil
 }
 

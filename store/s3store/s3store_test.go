@@ -26,7 +26,7 @@ import (
 // environment, or skips the test when there is none (fails under
 // RESOURCED_REQUIRE_S3=1). Credentials come from AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY through the standard chain.
-func serverOptions(t *testing.T) Options {
+func serverOptions(t testing.TB) Options {
 	t.Helper()
 	endpoint := os.Getenv("RESOURCED_TEST_S3_ENDPOINT")
 	if endpoint == "" {
@@ -50,7 +50,7 @@ func serverOptions(t *testing.T) Options {
 }
 
 // uniquePrefix returns a key prefix no other test uses.
-func uniquePrefix(t *testing.T) string {
+func uniquePrefix(t testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := strings.Map(func(r rune) rune {
@@ -81,7 +81,7 @@ func openTest(t *testing.T, opts Options) *Store {
 	return s
 }
 
-func removeAll(ctx context.Context, t *testing.T, s *Store) {
+func removeAll(ctx context.Context, t testing.TB, s *Store) {
 	var token *string
 	for {
 		out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{

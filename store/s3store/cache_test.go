@@ -1,0 +1,210 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/storetest"
+)
+
+func TestReadCacheLRU(t *testing.T) {
+	c := newReadCache(8 * 1000)
+	entry := func(key string, n int) *cached {
+		return &cached{key: key, etag: `"` + key + `"`, body: bytes.Repeat([]byte("x"), n)}
+	}
+	c.put(entry("a", 500))
+	c.put(entry("b", 500))
+	c.put(entry("big", 1000)) // over an eighth of the budget (with overhead): not cached
+	if c.get("big") != nil {
+		t.Error("an object over the entry bound was cached")
+	}
+	c.put(&cached{key: "noetag", body: []byte("x")})
+	if c.get("noetag") != nil {
+		t.Error("an object without an ETag was cached")
+	}
+	// Fill past the budget: the least recently used go first ("a" was
+	// used after "b", so "b" goes).
+	c.get("a")
+	for i := range 12 {
+		c.put(entry("f"+string(rune('a'+i)), 500))
+		if n, used := c.stats(); used > c.max {
+			t.Fatalf("%d objects use %d bytes, over the budget %d", n, used, c.max)
+		}
+	}
+	if c.get("b") != nil {
+		t.Error("the least recently used object survived eviction")
+	}
+	// A replacement is accounted once.
+	c.put(entry("fl", 100))
+	c.put(entry("fl", 200))
+	n, used := c.stats()
+	var sum int64
+	for _, e := range c.m {
+		sum += e.Value.(*cached).size()
+	}
+	if sum != used || n != len(c.m) {
+		t.Errorf("stats = %d objects, %d bytes; the entries hold %d, %d", n, used, len(c.m), sum)
+	}
+	c.remove("fl")
+	if c.get("fl") != nil {
+		t.Error("remove left the object")
+	}
+	var nilCache *readCache
+	nilCache.put(entry("x", 1))
+	if nilCache.get("x") != nil || newReadCache(0) != nil {
+		t.Error("a zero budget should mean no cache")
+	}
+}
+
+func TestConformanceWithReadCache(t *testing.T) {
+	base := serverOptions(t)
+	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Backend {
+		opts := base
+		opts.Prefix = uniquePrefix(t)
+		opts.Now = now
+		opts.ReadCache = 1 << 20
+		return openTest(t, opts)
+	})
+}
+
+// statusCounter counts the responses to GETs by status.
+type statusCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    map[int]int
+}
+
+func (c *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil && req.Method == http.MethodGet && !strings.Contains(req.URL.RawQuery, "list-type") {
+		c.mu.Lock()
+		c.n[resp.StatusCode]++
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (c *statusCounter) take() map[int]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[int]int{}
+	return n
+}
+
+// TestReadCacheScaleOut: an instance that caches never serves what
+// another instance replaced or deleted, and answers unchanged objects
+// from the cache after a 304.
+func TestReadCacheScaleOut(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "") // the SDK adds a CA bundle only to its own client
+	base := serverOptions(t)
+	base.Prefix = uniquePrefix(t)
+	counter := &statusCounter{n: map[int]int{}}
+	cachedOpts := base
+	cachedOpts.ReadCache = 1 << 20
+	cachedOpts.wrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	a := openTest(t, cachedOpts) // reads, with a cache
+	b := openTest(t, base)       // writes, another instance
+	ctx := t.Context()
+	k := store.MustKey("t1", "report", "shared")
+	put := func(body string) {
+		t.Helper()
+		now := time.Now()
+		o := &store.Object{Meta: store.Meta{Key: k, MIMEType: "text/plain", Size: int64(len(body)), SHA256: store.Sum([]byte(body)),
+			Created: now, Modified: now, Visibility: store.Private}, Body: []byte(body)}
+		if _, _, err := b.Put(ctx, o, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(body string, statuses map[int]int) {
+		t.Helper()
+		o, err := a.Get(ctx, k)
+		if err != nil || string(o.Body) != body || o.SHA256 != store.Sum([]byte(body)) {
+			t.Fatalf("Get = %v, %v; want %q", o, err, body)
+		}
+		if got := counter.take(); !equalCounts(got, statuses) {
+			t.Fatalf("GET statuses %v, want %v", got, statuses)
+		}
+		o.Body[0] = '!' // the caller's copy, not the cache's
+	}
+	put("first")
+	want("first", map[int]int{200: 1})
+	want("first", map[int]int{304: 1})
+	want("first", map[int]int{304: 1})
+	put("second") // same length, new body
+	want("second", map[int]int{200: 1})
+	want("second", map[int]int{304: 1})
+	put("second") // same body, a new write: a new ETag
+	want("second", map[int]int{200: 1})
+
+	if err := b.Delete(ctx, k, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get after another instance deleted = %v, want ErrNotFound", err)
+	}
+	if n, _ := a.cache.stats(); n != 0 {
+		t.Errorf("the deleted object is still cached (%d objects)", n)
+	}
+	counter.take()
+	put("third")
+	want("third", map[int]int{200: 1})
+	want("third", map[int]int{304: 1})
+}
+
+func equalCounts(a, b map[int]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// BenchmarkGet measures one Get of a 256 KiB object from the S3 server,
+// without and with the read cache (a conditional GET answered 304).
+func BenchmarkGet(b *testing.B) {
+	opts := serverOptions(b)
+	for _, cache := range []int64{0, 64 << 20} {
+		name := "nocache"
+		if cache > 0 {
+			name = "cache"
+		}
+		b.Run(name+"/256KiB", func(b *testing.B) {
+			o := opts
+			o.Prefix = uniquePrefix(b)
+			o.ReadCache = cache
+			s, err := Open(b.Context(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			defer removeAll(context.Background(), b, s)
+			k := store.MustKey("t1", "report", "bench")
+			body := bytes.Repeat([]byte("0123456789abcdef"), 16<<10)
+			now := time.Now()
+			obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: "text/plain", Size: int64(len(body)), SHA256: store.Sum(body),
+				Created: now, Modified: now, Visibility: store.Private}, Body: body}
+			if _, _, err := s.Put(b.Context(), obj, store.Cond{}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Get(b.Context(), k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
