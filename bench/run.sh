@@ -174,16 +174,29 @@ $STORE_YAML
 EOF
 URL="http://127.0.0.1:$PORT/mcp"
 
+# ready reports whether the server answers GET /readyz with 200 (bash's
+# /dev/tcp: no curl needed).
+ready() {
+	local status
+	{ exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
+	printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$PORT" >&3
+	IFS= read -r -t 5 status <&3 || status=""
+	exec 3<&- 3>&-
+	[[ $status == *" 200 "* ]]
+}
+
 start_server() {
 	: >"$WORK/server.log"
 	"$SERVER" serve --config "$WORK/resourced.yaml" >>"$WORK/server.stdout" 2>"$WORK/server.log" &
 	SERVER_PID=$!
+	# Ready when /readyz answers 200 (the log says "listening" only at
+	# LOG_LEVEL info or debug).
 	for _ in $(seq 1 300); do
-		grep -q '"msg":"listening"' "$WORK/server.log" 2>/dev/null && break
-		kill -0 "$SERVER_PID" 2>/dev/null || die "resourced exited before listening"
+		ready && return 0
+		kill -0 "$SERVER_PID" 2>/dev/null || die "resourced exited before it was ready"
 		sleep 0.1
 	done
-	grep -q '"msg":"listening"' "$WORK/server.log" || die "resourced did not log 'listening' within 30 s"
+	die "resourced did not answer /readyz within 30 s"
 }
 
 log "starting resourced ($BACKEND) on 127.0.0.1:$PORT"

@@ -124,10 +124,13 @@ func loadFile(path string, getenv func(string) string) (*config.Config, error) {
 	return cfg, nil
 }
 
-func newLogger(w io.Writer, level string) *slog.Logger {
+// newLogger returns a JSON logger at level writing to w through a
+// logWriter (logwriter.go); the caller flushes it before it returns.
+func newLogger(w io.Writer, level string) (*slog.Logger, *logWriter) {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	lw := newLogWriter(w, logFlushDelay)
+	return slog.New(flushingHandler{slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: l}), lw}), lw
 }
 
 // openStore is the one place that knows every backend.
@@ -174,7 +177,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, cfg.LogLevel)
+	log, logw := newLogger(stderr, cfg.LogLevel)
+	defer logw.Flush()
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
