@@ -13,6 +13,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/uri"
@@ -136,6 +138,9 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
 		return false
 	}
+	if !shallow(body, maxFastDepth) {
+		return false
+	}
 	req, ok := parseFastRead(body)
 	if !ok {
 		return false
@@ -188,27 +193,71 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 }
 
 // modernMetaOK repeats go-sdk's checks of a 2026-07-28 request: headers
-// that match the body, and a well-formed _meta triple.
+// that match the body, and a well-formed _meta triple. It is stricter than
+// go-sdk where that is simpler: a clientCapabilities member that is not an
+// object, a clientInfo member that is not a string, a logLevel that is not
+// a string all go to go-sdk, which decides.
 func (s *Server) modernMetaOK(r *http.Request, req *fastReadRequest) bool {
-	if string(req.ProtocolVersion) != `"2026-07-28"` || req.ClientCapabilities == nil || req.ClientCapabilities[0] != '{' {
+	if string(req.ProtocolVersion) != `"2026-07-28"` || !objectOf(req.ClientCapabilities, '{') {
 		return false
 	}
 	if r.Header.Get("Mcp-Method") != "resources/read" || r.Header.Get("Mcp-Name") != req.URI || req.URI == "" {
 		return false
 	}
-	if req.ClientInfo != nil {
-		var impl struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		}
-		if json.Unmarshal(req.ClientInfo, &impl) != nil {
+	if string(req.ClientCapabilities) != "{}" {
+		var caps mcp.ClientCapabilities
+		if json.Unmarshal(req.ClientCapabilities, &caps) != nil {
 			return false
 		}
 	}
-	if req.LogLevel != nil {
-		var level string
-		if json.Unmarshal(req.LogLevel, &level) != nil {
-			return false
+	if req.ClientInfo != nil && !objectOf(req.ClientInfo, '"') {
+		return false
+	}
+	if req.LogLevel != nil && req.LogLevel[0] != '"' {
+		return false
+	}
+	return true
+}
+
+// objectOf reports whether v is a JSON object whose member values all
+// start with first ('{': objects, '"': strings).
+func objectOf(v []byte, first byte) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	ok := true
+	err := members(v, func(_ string, mv []byte) error {
+		if len(mv) == 0 || mv[0] != first {
+			ok = false
+		}
+		return nil
+	})
+	return err == nil && ok
+}
+
+// maxFastDepth is the deepest nesting of arrays and objects the fast path
+// takes; go-sdk refuses bodies nested deeper than 1000, encoding/json
+// (the envelope check) only beyond 10000.
+const maxFastDepth = 64
+
+// shallow reports whether body nests arrays and objects at most max deep.
+// body is valid JSON.
+func shallow(body []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				if body[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			if depth++; depth > max {
+				return false
+			}
+		case '}', ']':
+			depth--
 		}
 	}
 	return true
@@ -370,10 +419,19 @@ func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []b
 
 // appendID appends a request's id as go-sdk writes it back: a string id
 // holding escapes or non-ASCII text is decoded and encoded again as
-// encoding/json does without HTML escaping ("a\u0062c" becomes "abc");
-// numbers and other strings are copied as they came.
+// encoding/json does without HTML escaping ("a\u0062c" becomes "abc"), an
+// integer is written in its shortest form (-0 becomes 0), other strings are
+// copied as they came.
 func appendID(dst []byte, id json.RawMessage) []byte {
-	if len(id) == 0 || id[0] != '"' || bytes.IndexByte(id, '\\') < 0 && isASCII(id) {
+	if len(id) > 0 && id[0] != '"' {
+		// An integer (the envelope allows no other number): go-sdk reads it
+		// as a float64 and writes it back, so -0 becomes 0.
+		if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
+			return strconv.AppendInt(dst, n, 10)
+		}
+		return append(dst, id...)
+	}
+	if len(id) == 0 || bytes.IndexByte(id, '\\') < 0 && isASCII(id) {
 		return append(dst, id...)
 	}
 	var s string
@@ -444,20 +502,18 @@ func plain8[T string | []byte](s T) bool {
 	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
 }
 
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it. s is valid UTF-8 (bodies are checked, URIs and media types
-// are ASCII by their grammars).
+// appendJSONString appends s as a JSON string, escaped exactly as
+// encoding/json escapes it.
 func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	dst = appendEscaped(dst, s)
 	return append(dst, '"')
 }
 
-// appendEscaped appends the inside of s as a JSON string: quotes,
-// backslashes, control characters, <, >, &, U+2028 and U+2029 escaped as
-// encoding/json escapes them, runs of other bytes copied at once. s is
-// valid UTF-8, so a byte of a multi-byte sequence needs no escaping unless
-// it starts U+2028 or U+2029 (E2 80 A8, E2 80 A9).
+// appendEscaped appends the inside of s as a JSON string, as encoding/json
+// writes it: quotes, backslashes, control characters, <, >, &, U+2028 and
+// U+2029 escaped, each byte of invalid UTF-8 written as \ufffd, runs of
+// other bytes copied at once.
 func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
@@ -470,15 +526,21 @@ func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 		}
 		c := s[i]
 		if c >= utf8.RuneSelf {
-			if c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
+			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+			switch {
+			case r == utf8.RuneError && size == 1:
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
 				dst = append(dst, s[start:i]...)
 				dst = append(dst, `\u202`...)
-				dst = append(dst, hexDigits[s[i+2]&0xf])
-				i += 3
-				start = i
+				dst = append(dst, hexDigits[r&0xf])
+			default:
+				i += size
 				continue
 			}
-			i++
+			i += size
+			start = i
 			continue
 		}
 		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {

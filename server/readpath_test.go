@@ -37,6 +37,119 @@ func (headerAuth) Authenticate(r *http.Request) (auth.Principal, error) {
 // hiddenViewer hides a backend's store.EncodedViewer.
 type hiddenViewer struct{ store.Backend }
 
+// serverPair starts two servers on st and clock, the fast read path on and
+// off, and returns the first and both URLs.
+func serverPair(t *testing.T, st store.Backend, clock func() time.Time) (fastSrv *Server, fast, sdk string) {
+	t.Helper()
+	schemes := []Scheme{
+		{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
+		{Name: "report", Kind: KindReport, TTL: 0, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
+	}
+	start := func(noFast bool) (*Server, string) {
+		s, err := New(Options{Store: st, Schemes: schemes, Auth: headerAuth{}, Now: clock, BaseURL: "http://127.0.0.1", Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.noFastRead = noFast
+		ts := httptest.NewServer(s)
+		t.Cleanup(ts.Close)
+		return s, ts.URL
+	}
+	fastSrv, fast = start(false)
+	_, sdk = start(true)
+	return fastSrv, fast, sdk
+}
+
+// readHeaders are the headers of a read by a well-behaved client.
+func readHeaders(version, uri string) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("MCP-Protocol-Version", version)
+	if version == "2026-07-28" {
+		h.Set("Mcp-Method", "resources/read")
+		h.Set("Mcp-Name", uri)
+	}
+	return h
+}
+
+// sameAnswer posts body to both servers and fails unless status and bytes
+// agree (go-sdk ends its responses with a newline, the fast path not).
+func sameAnswer(t *testing.T, what, fast, sdk string, hdr http.Header, body []byte) {
+	t.Helper()
+	fs, _, fb := post(t, fast, hdr, body)
+	ss, _, sb := post(t, sdk, hdr, body)
+	if fs != ss || !bytes.Equal(bytes.TrimSuffix(fb, []byte("\n")), bytes.TrimSuffix(sb, []byte("\n"))) {
+		t.Errorf("%s:\nfast: %d %.400s\nsdk:  %d %.400s", what, fs, fb, ss, sb)
+	}
+}
+
+// TestFastReadEdgeCases: requests and stored objects where a fast path is
+// easily wrong, each answered as go-sdk answers it.
+func TestFastReadEdgeCases(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	for _, hide := range []bool{false, true} {
+		mem := memstore.New(memstore.Options{Now: clock})
+		var st store.Backend = mem
+		if hide {
+			st = hiddenViewer{mem}
+		}
+		fastSrv, fast, sdk := serverPair(t, st, clock)
+		put := func(path, mimeType string, body []byte) string {
+			k := store.MustKey("t1", "report", path)
+			obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
+				Created: now, Modified: now, Visibility: store.Private}, Body: body, Encoded: fastSrv.encodeForStore(mimeType, body)}
+			if _, _, err := st.Put(t.Context(), obj, store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			return k.String()
+		}
+		u := put("x", "text/plain", []byte("hello"))
+		read := func(version, id, meta string) []byte {
+			params := `{"uri":"` + u + `"`
+			if meta != "" {
+				params += `,"_meta":{` + meta + `}`
+			}
+			return []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":` + params + `}}`)
+		}
+		modern := `"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":`
+		deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
+		for name, c := range map[string]struct{ version, body string }{
+			"id -0":                     {"2025-11-25", string(read("2025-11-25", "-0", ""))},
+			"id invalid UTF-8":          {"2025-11-25", string(read("2025-11-25", "\"a\xffb\"", ""))},
+			"clientInfo null":           {"2026-07-28", string(read("", "1", modern+`{},"`+metaClientInfo+`":null`))},
+			"clientInfo name a number":  {"2026-07-28", string(read("", "1", modern+`{},"`+metaClientInfo+`":{"name":1}`))},
+			"capabilities roots 5":      {"2026-07-28", string(read("", "1", modern+`{"roots":5}`))},
+			"capabilities experimental": {"2026-07-28", string(read("", "1", modern+`{"experimental":1}`))},
+			"capabilities roots object": {"2026-07-28", string(read("", "1", modern+`{"roots":{"listChanged":true},"sampling":{}}`))},
+			"capabilities bad bool":     {"2026-07-28", string(read("", "1", modern+`{"roots":{"listChanged":"yes"}}`))},
+			"logLevel a number":         {"2026-07-28", string(read("", "1", modern+`{},"`+metaLogLevel+`":3`))},
+			"deep _meta, 2026-07-28":    {"2026-07-28", string(read("", "1", modern+`{},"x":`+deep))},
+			"deep _meta, 2025-11-25":    {"2025-11-25", string(read("", "1", `"x":`+deep))},
+			"method escaped":            {"2025-11-25", strings.Replace(string(read("", "1", "")), "resources/read", `resources\/read`, 1)},
+		} {
+			sameAnswer(t, fmt.Sprintf("%s (viewer hidden %v)", name, hide), fast, sdk, readHeaders(c.version, u), []byte(c.body))
+		}
+
+		// Stored objects: a media type with invalid UTF-8 (uploads accept
+		// one in a quoted parameter), and bodies whose runes and escapes
+		// sit on both sides of the streaming path's 16 KiB chunk ends.
+		paths := []string{put("badmime", "text/plain; x=\"a\xffb\"", []byte("body"))}
+		for ri, r := range []string{"é", "日", "😀", "\u2028", "<", "\x01"} {
+			for off := 16<<10 - 5; off <= 16<<10+1; off++ {
+				b := append(bytes.Repeat([]byte("a"), off), r...)
+				b = append(b, strings.Repeat(r+"b", 9000)...)
+				paths = append(paths, put(fmt.Sprintf("chunks/%d/%d", ri, off), "text/plain", b))
+			}
+		}
+		for _, p := range paths {
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + p + `"}}`)
+			sameAnswer(t, fmt.Sprintf("read of %s (viewer hidden %v)", p, hide), fast, sdk, readHeaders("2025-11-25", p), body)
+		}
+	}
+}
+
 // TestFastReadMatchesSDK sends the same randomized requests through the
 // fast read path and through go-sdk's path (two servers on one store and one
 // clock) and requires the same status, headers and JSON, for each way the
@@ -58,25 +171,7 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 	if variant == "no-viewer" {
 		st = hiddenViewer{mem}
 	}
-	schemes := []Scheme{
-		{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
-		{Name: "report", Kind: KindReport, TTL: 0, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
-	}
-	var fastSrv *Server
-	newServer := func(noFast bool) *httptest.Server {
-		s, err := New(Options{Store: st, Schemes: schemes, Auth: headerAuth{}, Now: clock, BaseURL: "http://127.0.0.1", Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.noFastRead = noFast
-		if !noFast {
-			fastSrv = s
-		}
-		ts := httptest.NewServer(s)
-		t.Cleanup(ts.Close)
-		return ts
-	}
-	fast, sdk := newServer(false), newServer(true)
+	fastSrv, fast, sdk := serverPair(t, st, clock)
 	encodedPuts := 0
 
 	put := func(tenant, scheme, path, mimeType string, body []byte, vis store.Visibility, expires time.Time) string {
@@ -181,8 +276,8 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 			hdr.Set("X-Test-ReadOnly", "1")
 		}
 		what := fmt.Sprintf("request %d: %s %s", n, hdr, body)
-		fs, fh, fb := post(t, fast.URL, hdr, body)
-		ss, sh, sb := post(t, sdk.URL, hdr, body)
+		fs, fh, fb := post(t, fast, hdr, body)
+		ss, sh, sb := post(t, sdk, hdr, body)
 		if fs != ss || fh.Get("Content-Type") != sh.Get("Content-Type") || fh.Get("Cache-Control") != sh.Get("Cache-Control") {
 			t.Fatalf("%s\nfast: %d %v\nsdk:  %d %v", what, fs, fh, ss, sh)
 		}
@@ -229,16 +324,16 @@ func post(t *testing.T, url string, hdr http.Header, body []byte) (int, http.Hea
 }
 
 // TestAppendJSONStringMatchesEncodingJSON: the escaper agrees with
-// encoding/json on every byte sequence that is valid UTF-8.
+// encoding/json on every byte sequence, valid UTF-8 or not.
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	samples := []string{"", "plain", "\"\\/", "<>&", "\u2028\u2029", "\x00\x1f\x7f", "é😀日本", strings.Repeat("a<", 5000)}
+	samples := []string{"", "plain", "\"\\/", "<>&", "\u2028\u2029", "\x00\x1f\x7f", "é😀日本", strings.Repeat("a<", 5000), "\xff", "a\xe2\x80", "\xe2\x80\xa8\xe2\x80", "\xed\xa0\x80", "\xc0\xaf"}
 	for i := 0; i < 2000; i++ {
 		b := make([]byte, rng.IntN(40))
 		for j := range b {
 			b[j] = byte(rng.IntN(256))
 		}
-		samples = append(samples, strings.ToValidUTF8(string(b), "\uFFFD"))
+		samples = append(samples, string(b)) // invalid UTF-8 too: encoding/json writes \ufffd
 	}
 	// Mostly plain ASCII with sparse specials, to cross the eight-byte
 	// fast skip at every offset.
@@ -251,7 +346,7 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 				b[j] = specials[rng.IntN(len(specials))]
 			}
 		}
-		samples = append(samples, strings.ToValidUTF8(string(b), "\uFFFD"))
+		samples = append(samples, string(b)) // invalid UTF-8 too: encoding/json writes \ufffd
 	}
 	for _, s := range samples {
 		want, _ := json.Marshal(s)
