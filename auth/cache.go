@@ -45,8 +45,9 @@ type tokenCache struct {
 	ttl time.Duration
 	max int
 
-	mu sync.RWMutex
-	m  map[string]cachedToken
+	mu  sync.RWMutex
+	m   map[string]cachedToken
+	gen uint64 // incremented by clear
 }
 
 func newTokenCache(ttl time.Duration, max int) *tokenCache {
@@ -65,11 +66,20 @@ func (c *tokenCache) get(token string, now time.Time) (Principal, bool) {
 	return e.p, true
 }
 
+// generation returns a number that changes with every clear. A verifier
+// takes it before it looks up the key, and passes it to put.
+func (c *tokenCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
 // put remembers p for token, verified at now, until exp or now + the
-// cache's ttl, whichever is first. When the cache is full it first drops
-// every entry that is no longer valid, and if that frees nothing, all of
-// them: the next requests verify their tokens again.
-func (c *tokenCache) put(token string, p Principal, now, exp time.Time) {
+// cache's ttl, whichever is first, unless the cache was cleared since gen
+// was taken (the key that verified the token may be gone). When the cache
+// is full it first drops every entry that is no longer valid, and if that
+// frees nothing, all of them: the next requests verify their tokens again.
+func (c *tokenCache) put(token string, p Principal, now, exp time.Time, gen uint64) {
 	until := now.Add(c.ttl)
 	if exp.Before(until) {
 		until = exp
@@ -79,6 +89,9 @@ func (c *tokenCache) put(token string, p Principal, now, exp time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
 	if len(c.m) >= c.max {
 		for t, e := range c.m {
 			if !now.Before(e.until) {
@@ -96,6 +109,7 @@ func (c *tokenCache) put(token string, p Principal, now, exp time.Time) {
 func (c *tokenCache) clear() {
 	c.mu.Lock()
 	clear(c.m)
+	c.gen++
 	c.mu.Unlock()
 }
 

@@ -109,17 +109,17 @@ func TestTokenCacheBounded(t *testing.T) {
 	c := newTokenCache(time.Minute, 3)
 	now := time.Now()
 	p := Principal{Tenant: "t"}
-	c.put("expiring", p, now, now.Add(time.Second))
-	c.put("a", p, now, now.Add(time.Hour))
-	c.put("b", p, now, now.Add(time.Hour))
+	c.put("expiring", p, now, now.Add(time.Second), 0)
+	c.put("a", p, now, now.Add(time.Hour), 0)
+	c.put("b", p, now, now.Add(time.Hour), 0)
 	// Full: the expired entry goes first.
 	later := now.Add(2 * time.Second)
-	c.put("c", p, later, later.Add(time.Hour))
+	c.put("c", p, later, later.Add(time.Hour), 0)
 	if _, ok := c.get("a", later); !ok || c.len() != 3 {
 		t.Fatalf("after pruning: %d entries, a cached %v; want 3 and true", c.len(), ok)
 	}
 	// Full of live entries: all go.
-	c.put("d", p, later, later.Add(time.Hour))
+	c.put("d", p, later, later.Add(time.Hour), 0)
 	if c.len() != 1 {
 		t.Fatalf("after overflow: %d entries, want 1", c.len())
 	}
@@ -127,14 +127,31 @@ func TestTokenCacheBounded(t *testing.T) {
 		t.Fatal("the newest token is not cached")
 	}
 	// Already expired at put: not stored.
-	c.put("gone", p, later, later)
+	c.put("gone", p, later, later, 0)
 	if _, ok := c.get("gone", later); ok {
 		t.Fatal("a token expiring now was cached")
 	}
 	for i := range 10 {
-		c.put(fmt.Sprint(i), p, later, later.Add(time.Hour))
+		c.put(fmt.Sprint(i), p, later, later.Add(time.Hour), 0)
 	}
 	if c.len() > 3 {
 		t.Fatalf("cache holds %d entries, bound 3", c.len())
+	}
+}
+
+// TestTokenCacheClearWinsOverPut: a verification that was under way when
+// the key set changed does not put its token back into the cleared cache.
+func TestTokenCacheClearWinsOverPut(t *testing.T) {
+	c := newTokenCache(time.Minute, 10)
+	now := time.Now()
+	gen := c.generation() // a verification starts...
+	c.clear()             // ...a JWKS fetch stores another key set...
+	c.put("tok", Principal{Tenant: "t"}, now, now.Add(time.Hour), gen)
+	if _, ok := c.get("tok", now); ok {
+		t.Fatal("a token verified before the key set changed was cached after it")
+	}
+	c.put("tok", Principal{Tenant: "t"}, now, now.Add(time.Hour), c.generation())
+	if _, ok := c.get("tok", now); !ok {
+		t.Fatal("a token verified after the change was not cached")
 	}
 }

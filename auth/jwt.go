@@ -368,10 +368,12 @@ func (j *JWT) Verify(ctx context.Context, token string) (Principal, error) {
 		return Principal{}, unauthenticated(reasonTooLarge, "token of %d bytes exceeds %d", len(token), j.maxTokenBytes)
 	}
 	now := j.now()
+	var gen uint64
 	if j.cache != nil {
 		if p, ok := j.cache.get(token, now); ok {
 			return p, nil
 		}
+		gen = j.cache.generation()
 	}
 	if err := j.checkHeader(token); err != nil {
 		return Principal{}, err
@@ -384,7 +386,7 @@ func (j *JWT) Verify(ctx context.Context, token string) (Principal, error) {
 	p, err := j.principal(claims)
 	if err == nil && j.cache != nil {
 		if exp, _ := claims.GetExpirationTime(); exp != nil {
-			j.cache.put(token, p, now, exp.Time)
+			j.cache.put(token, p, now, exp.Time, gen)
 		}
 	}
 	return p, err
