@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -206,5 +207,64 @@ func BenchmarkGet(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// as412 turns a 304 into the 412 some servers send for a GET whose
+// If-None-Match matches, and counts conditional GETs.
+type as412 struct {
+	next        http.RoundTripper
+	mu          sync.Mutex
+	conditional int
+}
+
+func (a *as412) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && req.Header.Get("If-None-Match") != "" {
+		a.mu.Lock()
+		a.conditional++
+		a.mu.Unlock()
+	}
+	resp, err := a.next.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusNotModified {
+		return resp, err
+	}
+	resp.Body.Close()
+	body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>`
+	resp.StatusCode, resp.Status = http.StatusPreconditionFailed, "412 Precondition Failed"
+	resp.Header.Set("Content-Type", "application/xml")
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = int64(len(body))
+	resp.Body = io.NopCloser(strings.NewReader(body))
+	return resp, nil
+}
+
+// TestReadCacheServerWithout304: a server that answers 412 instead of 304
+// still serves every read, and the store stops sending conditional GETs.
+func TestReadCacheServerWithout304(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "") // the SDK adds a CA bundle only to its own client
+	opts := serverOptions(t)
+	opts.ReadCache = 1 << 20
+	rt := &as412{}
+	opts.wrapTransport = func(next http.RoundTripper) http.RoundTripper { rt.next = next; return rt }
+	s := openTest(t, opts)
+	ctx := t.Context()
+	k := store.MustKey("t1", "report", "no304")
+	now := time.Now()
+	body := []byte("body")
+	o := &store.Object{Meta: store.Meta{Key: k, MIMEType: "text/plain", Size: 4, SHA256: store.Sum(body),
+		Created: now, Modified: now, Visibility: store.Private}, Body: body}
+	if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		got, err := s.Get(ctx, k)
+		if err != nil || string(got.Body) != "body" {
+			t.Fatalf("Get %d = %v, %v", i, got, err)
+		}
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.conditional != 1 {
+		t.Errorf("%d conditional GETs, want 1 (then none)", rt.conditional)
 	}
 }

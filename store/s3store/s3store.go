@@ -432,6 +432,9 @@ type Store struct {
 	closed  atomic.Bool
 	spool   string     // PutStream's temporary files; "" is os.TempDir()
 	cache   *readCache // nil: off
+	// noConditionalGet: the server answered a GET's If-None-Match with
+	// 412; the cache is no longer used.
+	noConditionalGet atomic.Bool
 
 	// sweep is where DeleteExpired continues; its mutex also makes the
 	// calls of one Store run one at a time.
@@ -712,7 +715,10 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	if len(objKey) > maxKeyLen {
 		return nil, notFound("get", k)
 	}
-	c := s.cache.get(objKey)
+	var c *cached
+	if !s.noConditionalGet.Load() {
+		c = s.cache.get(objKey)
+	}
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
 	if c != nil {
 		in.IfNoneMatch = aws.String(c.etag)
@@ -722,7 +728,9 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	out, err := s.client.GetObject(cctx, in)
 	if c != nil && err != nil && isConflict(err) && !isMissing(err) {
 		// A server that answers a matching If-None-Match on a GET with
-		// 412 (as it would on a PUT) instead of 304: ask again without.
+		// 412 (as it would on a PUT) instead of 304: ask again without,
+		// and stop caching, which would cost two round trips a read.
+		s.noConditionalGet.Store(true)
 		s.cache.remove(objKey)
 		c, in.IfNoneMatch = nil, nil
 		out, err = s.client.GetObject(cctx, in)
@@ -752,7 +760,7 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 		s.cache.remove(objKey)
 		return nil, fmt.Errorf("s3store: get %s: %w", k, err)
 	}
-	if s.cache != nil {
+	if s.cache != nil && !s.noConditionalGet.Load() {
 		s.cache.put(&cached{key: objKey, etag: aws.ToString(out.ETag), rec: rec, body: body})
 		body = bytes.Clone(body) // the cache keeps buf's
 	}
