@@ -30,10 +30,15 @@ const encodedVersion = 1
 // body of control characters grows sixfold, and is not worth the space.
 const maxEncodedGrowth = 2
 
+// maxEncodedBody is the largest body kept with an encoded form: beyond it
+// the copy costs more space than a read saves, and body and form together
+// would near bbolt's largest value (2 GiB) for the largest maxBytes.
+const maxEncodedBody = 64 << 20
+
 // encodeForStore returns the form of body to keep with it, or nil when the
 // backend cannot keep one or it would be too large.
 func (s *Server) encodeForStore(mimeType string, body []byte) []byte {
-	if _, ok := s.store.(store.EncodedViewer); !ok {
+	if _, ok := s.store.(store.EncodedViewer); !ok || len(body) > maxEncodedBody {
 		return nil
 	}
 	n := len(body) + len(body)/3 + 16

@@ -44,6 +44,10 @@ func TestEncodeForStoreAndVerify(t *testing.T) {
 	if enc := s.encodeForStore("text/plain", bytes.Repeat([]byte{1}, 100)); enc != nil {
 		t.Errorf("encodeForStore(control characters) = %d bytes, want none", len(enc))
 	}
+	// Nor does a body over maxEncodedBody.
+	if enc := s.encodeForStore("application/octet-stream", make([]byte, maxEncodedBody+1)); enc != nil {
+		t.Errorf("encodeForStore(%d bytes) kept a form", maxEncodedBody+1)
+	}
 	// A backend that cannot keep one gets none.
 	s.store = hiddenViewer{s.store}
 	if enc := s.encodeForStore("text/plain", []byte("x")); enc != nil {
