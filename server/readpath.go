@@ -526,6 +526,16 @@ func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 		}
 		c := s[i]
 		if c >= utf8.RuneSelf {
+			// The common valid sequences inline (Latin, Cyrillic, ...: two
+			// bytes; Japanese, Chinese, Korean: three), the rest decoded.
+			if n := validMultibyte(s, i); n > 0 {
+				for i += n; i < len(s) && s[i] >= utf8.RuneSelf; i += n {
+					if n = validMultibyte(s, i); n == 0 {
+						break
+					}
+				}
+				continue
+			}
 			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 			switch {
 			case r == utf8.RuneError && size == 1:
@@ -569,4 +579,37 @@ func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 		start = i
 	}
 	return append(dst, s[start:]...)
+}
+
+// validMultibyte returns the length of the valid two- or three-byte UTF-8
+// sequence at s[i] that needs no escaping, or 0 for anything else (four
+// bytes, invalid, U+2028, U+2029), which the caller decodes.
+func validMultibyte[T string | []byte](s T, i int) int {
+	c := s[i]
+	switch {
+	case c >= 0xc2 && c <= 0xdf:
+		if i+1 < len(s) && s[i+1]&0xc0 == 0x80 {
+			return 2
+		}
+	case c >= 0xe0 && c <= 0xef:
+		if i+2 >= len(s) || s[i+2]&0xc0 != 0x80 {
+			return 0
+		}
+		c1 := s[i+1]
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xe0:
+			lo = 0xa0 // no overlong forms
+		case 0xed:
+			hi = 0x9f // no surrogates
+		case 0xe2:
+			if c1 == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
+				return 0 // U+2028, U+2029: escaped
+			}
+		}
+		if c1 >= lo && c1 <= hi {
+			return 3
+		}
+	}
+	return 0
 }

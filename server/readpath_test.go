@@ -348,6 +348,16 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 		}
 		samples = append(samples, string(b)) // invalid UTF-8 too: encoding/json writes \ufffd
 	}
+	// Every lead byte from 0x80 with continuation bytes at the edges of
+	// the valid ranges, as the escaper's inline UTF-8 checks see them.
+	edges := []byte{0x00, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xa8, 0xa9, 0xbf, 0xc0, 0xff}
+	for lead := 0x80; lead <= 0xff; lead++ {
+		for _, b1 := range edges {
+			for _, b2 := range edges {
+				samples = append(samples, string([]byte{'a', byte(lead), b1, b2, 'z'}), string([]byte{byte(lead), b1, b2}), string([]byte{byte(lead), b1}))
+			}
+		}
+	}
 	for _, s := range samples {
 		want, _ := json.Marshal(s)
 		if got := appendJSONString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
@@ -357,4 +367,21 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("appendJSONString([]byte(%q)) = %s, want %s", s, got, want)
 		}
 	}
+}
+
+// FuzzAppendJSONString: the escaper writes what encoding/json writes, for
+// any bytes (go test -fuzz FuzzAppendJSONString ./server).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain <&>", "é日本😀\u2028\u2029", "\xff\xe2\x80", "\xed\xa0\x80\xe0\x9f\xbf", "\x00\x1f\"\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		if got := appendJSONString(nil, []byte(s)); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString([]byte(%q)) = %s, want %s", s, got, want)
+		}
+	})
 }
