@@ -614,30 +614,9 @@ func (s *Store) write(k store.Key, want store.Meta, cond store.Cond, encode func
 
 // Get implements store.Backend.
 func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("boltstore: get %s: %w", k, err)
-	}
-	if err := checkKey("get", k); err != nil {
-		return nil, err
-	}
 	var obj *store.Object
-	err := s.db.View(func(tx *bolt.Tx) error {
-		sb, err := schemeBucket(tx, k)
-		if err != nil {
-			return err
-		}
-		m, v, err := s.liveMeta(sb, k)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			return fmt.Errorf("boltstore: get %s: %w", k, store.ErrNotFound)
-		}
-		rec, err := splitRecord(v)
-		if err != nil {
-			return fmt.Errorf("boltstore: get %s: %w", k, err)
-		}
-		obj = &store.Object{Meta: *m, Body: bytes.Clone(rec.body)}
+	err := s.view(ctx, "get", k, func(m *store.Meta, _, body []byte) error {
+		obj = &store.Object{Meta: *m, Body: bytes.Clone(body)} // out of the mmap
 		if obj.Body == nil {
 			obj.Body = []byte{}
 		}
@@ -654,10 +633,16 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 // returns soon (a long read transaction delays the remap a growing file
 // needs, and with it every write).
 func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	return s.view(ctx, "view", k, fn)
+}
+
+// view looks up the live record at k in a read transaction and calls fn
+// with its parts; op names the caller in errors.
+func (s *Store) view(ctx context.Context, op string, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("boltstore: view %s: %w", k, err)
+		return fmt.Errorf("boltstore: %s %s: %w", op, k, err)
 	}
-	if err := checkKey("view", k); err != nil {
+	if err := checkKey(op, k); err != nil {
 		return err
 	}
 	return s.db.View(func(tx *bolt.Tx) error {
@@ -670,11 +655,11 @@ func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, en
 			return err
 		}
 		if m == nil {
-			return fmt.Errorf("boltstore: view %s: %w", k, store.ErrNotFound)
+			return fmt.Errorf("boltstore: %s %s: %w", op, k, store.ErrNotFound)
 		}
 		rec, err := splitRecord(v)
 		if err != nil {
-			return fmt.Errorf("boltstore: view %s: %w", k, err)
+			return fmt.Errorf("boltstore: %s %s: %w", op, k, err)
 		}
 		return fn(m, rec.encoded, rec.body)
 	})

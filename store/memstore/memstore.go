@@ -152,32 +152,31 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 
 // Get implements store.Backend.
 func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memstore: get %s: %w", k, err)
-	}
-	if err := checkKey("get", k); err != nil {
+	var obj *store.Object
+	err := s.view(ctx, "get", k, func(m *store.Meta, _, body []byte) error {
+		obj = &store.Object{Meta: *m, Body: bytes.Clone(body)}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, errClosed
-	}
-	e := s.live(k)
-	if e == nil {
-		return nil, fmt.Errorf("memstore: get %s: %w", k, store.ErrNotFound)
-	}
-	return &store.Object{Meta: e.meta, Body: bytes.Clone(e.body)}, nil
+	return obj, nil
 }
 
 // View implements store.EncodedViewer. fn runs under the read lock: it
 // sees the entry's own slices, which no Put modifies (a Put replaces the
 // entry).
 func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	return s.view(ctx, "view", k, fn)
+}
+
+// view calls fn with the live entry at k under the read lock; op names
+// the caller in errors.
+func (s *Store) view(ctx context.Context, op string, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: view %s: %w", k, err)
+		return fmt.Errorf("memstore: %s %s: %w", op, k, err)
 	}
-	if err := checkKey("view", k); err != nil {
+	if err := checkKey(op, k); err != nil {
 		return err
 	}
 	s.mu.RLock()
@@ -187,7 +186,7 @@ func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, en
 	}
 	e := s.live(k)
 	if e == nil {
-		return fmt.Errorf("memstore: view %s: %w", k, store.ErrNotFound)
+		return fmt.Errorf("memstore: %s %s: %w", op, k, store.ErrNotFound)
 	}
 	m := e.meta
 	return fn(&m, e.encoded, e.body)
