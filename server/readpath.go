@@ -312,7 +312,7 @@ func (s *Server) viewRead(w http.ResponseWriter, ctx context.Context, v store.En
 	bp := respPool.Get().(*[]byte)
 	buf := (*bp)[:0]
 	err := v.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
-		if k.Tenant() != p.Tenant && m.Visibility != store.Public {
+		if !readableBy(p, m) {
 			return store.ErrNotFound
 		}
 		if n := s.responseBound(rr, m, encoded); cap(buf) < n {

@@ -166,7 +166,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 		return nil, s.storeFailure(ctx, "read_resource open", err)
 	}
 	defer body.Close()
-	if u.Tenant != p.Tenant && m.Visibility != store.Public {
+	if !readableBy(p, &m) {
 		return nil, notFoundTool(a.URI)
 	}
 	textual := isTextual(m.MIMEType)

@@ -119,10 +119,16 @@ func (s *Server) lookup(ctx context.Context, p auth.Principal, u uri.URI) (*stor
 	if err != nil {
 		return nil, err
 	}
-	if u.Tenant != p.Tenant && obj.Visibility != store.Public {
+	if !readableBy(p, &obj.Meta) {
 		return nil, store.ErrNotFound
 	}
 	return obj, nil
+}
+
+// readableBy reports whether p may read the object m describes: its own,
+// or another tenant's public one.
+func readableBy(p auth.Principal, m *store.Meta) bool {
+	return m.Key.Tenant() == p.Tenant || m.Visibility == store.Public
 }
 
 // readResource serves resources/read for every scheme's template.

@@ -498,7 +498,7 @@ func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.Ra
 		return nil, notFoundTool(a.URI)
 	}
 	m, err := s.store.Stat(ctx, k)
-	if isNotFound(err) || err == nil && u.Tenant != p.Tenant && m.Visibility != store.Public {
+	if isNotFound(err) || err == nil && !readableBy(p, &m) {
 		return nil, notFoundTool(a.URI)
 	}
 	if err != nil {
