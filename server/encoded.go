@@ -41,11 +41,12 @@ func (s *Server) encodeForStore(mimeType string, body []byte) []byte {
 	if _, ok := s.store.(store.EncodedViewer); !ok || len(body) > maxEncodedBody {
 		return nil
 	}
+	text := textual(mimeType, body)
 	n := len(body) + len(body)/3 + 16
-	if textual(mimeType, body) {
+	if text {
 		n = len(body) + len(body)/16 + 16
 	}
-	enc := appendMember(append(make([]byte, 0, n), encodedVersion), mimeType, body)
+	enc := appendMember(append(make([]byte, 0, n), encodedVersion), text, body)
 	if len(enc) > maxEncodedGrowth*len(body)+64 {
 		return nil
 	}
@@ -60,7 +61,7 @@ func VerifyEncoded(m *store.Meta, encoded, body []byte) error {
 	if !usableEncoded(encoded) {
 		return nil
 	}
-	if want := appendMember(nil, m.MIMEType, body); !bytes.Equal(encoded[1:], want) {
+	if want := appendMember(nil, textual(m.MIMEType, body), body); !bytes.Equal(encoded[1:], want) {
 		return fmt.Errorf("the stored %d bytes are not the %s member of the %d-byte body (%d bytes)", len(encoded)-1, memberName(want), len(body), len(want))
 	}
 	return nil
@@ -86,13 +87,13 @@ func appendContents(dst []byte, mimeType string, encoded, body []byte) []byte {
 	if usableEncoded(encoded) {
 		return append(dst, encoded[1:]...)
 	}
-	return appendMember(dst, mimeType, body)
+	return appendMember(dst, textual(mimeType, body), body)
 }
 
-// appendMember appends body as the text member (a textual media type and
-// valid UTF-8) or the blob member (anything else).
-func appendMember(dst []byte, mimeType string, body []byte) []byte {
-	if textual(mimeType, body) {
+// appendMember appends body as the text member (text: see textual) or
+// the blob member.
+func appendMember(dst []byte, text bool, body []byte) []byte {
+	if text {
 		dst = append(dst, `"text":`...)
 		return appendJSONString(dst, body)
 	}
