@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ func TestReadCacheScaleOut(t *testing.T) {
 		if err != nil || string(o.Body) != body || o.SHA256 != store.Sum([]byte(body)) {
 			t.Fatalf("Get = %v, %v; want %q", o, err, body)
 		}
-		if got := counter.take(); !equalCounts(got, statuses) {
+		if got := counter.take(); !maps.Equal(got, statuses) {
 			t.Fatalf("GET statuses %v, want %v", got, statuses)
 		}
 		o.Body[0] = '!' // the caller's copy, not the cache's
@@ -158,18 +159,6 @@ func TestReadCacheScaleOut(t *testing.T) {
 	put("third")
 	want("third", map[int]int{200: 1})
 	want("third", map[int]int{304: 1})
-}
-
-func equalCounts(a, b map[int]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // BenchmarkGet measures one Get of a 256 KiB object from the S3 server,
