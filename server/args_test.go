@@ -78,18 +78,6 @@ func TestCheckText(t *testing.T) {
 	}
 }
 
-func TestIsTextual(t *testing.T) {
-	for mt, want := range map[string]bool{
-		"text/plain": true, "text/csv; charset=utf-8": true, "application/json": true,
-		"application/vnd.api+json": true, "image/svg+xml": true, "application/octet-stream": false,
-		"image/png": false, "application/pdf": false, "garbage": false,
-	} {
-		if got := isTextual(mt); got != want {
-			t.Errorf("isTextual(%q) = %v, want %v", mt, got, want)
-		}
-	}
-}
-
 func pos(scheme, path string) store.Position { return store.Position{Scheme: scheme, Path: path} }
 
 func TestCursorIsBoundToTenantAndFilter(t *testing.T) {

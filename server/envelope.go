@@ -3,8 +3,9 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strconv"
+
+	"github.com/resourced/resourced/internal/jsonwire"
 )
 
 // The envelope check runs on every /mcp POST before go-sdk sees the body.
@@ -31,18 +32,16 @@ type errEnvelope struct{ reason string }
 
 func (e *errEnvelope) Error() string { return e.reason }
 
-var errParse = errors.New("not JSON")
-
-// parseEnvelope checks body and returns its messages. errParse means the
+// parseEnvelope checks body and returns its messages. jsonwire.ErrSyntax means the
 // body is not one JSON value; *errEnvelope that it is not valid JSON-RPC.
 func parseEnvelope(body []byte) ([]message, error) {
 	if !json.Valid(body) {
-		return nil, errParse
+		return nil, jsonwire.ErrSyntax
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		var msgs []message
-		err := elements(body, func(_ int, v []byte) error {
+		err := jsonwire.Elements(body, func(_ int, v []byte) error {
 			m, err := parseMessage(v)
 			msgs = append(msgs, m)
 			return err
@@ -67,7 +66,7 @@ func parseMessage(data []byte) (message, error) {
 	var m message
 	var hasMethod, hasResult bool
 	seen := map[string]bool{}
-	err := members(data, func(name string, v []byte) error {
+	err := jsonwire.Members(data, func(name string, v []byte) error {
 		if seen[name] {
 			return &errEnvelope{"member " + strconv.Quote(name) + " appears twice"}
 		}
@@ -87,13 +86,13 @@ func parseMessage(data []byte) (message, error) {
 			}
 		case "method":
 			hasMethod = true
-			m.method, _ = jsonString(v) // go-sdk answers a method that is not a string
+			m.method, _ = jsonwire.String(v) // go-sdk answers a method that is not a string
 		case "result", "error":
 			hasResult = true
 		case "params":
-			return members(v, func(name string, pv []byte) error {
+			return jsonwire.Members(v, func(name string, pv []byte) error {
 				if name == "name" {
-					m.tool, _ = jsonString(pv)
+					m.tool, _ = jsonwire.String(pv)
 				}
 				return nil
 			})

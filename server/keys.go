@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/resourced/resourced/internal/jsonwire"
 )
 
 // encoding/json matches object keys to struct fields case-insensitively,
@@ -65,7 +66,7 @@ func exactKeys(data []byte, t reflect.Type, path string) *toolError {
 	switch {
 	case t.Kind() == reflect.Struct && data[0] == '{':
 		fields := fieldNames(t)
-		_ = members(data, func(key string, v []byte) error {
+		_ = jsonwire.Members(data, func(key string, v []byte) error {
 			ft, ok := fields[key]
 			if !ok {
 				terr = unknownArgument(fields, path, key)
@@ -78,7 +79,7 @@ func exactKeys(data []byte, t reflect.Type, path string) *toolError {
 			return nil
 		})
 	case t.Kind() == reflect.Slice && data[0] == '[':
-		_ = elements(data, func(n int, v []byte) error {
+		_ = jsonwire.Elements(data, func(n int, v []byte) error {
 			if terr = exactKeys(v, t.Elem(), strings.TrimSuffix(path, ".")+"["+strconv.Itoa(n)+"]."); terr != nil {
 				return terr
 			}
@@ -99,142 +100,4 @@ func unknownArgument(fields map[string]reflect.Type, path, key string) *toolErro
 		key = `""`
 	}
 	return invalidField(path+key, "is not an argument of this tool; see its inputSchema")
-}
-
-// members calls f with each member of the JSON object data: its exact
-// name and its value. It stops at f's first error, and returns errParse
-// for a malformed object; data that is not an object is no error (the
-// decoder reports it).
-func members(data []byte, f func(name string, value []byte) error) error {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 || data[0] != '{' {
-		return nil
-	}
-	i := 1
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) || data[i] == '}' {
-			return nil
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		end := skipValue(data, i)
-		if end < 0 || data[i] != '"' {
-			return errParse
-		}
-		name, ok := jsonString(data[i:end])
-		if !ok {
-			return errParse
-		}
-		i = skipSpace(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return errParse
-		}
-		vstart := skipSpace(data, i+1)
-		vend := skipValue(data, vstart)
-		if vend < 0 {
-			return errParse
-		}
-		if err := f(name, data[vstart:vend]); err != nil {
-			return err
-		}
-		i = vend
-	}
-}
-
-// jsonString returns the JSON string raw decoded; ok is false when raw is
-// not a string. Strings without escapes (nearly all names) are sliced,
-// not decoded.
-func jsonString(raw []byte) (s string, ok bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-// elements calls f with each element of the JSON array data, like members.
-func elements(data []byte, f func(i int, value []byte) error) error {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 || data[0] != '[' {
-		return nil
-	}
-	i, n := 1, 0
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) || data[i] == ']' {
-			return nil
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		end := skipValue(data, i)
-		if end < 0 {
-			return errParse
-		}
-		if err := f(n, data[i:end]); err != nil {
-			return err
-		}
-		i, n = end, n+1
-	}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the JSON value starting at data[i], or -1.
-// Nesting is counted, not recursed, so deep documents cannot exhaust the
-// stack.
-func skipValue(data []byte, i int) int {
-	if i >= len(data) {
-		return -1
-	}
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				if i = skipString(data, i); i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	default: // number, true, false, null
-		for i < len(data) && !strings.ContainsRune(" \t\r\n,}]:", rune(data[i])) {
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the end of the JSON string starting at data[i], or -1.
-func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
 }

@@ -20,6 +20,7 @@ type metrics struct {
 	bytesRead    *prometheus.CounterVec   // scheme
 	authFailures *prometheus.CounterVec   // reason
 	swept        prometheus.Counter
+	formsDamaged prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, backend string) *metrics {
@@ -58,7 +59,12 @@ func newMetrics(reg *prometheus.Registry, backend string) *metrics {
 		Help:        "Expired resources removed by the sweeper.",
 		ConstLabels: prometheus.Labels{"backend": backend},
 	})
-	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept)
+	m.formsDamaged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name:        "resourced_stored_forms_damaged_total",
+		Help:        "Reads that found a stored JSON form failing its checksum and served the body instead (run resourced fsck).",
+		ConstLabels: prometheus.Labels{"backend": backend},
+	})
+	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept, m.formsDamaged)
 	return m
 }
 

@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/uri"
 )
@@ -57,7 +57,7 @@ type fastReadRequest struct {
 // go-sdk, which is never wrong.
 func parseFastRead(body []byte) (req fastReadRequest, ok bool) {
 	var rpcOK, paramsOK bool
-	err := members(body, func(name string, v []byte) error {
+	err := jsonwire.Members(body, func(name string, v []byte) error {
 		switch name {
 		case "jsonrpc":
 			rpcOK = string(v) == `"2.0"`
@@ -67,7 +67,7 @@ func parseFastRead(body []byte) (req fastReadRequest, ok bool) {
 		case "params":
 			paramsOK = parseFastParams(v, &req)
 		default:
-			return errParse
+			return jsonwire.ErrSyntax
 		}
 		return nil
 	})
@@ -79,19 +79,19 @@ func parseFastParams(v []byte, req *fastReadRequest) bool {
 		return false
 	}
 	var haveURI bool
-	err := members(v, func(name string, pv []byte) error {
+	err := jsonwire.Members(v, func(name string, pv []byte) error {
 		switch name {
 		case "uri":
 			if haveURI || len(pv) < 2 || pv[0] != '"' || bytes.IndexByte(pv, '\\') >= 0 {
-				return errParse
+				return jsonwire.ErrSyntax
 			}
 			haveURI, req.URI = true, string(pv[1:len(pv)-1])
 		case "_meta":
 			if req.HasMeta || len(pv) == 0 || pv[0] != '{' {
-				return errParse
+				return jsonwire.ErrSyntax
 			}
 			req.HasMeta = true
-			return members(pv, func(mn string, mv []byte) error {
+			return jsonwire.Members(pv, func(mn string, mv []byte) error {
 				var slot *[]byte
 				switch mn {
 				case metaProtocolVersion:
@@ -106,13 +106,13 @@ func parseFastParams(v []byte, req *fastReadRequest) bool {
 					return nil
 				}
 				if *slot != nil {
-					return errParse
+					return jsonwire.ErrSyntax
 				}
 				*slot = mv
 				return nil
 			})
 		default:
-			return errParse
+			return jsonwire.ErrSyntax
 		}
 		return nil
 	})
@@ -138,7 +138,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
 		return false
 	}
-	if !shallow(body, maxFastDepth) {
+	if !jsonwire.Shallow(body, maxFastDepth) {
 		return false
 	}
 	req, ok := parseFastRead(body)
@@ -226,7 +226,7 @@ func objectOf(v []byte, first byte) bool {
 		return false
 	}
 	ok := true
-	err := members(v, func(_ string, mv []byte) error {
+	err := jsonwire.Members(v, func(_ string, mv []byte) error {
 		if len(mv) == 0 || mv[0] != first {
 			ok = false
 		}
@@ -239,29 +239,6 @@ func objectOf(v []byte, first byte) bool {
 // takes; go-sdk refuses bodies nested deeper than 1000, encoding/json
 // (the envelope check) only beyond 10000.
 const maxFastDepth = 64
-
-// shallow reports whether body nests arrays and objects at most max deep.
-// body is valid JSON.
-func shallow(body []byte, max int) bool {
-	depth := 0
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '"':
-			for i++; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			if depth++; depth > max {
-				return false
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return true
-}
 
 // acceptsBoth is go-sdk's stateless Accept rule: both application/json and
 // text/event-stream (or a wildcard).
@@ -319,7 +296,7 @@ func (s *Server) viewRead(w http.ResponseWriter, ctx context.Context, v store.En
 			buf = make([]byte, 0, n)
 		}
 		buf = s.appendReadHead(buf, rr, m)
-		buf = appendContents(buf, m.MIMEType, encoded, body)
+		buf = s.appendContents(buf, m, encoded, body)
 		buf = s.appendReadTail(buf, rr, m)
 		rr.size = m.Size
 		return nil
@@ -344,7 +321,7 @@ func (s *Server) viewRead(w http.ResponseWriter, ctx context.Context, v store.En
 // escapes; appending grows it when that is short).
 func (s *Server) responseBound(rr *readResponse, m *store.Meta, encoded []byte) int {
 	n := 512 + len(rr.id) + len(rr.uri) + len(m.MIMEType) + len(s.serverInfoMeta)
-	if usableEncoded(encoded) {
+	if jsonwire.FormLen(encoded) > 0 {
 		return n + len(encoded)
 	}
 	return n + int(m.Size) + int(m.Size)/10
@@ -373,7 +350,7 @@ func (s *Server) streamRead(w http.ResponseWriter, rr *readResponse, obj *store.
 			for n < len(b) && n > chunk-4 && b[n]&0xc0 == 0x80 {
 				n-- // end the chunk before a rune, never inside one
 			}
-			scratch = appendEscaped(scratch[:0], b[:n])
+			scratch = jsonwire.AppendEscaped(scratch[:0], b[:n])
 			bw.Write(scratch)
 			b = b[n:]
 		}
@@ -400,7 +377,7 @@ func (s *Server) streamRead(w http.ResponseWriter, rr *readResponse, obj *store.
 // member, field for field as go-sdk writes it.
 func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = appendID(dst, rr.id)
+	dst = jsonwire.AppendID(dst, rr.id)
 	dst = append(dst, `,"result":{`...)
 	if rr.modern {
 		dst = append(dst, s.serverInfoMeta...)
@@ -411,49 +388,10 @@ func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []b
 	dst = append(dst, `,"cacheScope":"`...)
 	dst = append(dst, cacheScope(m.Visibility)...)
 	dst = append(dst, `","contents":[{"uri":`...)
-	dst = appendJSONString(dst, rr.uri)
+	dst = jsonwire.AppendString(dst, rr.uri)
 	dst = append(dst, `,"mimeType":`...)
-	dst = appendJSONString(dst, m.MIMEType)
+	dst = jsonwire.AppendString(dst, m.MIMEType)
 	return append(dst, ',')
-}
-
-// appendID appends a request's id as go-sdk writes it back: a string id
-// holding escapes or non-ASCII text is decoded and encoded again as
-// encoding/json does without HTML escaping ("a\u0062c" becomes "abc"), an
-// integer is written in its shortest form (-0 becomes 0), other strings are
-// copied as they came.
-func appendID(dst []byte, id json.RawMessage) []byte {
-	if len(id) > 0 && id[0] != '"' {
-		// An integer (the envelope allows no other number): go-sdk reads it
-		// as a float64 and writes it back, so -0 becomes 0.
-		if n, err := strconv.ParseInt(string(id), 10, 64); err == nil {
-			return strconv.AppendInt(dst, n, 10)
-		}
-		return append(dst, id...)
-	}
-	if len(id) == 0 || bytes.IndexByte(id, '\\') < 0 && isASCII(id) {
-		return append(dst, id...)
-	}
-	var s string
-	if json.Unmarshal(id, &s) != nil {
-		return append(dst, id...) // cannot happen: the envelope checked it
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(s) != nil {
-		return append(dst, id...)
-	}
-	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
-}
-
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // appendReadTail appends the rest of a read response after the contents'
@@ -462,11 +400,11 @@ func (s *Server) appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []b
 	dst = append(dst, `,"_meta":{`...)
 	if !m.Expires.IsZero() {
 		dst = append(dst, `"expiresAt":"`...)
-		dst = appendTime(dst, m.Expires)
+		dst = jsonwire.AppendTime(dst, m.Expires)
 		dst = append(dst, `",`...)
 	}
 	dst = append(dst, `"lastModified":"`...)
-	dst = appendTime(dst, m.Modified)
+	dst = jsonwire.AppendTime(dst, m.Modified)
 	dst = append(dst, `","sha256":"`...)
 	dst = append(dst, m.SHA256...)
 	dst = append(dst, `","size":`...)
@@ -476,140 +414,4 @@ func (s *Server) appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []b
 		dst = append(dst, `,"resultType":"complete"`...)
 	}
 	return append(dst, "}}"...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-const (
-	lo7 = 0x0101010101010101
-	hi7 = 0x8080808080808080
-)
-
-// hasByte reports whether any byte of x equals b (SWAR).
-func hasByte(x uint64, b byte) bool {
-	v := x ^ (lo7 * uint64(b))
-	return (v-lo7)&^v&hi7 != 0
-}
-
-// plain8 reports whether the eight bytes of s need no escaping: ASCII,
-// not a control character, not '"', '\\', '<', '>' or '&'.
-func plain8[T string | []byte](s T) bool {
-	x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-	if x&hi7 != 0 || (x-lo7*0x20)&^x&hi7 != 0 {
-		return false // non-ASCII, or a byte below 0x20
-	}
-	return !hasByte(x, '"') && !hasByte(x, '\\') && !hasByte(x, '<') && !hasByte(x, '>') && !hasByte(x, '&')
-}
-
-// appendJSONString appends s as a JSON string, escaped exactly as
-// encoding/json escapes it.
-func appendJSONString[T string | []byte](dst []byte, s T) []byte {
-	dst = append(dst, '"')
-	dst = appendEscaped(dst, s)
-	return append(dst, '"')
-}
-
-// appendEscaped appends the inside of s as a JSON string, as encoding/json
-// writes it: quotes, backslashes, control characters, <, >, &, U+2028 and
-// U+2029 escaped, each byte of invalid UTF-8 written as \ufffd, runs of
-// other bytes copied at once.
-func appendEscaped[T string | []byte](dst []byte, s T) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		// Skip eight plain ASCII bytes at a time (most report text).
-		for i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			// The common valid sequences inline (Latin, Cyrillic, ...: two
-			// bytes; Japanese, Chinese, Korean: three), the rest decoded.
-			if n := validMultibyte(s, i); n > 0 {
-				for i += n; i < len(s) && s[i] >= utf8.RuneSelf; i += n {
-					if n = validMultibyte(s, i); n == 0 {
-						break
-					}
-				}
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
-			switch {
-			case r == utf8.RuneError && size == 1:
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, `\ufffd`...)
-			case r == '\u2028' || r == '\u2029':
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, `\u202`...)
-				dst = append(dst, hexDigits[r&0xf])
-			default:
-				i += size
-				continue
-			}
-			i += size
-			start = i
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			i++
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, `\n`...)
-		case '\r':
-			dst = append(dst, `\r`...)
-		case '\t':
-			dst = append(dst, `\t`...)
-		case '\b':
-			dst = append(dst, `\b`...)
-		case '\f':
-			dst = append(dst, `\f`...)
-		default:
-			dst = append(dst, `\u00`...)
-			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	return append(dst, s[start:]...)
-}
-
-// validMultibyte returns the length of the valid two- or three-byte UTF-8
-// sequence at s[i] that needs no escaping, or 0 for anything else (four
-// bytes, invalid, U+2028, U+2029), which the caller decodes.
-func validMultibyte[T string | []byte](s T, i int) int {
-	c := s[i]
-	switch {
-	case c >= 0xc2 && c <= 0xdf:
-		if i+1 < len(s) && s[i+1]&0xc0 == 0x80 {
-			return 2
-		}
-	case c >= 0xe0 && c <= 0xef:
-		if i+2 >= len(s) || s[i+2]&0xc0 != 0x80 {
-			return 0
-		}
-		c1 := s[i+1]
-		lo, hi := byte(0x80), byte(0xbf)
-		switch c {
-		case 0xe0:
-			lo = 0xa0 // no overlong forms
-		case 0xed:
-			hi = 0x9f // no surrogates
-		case 0xe2:
-			if c1 == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
-				return 0 // U+2028, U+2029: escaped
-			}
-		}
-		if c1 >= lo && c1 <= hi {
-			return 3
-		}
-	}
-	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 )
 
@@ -169,7 +170,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	if !readableBy(p, &m) {
 		return nil, notFoundTool(a.URI)
 	}
-	textual := isTextual(m.MIMEType)
+	textual := jsonwire.TextType(m.MIMEType)
 	if lineMode && !textual {
 		return nil, invalidField("startLine", fmt.Sprintf("line windows need a textual body; this one is %s: use offset and length", m.MIMEType))
 	}

@@ -5,9 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"mime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -193,24 +191,6 @@ func contentMeta(m *store.Meta) mcp.Meta {
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-// isTextual reports whether a body of this media type is served as text.
-func isTextual(mimeType string) bool {
-	mt, _, err := mime.ParseMediaType(mimeType)
-	if err != nil {
-		return false
-	}
-	if strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") {
-		return true
-	}
-	switch mt {
-	case "application/json", "application/xml", "application/yaml", "application/x-yaml",
-		"application/javascript", "application/x-ndjson", "application/csv", "application/sql",
-		"application/toml", "application/graphql":
-		return true
-	}
-	return false
-}
 
 // listResources serves resources/list: the caller's listed resources, then
 // the listed public resources of other tenants, paginated with a cursor

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/resourced/resourced/server"
+	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 )
 
@@ -39,7 +40,7 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w (is a server still running on this file?)", err)
 	}
 	defer st.Close()
-	if err := st.CheckEncoded(server.VerifyEncoded); err != nil {
+	if err := st.CheckEncoded(func(m *store.Meta, encoded, body []byte) error { return jsonwire.VerifyForm(m.MIMEType, encoded, body) }); err != nil {
 		return fmt.Errorf("%s is damaged: %w", file, err)
 	}
 	fmt.Fprintf(stdout, "%s: consistent\n", file)

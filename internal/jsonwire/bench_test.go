@@ -1,4 +1,4 @@
-package server
+package jsonwire
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func BenchmarkAppendJSONString(b *testing.B) {
 			buf := make([]byte, 0, 300<<10)
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				buf = appendJSONString(buf[:0], s)
+				buf = AppendString(buf[:0], s)
 			}
 		})
 	}
