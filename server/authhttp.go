@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/resourced/resourced/auth"
@@ -105,35 +107,30 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// mcpRequest is what the stages before go-sdk learned of one /mcp POST:
+// its body, read once, and its envelope.
+type mcpRequest struct {
+	body []byte
+	msgs []message
+}
+
+type mcpRequestKey struct{}
+
 // authenticate resolves the caller to a principal before MCP sees the
-// request and enforces the scope the JSON-RPC method or tool needs.
+// request, reads a POST's body once and checks its envelope, and enforces
+// the scope each JSON-RPC method or tool needs. What it learned travels in
+// the context (auth.FromContext, mcpRequestKey) to the stages after it.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.auth.Authenticate(r)
 		if err != nil {
-			reason := auth.Reason(err)
-			s.metrics.authFailures.WithLabelValues(reason).Inc()
-			if e := logEntry(r.Context()); e != nil {
-				e.outcome = "auth:" + reason
-			}
-			if errors.Is(err, auth.ErrUnavailable) {
-				s.log.Error("token keys unavailable", "err", err)
-				w.Header().Set("Retry-After", "5")
-				http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
-				return
-			}
-			s.log.Info("authentication failed", "reason", reason)
-			challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
-			if reason != "missing" {
-				challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			s.refuseToken(w, r, err)
 			return
 		}
 		if e := logEntry(r.Context()); e != nil {
 			e.tenant = p.Tenant
 		}
+		ctx := auth.WithPrincipal(r.Context(), p)
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, requestBodyLimit(s.maxBody)))
 			if err != nil {
@@ -150,6 +147,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.refuseEnvelope(w, r, err)
 				return
 			}
+			if s.refuseMessages(w, r, msgs) {
+				return
+			}
 			if missing := missingScope(s, msgs, p); missing != "" {
 				s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
 				if e := logEntry(r.Context()); e != nil {
@@ -159,12 +159,47 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				http.Error(w, "Forbidden: this call needs the "+missing+" scope", http.StatusForbidden)
 				return
 			}
-			if s.fastRead(w, r, p, body, msgs) {
-				return
-			}
+			ctx = context.WithValue(ctx, mcpRequestKey{}, &mcpRequest{body: body, msgs: msgs})
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// refuseToken answers a request whose token did not authenticate: 503
+// when the keys cannot be fetched, else 401 with the RFC 6750 challenge.
+func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, err error) {
+	reason := auth.Reason(err)
+	s.metrics.authFailures.WithLabelValues(reason).Inc()
+	if e := logEntry(r.Context()); e != nil {
+		e.outcome = "auth:" + reason
+	}
+	if errors.Is(err, auth.ErrUnavailable) {
+		s.log.Error("token keys unavailable", "err", err)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
+		return
+	}
+	s.log.Info("authentication failed", "reason", reason)
+	challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
+	if reason != "missing" {
+		challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+}
+
+// readStage answers the resources/read requests the read path takes
+// (fastRead, readpath.go) and passes everything else to go-sdk. It runs
+// after authenticate, with the principal and the parsed body.
+func (s *Server) readStage(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
+		p, ok := auth.FromContext(r.Context())
+		if req != nil && ok && s.fastRead(w, r, p, req.body, req.msgs) {
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -189,6 +224,41 @@ func missingScope(s *Server, msgs []message, p auth.Principal) string {
 		}
 	}
 	return ""
+}
+
+// refuseMessages answers, in JSON-RPC, a request for a method go-sdk does
+// not serve or with params its method cannot take (checkMessage), and
+// reports whether it did. A batch with such a message is refused whole.
+func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []message) bool {
+	for i := range msgs {
+		err := checkMessage(&msgs[i])
+		if err == nil {
+			continue
+		}
+		if len(msgs) > 1 {
+			s.refuseEnvelope(w, r, &errEnvelope{"message " + strconv.Itoa(i) + ": " + err.Error()})
+			return true
+		}
+		m := &msgs[0]
+		var em *errMethod
+		if errors.As(err, &em) && !m.hasID {
+			// An unknown notification: JSON-RPC answers none.
+			if e := logEntry(r.Context()); e != nil {
+				e.method, e.outcome = "other", "ignored"
+			}
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+		code := int64(jsonrpc.CodeInvalidParams)
+		if em != nil {
+			code = jsonrpc.CodeMethodNotFound
+		}
+		rerr := rpcError(code, err.Error(), nil)
+		s.recordOutcome(r.Context(), m.method, m.tool, nil, rerr)
+		s.writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == "2026-07-28", m.id, rerr)
+		return true
+	}
+	return false
 }
 
 // refuseEnvelope answers a body that is not acceptable JSON-RPC with HTTP

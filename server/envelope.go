@@ -3,7 +3,11 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/internal/jsonwire"
 )
@@ -20,10 +24,24 @@ import (
 // exactly (|n| < 2^53); a message with an id has a method, a result or an
 // error.
 
+//
+// Beyond that, what go-sdk would answer with Go's words (a params value of
+// the wrong type: "into a *mcp.ReadResourceParams"; a method that is not a
+// string: "jsonrpc2.wireDecode"; an unknown method: a text/plain 400) is
+// answered here in JSON-RPC's: no object anywhere in the body names a
+// member twice (encoding/json would keep the last); jsonrpc is "2.0"; a
+// method is a string that go-sdk serves (-32601 otherwise; an unknown
+// notification is accepted and ignored, as JSON-RPC wants); params, when
+// present, decode into what the method takes, else -32602 naming the
+// member and the JSON type it needs.
+
 // message is what the envelope check reads of one JSON-RPC message.
 type message struct {
 	method, tool string
 	hasID        bool
+	hasMethod    bool
+	id           []byte // raw JSON; nil when absent
+	params       []byte // raw JSON; nil when absent
 }
 
 // errEnvelope is a body that is not acceptable JSON-RPC; its text is the
@@ -37,6 +55,13 @@ func (e *errEnvelope) Error() string { return e.reason }
 func parseEnvelope(body []byte) ([]message, error) {
 	if !json.Valid(body) {
 		return nil, jsonwire.ErrSyntax
+	}
+	if err := jsonwire.UniqueMembers(body); err != nil {
+		var de *jsonwire.DuplicateError
+		if errors.As(err, &de) {
+			return nil, &errEnvelope{de.Error()}
+		}
+		return nil, err
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
@@ -64,19 +89,19 @@ const maxSafeID = 1<<53 - 1
 
 func parseMessage(data []byte) (message, error) {
 	var m message
-	var hasMethod, hasResult bool
-	seen := map[string]bool{}
+	if d := bytes.TrimLeft(data, " \t\r\n"); len(d) == 0 || d[0] != '{' {
+		return m, &errEnvelope{"a JSON-RPC message is an object (a batch, an array of them)"}
+	}
+	var hasMethod, hasResult, versionOK bool
 	err := jsonwire.Members(data, func(name string, v []byte) error {
-		if seen[name] {
-			return &errEnvelope{"member " + strconv.Quote(name) + " appears twice"}
-		}
-		seen[name] = true
 		switch name {
+		case "jsonrpc":
+			versionOK = string(v) == `"2.0"` || v[0] == '"' && mustString(v) == "2.0"
 		case "id":
 			if string(v) == "null" {
 				return nil // go-sdk answers a null id itself
 			}
-			m.hasID = true
+			m.hasID, m.id = true, v
 			if v[0] == '"' {
 				return nil
 			}
@@ -85,11 +110,15 @@ func parseMessage(data []byte) (message, error) {
 				return &errEnvelope{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + truncate(string(v), 40)}
 			}
 		case "method":
-			hasMethod = true
-			m.method, _ = jsonwire.String(v) // go-sdk answers a method that is not a string
+			hasMethod, m.hasMethod = true, true
+			var ok bool
+			if m.method, ok = jsonwire.String(v); !ok {
+				return &errEnvelope{"the method must be a string"}
+			}
 		case "result", "error":
 			hasResult = true
 		case "params":
+			m.params = v
 			return jsonwire.Members(v, func(name string, pv []byte) error {
 				if name == "name" {
 					m.tool, _ = jsonwire.String(pv)
@@ -102,8 +131,134 @@ func parseMessage(data []byte) (message, error) {
 	if err != nil {
 		return m, err
 	}
+	if !versionOK {
+		return m, &errEnvelope{`the jsonrpc member must be "2.0"`}
+	}
 	if m.hasID && !hasMethod && !hasResult {
 		return m, &errEnvelope{"a message with an id needs a method (a request) or a result or error (a response)"}
 	}
 	return m, nil
+}
+
+func mustString(v []byte) string {
+	s, _ := jsonwire.String(v)
+	return s
+}
+
+// serverMethods are the methods go-sdk v1.8.0 serves, each with the type
+// its params decode into (its serverMethodInfos).
+var serverMethods = map[string]func() any{
+	"completion/complete":              func() any { return new(mcp.CompleteParams) },
+	"server/discover":                  func() any { return new(mcp.DiscoverParams) },
+	"initialize":                       func() any { return new(mcp.InitializeParams) },
+	"ping":                             func() any { return new(mcp.PingParams) },
+	"prompts/list":                     func() any { return new(mcp.ListPromptsParams) },
+	"prompts/get":                      func() any { return new(mcp.GetPromptParams) },
+	"tools/list":                       func() any { return new(mcp.ListToolsParams) },
+	"tools/call":                       nil, // checkCallParams: its arguments may be most of the body
+	"resources/list":                   func() any { return new(mcp.ListResourcesParams) },
+	"resources/templates/list":         func() any { return new(mcp.ListResourceTemplatesParams) },
+	"resources/read":                   func() any { return new(mcp.ReadResourceParams) },
+	"logging/setLevel":                 func() any { return new(mcp.SetLoggingLevelParams) },
+	"resources/subscribe":              func() any { return new(mcp.SubscribeParams) },
+	"subscriptions/listen":             func() any { return new(mcp.SubscriptionsListenParams) },
+	"resources/unsubscribe":            func() any { return new(mcp.UnsubscribeParams) },
+	"notifications/cancelled":          func() any { return new(mcp.CancelledParams) },
+	"notifications/initialized":        func() any { return new(mcp.InitializedParams) },
+	"notifications/roots/list_changed": func() any { return new(mcp.RootsListChangedParams) },
+	"notifications/progress":           func() any { return new(mcp.ProgressNotificationParams) },
+}
+
+// errMethod is a request for a method go-sdk does not serve.
+type errMethod struct{ method string }
+
+func (e *errMethod) Error() string { return "Method not found: " + e.method }
+
+// errParams is a request whose params do not fit its method; the text is
+// the message for the client.
+type errParams struct{ msg string }
+
+func (e *errParams) Error() string { return e.msg }
+
+// checkMessage checks the method and params of a request or notification
+// (responses pass): *errMethod for a method go-sdk does not serve,
+// *errParams for params it would refuse.
+func checkMessage(m *message) error {
+	if !m.hasMethod {
+		return nil // a response: go-sdk takes it as one
+	}
+	newParams, known := serverMethods[m.method]
+	if !known {
+		return &errMethod{m.method}
+	}
+	p := bytes.TrimSpace(m.params)
+	if len(p) == 0 || string(p) == "null" {
+		return nil // go-sdk decides whether the method needs params
+	}
+	if p[0] != '{' {
+		return &errParams{"Invalid params: params must be an object"}
+	}
+	if newParams == nil {
+		return checkCallParams(p)
+	}
+	err := json.Unmarshal(p, newParams())
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te) && te.Field != "":
+		return &errParams{"Invalid params: " + te.Field + " must be " + jsonTypeName(te.Type)}
+	case errors.As(err, &te):
+		return &errParams{"Invalid params: a value must be " + jsonTypeName(te.Type)}
+	default:
+		return &errParams{"Invalid params: they do not fit " + m.method}
+	}
+}
+
+// checkCallParams checks the members of tools/call params by kind only,
+// without decoding them: arguments (possibly megabytes) are the tool's to
+// check, and it answers a validation_error result.
+func checkCallParams(p []byte) error {
+	return jsonwire.Members(p, func(name string, v []byte) error {
+		var want byte
+		var what string
+		switch name {
+		case "name":
+			want, what = '"', "a string"
+		case "_meta":
+			want, what = '{', "an object"
+		default:
+			return nil
+		}
+		if v[0] != want && string(v) != "null" {
+			return &errParams{"Invalid params: " + name + " must be " + what}
+		}
+		return nil
+	})
+}
+
+// jsonTypeName names the JSON type a Go type decodes from.
+func jsonTypeName(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a JSON value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -129,3 +131,39 @@ func errorResult(e *toolError) *mcp.CallToolResult {
 
 // isNotFound reports whether err is a store miss.
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// writeRPCError writes err, a *jsonrpc.Error, as the response to the
+// request with the raw JSON id, exactly as go-sdk writes one in stateless
+// JSON mode: HTTP 200 on 2025-11-25; on 2026-07-28 (SEP-2575) 400 for
+// -32602, 404 for -32601, 200 otherwise.
+func (s *Server) writeRPCError(w http.ResponseWriter, modern bool, rawID []byte, err error) {
+	var jerr *jsonrpc.Error
+	if !errors.As(err, &jerr) {
+		jerr = rpcError(jsonrpc.CodeInternalError, "Internal error", nil)
+	}
+	var idv any
+	var id jsonrpc.ID
+	if json.Unmarshal(rawID, &idv) == nil {
+		id, _ = jsonrpc.MakeID(idv)
+	}
+	b, merr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: jerr})
+	if merr != nil {
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	status := http.StatusOK
+	if modern {
+		switch jerr.Code {
+		case jsonrpc.CodeInvalidParams:
+			status = http.StatusBadRequest
+		case jsonrpc.CodeMethodNotFound:
+			status = http.StatusNotFound
+		}
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}

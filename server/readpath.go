@@ -1,23 +1,16 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
-	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/uri"
 )
 
 // The fast read path.
@@ -126,13 +119,24 @@ const (
 	metaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
-// fastRead serves r if it is a resources/read the fast path may answer and
-// reports whether it did. body is the request body; msgs its envelope.
+// fastRead is the read stage: it answers r itself when r is a
+// resources/read that go-sdk would dispatch to readResource unchanged — a
+// single request, in the plainest form, on 2026-07-28 or 2025-11-25, with
+// no header go-sdk would act on — and reports whether it did. It answers
+// every outcome of such a read, found or not, through resolve (read.go), so
+// a read costs one resolution whichever way it goes; anything else falls
+// through to go-sdk untouched. body is the request body, msgs its envelope.
 func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte, msgs []message) bool {
 	if s.noFastRead || len(msgs) != 1 || msgs[0].method != "resources/read" || !msgs[0].hasID {
 		return false
 	}
 	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" || !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	// Headers go-sdk acts on beyond the ones checked here: Last-Event-ID
+	// (refused on a POST), Mcp-Session-Id (read in a compatibility mode).
+	// Their requests are go-sdk's to answer.
+	if len(r.Header.Values("Last-Event-ID")) > 0 || len(r.Header.Values("Mcp-Session-Id")) > 0 {
 		return false
 	}
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
@@ -145,9 +149,8 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if !ok {
 		return false
 	}
-	version := r.Header.Get("MCP-Protocol-Version")
 	modern := false
-	switch version {
+	switch r.Header.Get("MCP-Protocol-Version") {
 	case "2026-07-28":
 		if !s.modernMetaOK(r, &req) {
 			return false
@@ -163,32 +166,24 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if !p.Has(auth.ScopeRead) {
 		return false
 	}
-	raw := req.URI
-	scheme, ok := uri.SplitScheme(raw)
-	if !ok || s.schemes[scheme] == nil {
-		return false
-	}
-	u, err := uri.Parse(raw)
+	ctx := r.Context()
+	rr := readResponse{id: req.ID, modern: modern, uri: req.URI}
+	v, err := s.resolveRead(ctx, p, req.URI, false)
 	if err != nil {
-		return false
+		s.recordOutcome(ctx, "resources/read", "", nil, err)
+		s.writeRPCError(w, modern, req.ID, err)
+		return true
 	}
-	rr := readResponse{id: req.ID, modern: modern, uri: raw}
-	if v, ok := s.store.(store.EncodedViewer); ok {
-		k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-		if err != nil || !s.viewRead(w, r.Context(), v, p, k, &rr) {
-			return false // not found, foreign, backend trouble: go-sdk's path answers
-		}
-	} else {
-		obj, err := s.lookup(r.Context(), p, u)
-		if err != nil {
-			return false // as above
-		}
-		s.streamRead(w, &rr, obj)
+	defer v.release()
+	if err := s.renderRead(w, ctx, &rr, v); err != nil {
+		// The status line is out: the response is cut and the client
+		// sees a broken stream. Say why in the log.
+		s.log.InfoContext(ctx, "read response cut", "uri", req.URI, "reason", err.Error())
+		s.recordOutcome(ctx, "resources/read", "", nil, err)
+		return true
 	}
-	if e := logEntry(r.Context()); e != nil {
-		e.method, e.outcome = "resources/read", "ok"
-	}
-	s.metrics.bytesRead.WithLabelValues(u.Scheme).Add(float64(rr.size))
+	s.recordOutcome(ctx, "resources/read", "", nil, nil)
+	s.metrics.bytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
 	return true
 }
 
@@ -261,157 +256,4 @@ func acceptsBoth(values []string) bool {
 		}
 	}
 	return jsonOK && streamOK
-}
-
-// readResponse is what a successful read's response says besides the
-// object: the request id, the protocol, the URI as the caller wrote it;
-// size is set to the body's size once it is written.
-type readResponse struct {
-	id     json.RawMessage
-	modern bool
-	uri    string
-	size   int64
-}
-
-// maxPooledResponse bounds the response buffers kept for reuse: larger ones
-// (bodies of megabytes) go back to the garbage collector, so that a burst
-// of large reads does not pin its peak in the pool.
-const maxPooledResponse = 1 << 20
-
-var respPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-// viewRead writes the response of a read of k from inside the backend's
-// read transaction: the stored encoded form when there is one (one copy),
-// else the body encoded as it is copied. It reports whether it wrote one;
-// when it did not (missing, expired, another tenant's private object, a
-// backend failure) nothing was written.
-func (s *Server) viewRead(w http.ResponseWriter, ctx context.Context, v store.EncodedViewer, p auth.Principal, k store.Key, rr *readResponse) bool {
-	bp := respPool.Get().(*[]byte)
-	buf := (*bp)[:0]
-	err := v.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
-		if !readableBy(p, m) {
-			return store.ErrNotFound
-		}
-		if n := s.responseBound(rr, m, encoded); cap(buf) < n {
-			buf = make([]byte, 0, n)
-		}
-		buf = s.appendReadHead(buf, rr, m)
-		buf = s.appendContents(buf, m, encoded, body)
-		buf = s.appendReadTail(buf, rr, m)
-		rr.size = m.Size
-		return nil
-	})
-	if err == nil {
-		h := w.Header()
-		h.Set("Cache-Control", "no-cache, no-transform")
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(buf)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(buf)
-	}
-	if cap(buf) <= maxPooledResponse {
-		*bp = buf
-		respPool.Put(bp)
-	}
-	return err == nil
-}
-
-// responseBound is the buffer a response needs, exactly for a stored
-// encoded form and as a guess otherwise (the body plus a tenth for
-// escapes; appending grows it when that is short).
-func (s *Server) responseBound(rr *readResponse, m *store.Meta, encoded []byte) int {
-	n := 512 + len(rr.id) + len(rr.uri) + len(m.MIMEType) + len(s.serverInfoMeta)
-	if jsonwire.FormLen(encoded) > 0 {
-		return n + len(encoded)
-	}
-	return n + int(m.Size) + int(m.Size)/10
-}
-
-var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
-
-// streamRead writes the response of a read of obj, a body the backend
-// copied out, through a buffer: the body is encoded as it is written, so
-// the response is never held whole.
-func (s *Server) streamRead(w http.ResponseWriter, rr *readResponse, obj *store.Object) {
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	bw := bufPool.Get().(*bufio.Writer)
-	bw.Reset(w)
-	bp := respPool.Get().(*[]byte)
-	scratch := s.appendReadHead((*bp)[:0], rr, &obj.Meta)
-	bw.Write(scratch)
-	if textual(obj.MIMEType, obj.Body) {
-		bw.WriteString(`"text":"`)
-		const chunk = 16 << 10
-		for b := obj.Body; len(b) > 0; {
-			n := min(len(b), chunk)
-			for n < len(b) && n > chunk-4 && b[n]&0xc0 == 0x80 {
-				n-- // end the chunk before a rune, never inside one
-			}
-			scratch = jsonwire.AppendEscaped(scratch[:0], b[:n])
-			bw.Write(scratch)
-			b = b[n:]
-		}
-		bw.WriteByte('"')
-	} else {
-		bw.WriteString(`"blob":"`)
-		enc := base64.NewEncoder(base64.StdEncoding, bw)
-		enc.Write(obj.Body)
-		enc.Close()
-		bw.WriteByte('"')
-	}
-	bw.Write(s.appendReadTail(scratch[:0], rr, &obj.Meta))
-	bw.Flush()
-	rr.size = obj.Size
-	bw.Reset(nil)
-	bufPool.Put(bw)
-	if cap(scratch) <= maxPooledResponse {
-		*bp = scratch
-		respPool.Put(bp)
-	}
-}
-
-// appendReadHead appends a read response up to its contents' text or blob
-// member, field for field as go-sdk writes it.
-func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = jsonwire.AppendID(dst, rr.id)
-	dst = append(dst, `,"result":{`...)
-	if rr.modern {
-		dst = append(dst, s.serverInfoMeta...)
-		dst = append(dst, ',')
-	}
-	dst = append(dst, `"ttlMs":`...)
-	dst = strconv.AppendInt(dst, int64(s.ttlMs(m)), 10)
-	dst = append(dst, `,"cacheScope":"`...)
-	dst = append(dst, cacheScope(m.Visibility)...)
-	dst = append(dst, `","contents":[{"uri":`...)
-	dst = jsonwire.AppendString(dst, rr.uri)
-	dst = append(dst, `,"mimeType":`...)
-	dst = jsonwire.AppendString(dst, m.MIMEType)
-	return append(dst, ',')
-}
-
-// appendReadTail appends the rest of a read response after the contents'
-// text or blob member.
-func (s *Server) appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []byte {
-	dst = append(dst, `,"_meta":{`...)
-	if !m.Expires.IsZero() {
-		dst = append(dst, `"expiresAt":"`...)
-		dst = jsonwire.AppendTime(dst, m.Expires)
-		dst = append(dst, `",`...)
-	}
-	dst = append(dst, `"lastModified":"`...)
-	dst = jsonwire.AppendTime(dst, m.Modified)
-	dst = append(dst, `","sha256":"`...)
-	dst = append(dst, m.SHA256...)
-	dst = append(dst, `","size":`...)
-	dst = strconv.AppendInt(dst, m.Size, 10)
-	dst = append(dst, `}}]`...)
-	if rr.modern {
-		dst = append(dst, `,"resultType":"complete"`...)
-	}
-	return append(dst, "}}"...)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,7 +226,7 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	fastHits := 0
-	for n := 0; n < 600; n++ {
+	for n := 0; n < 800; n++ {
 		u, id, version := pick(uris), pick(ids), pick([]string{"2026-07-28", "2025-11-25"})
 		params := map[string]any{"uri": u}
 		if version == "2026-07-28" && rng.IntN(10) > 0 {
@@ -278,6 +280,11 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 				hdr.Set("Mcp-Name", u+"x")
 			}
 		}
+		if rng.IntN(30) == 0 {
+			// go-sdk refuses a POST carrying Last-Event-ID (400); the read
+			// stage must not answer it differently.
+			hdr.Set("Last-Event-ID", "5")
+		}
 		hdr.Set("X-Test-Tenant", pick(tenants))
 		if rng.IntN(20) == 0 {
 			hdr.Set("X-Test-ReadOnly", "1")
@@ -328,4 +335,61 @@ func post(t *testing.T, url string, hdr http.Header, body []byte) (int, http.Hea
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, b
+}
+
+// countingStore counts the backend accesses of reads.
+type countingStore struct {
+	store.Backend
+	ev       store.EncodedViewer
+	accesses atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, k store.Key) (*store.Object, error) {
+	c.accesses.Add(1)
+	return c.Backend.Get(ctx, k)
+}
+
+func (c *countingStore) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+	c.accesses.Add(1)
+	return c.Backend.Stat(ctx, k)
+}
+
+func (c *countingStore) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	c.accesses.Add(1)
+	return c.ev.View(ctx, k, fn)
+}
+
+// TestOneStoreAccessPerMissedRead: a read of a URI that does not exist, or
+// that the caller may not read, costs one backend access, whether the read
+// stage or go-sdk's dispatch answers it (before, a miss fell through the
+// fast path to go-sdk and was looked up again).
+func TestOneStoreAccessPerMissedRead(t *testing.T) {
+	ms := memstore.New(memstore.Options{})
+	cs := &countingStore{Backend: ms, ev: ms}
+	now := time.Now()
+	body := []byte("private")
+	if _, _, err := ms.Put(t.Context(), &store.Object{Meta: store.Meta{Key: store.MustKey("t2", "report", "priv"), MIMEType: "text/plain",
+		Size: int64(len(body)), SHA256: store.Sum(body), Created: now, Modified: now, Visibility: store.Private}, Body: body}, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	_, fast, sdk := serverPair(t, cs, time.Now)
+	for _, u := range []string{"report://t1/missing", "report://t2/priv"} {
+		for _, tc := range []struct {
+			name, url, body string
+		}{
+			{"read stage", fast, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + u + `"}}`},
+			{"go-sdk", sdk, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + u + `"}}`},
+			// An escaped slash is not the plainest form: go-sdk answers.
+			{"go-sdk via the read server", fast, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + strings.ReplaceAll(u, "/", `\/`) + `"}}`},
+		} {
+			before := cs.accesses.Load()
+			status, _, got := post(t, tc.url, readHeaders("2025-11-25", u), []byte(tc.body))
+			if status != http.StatusOK || !bytes.Contains(got, []byte(`"code":-32602`)) {
+				t.Fatalf("%s: read of %s = %d %s, want -32602", tc.name, u, status, got)
+			}
+			if n := cs.accesses.Load() - before; n != 1 {
+				t.Errorf("%s: read of %s cost %d backend accesses, want 1", tc.name, u, n)
+			}
+		}
+	}
 }

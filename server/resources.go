@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/uri"
 )
 
 // listPageSize is the page size of resources/list.
@@ -76,24 +74,6 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// checkReadURI accepts only canonical URIs of configured schemes. A URI of
-// another scheme is not found; a malformed one of ours says why. This runs
-// before any tenant check or storage access.
-func (s *Server) checkReadURI(raw string) error {
-	scheme, ok := uri.SplitScheme(raw)
-	if !ok || s.schemes[scheme] == nil {
-		return notFound(raw)
-	}
-	if _, err := uri.Parse(raw); err != nil {
-		var ue *uri.Error
-		if errors.As(err, &ue) {
-			return invalidURI(raw, ue.Reason)
-		}
-		return invalidURI(raw, "malformed URI")
-	}
-	return nil
-}
-
 // requireScope fails unless the caller holds scope.
 func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
 	p, ok := auth.FromContext(ctx)
@@ -105,92 +85,6 @@ func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
 	}
 	return p, nil
 }
-
-// lookup resolves a URI to the live object the caller may read. Every way
-// of not being allowed to read it gives the same ErrNotFound.
-func (s *Server) lookup(ctx context.Context, p auth.Principal, u uri.URI) (*store.Object, error) {
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return nil, store.ErrNotFound
-	}
-	obj, err := s.store.Get(ctx, k)
-	if err != nil {
-		return nil, err
-	}
-	if !readableBy(p, &obj.Meta) {
-		return nil, store.ErrNotFound
-	}
-	return obj, nil
-}
-
-// readableBy reports whether p may read the object m describes: its own,
-// or another tenant's public one.
-func readableBy(p auth.Principal, m *store.Meta) bool {
-	return m.Key.Tenant() == p.Tenant || m.Visibility == store.Public
-}
-
-// readResource serves resources/read for every scheme's template.
-func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	raw := req.Params.URI
-	p, err := requireScope(ctx, auth.ScopeRead)
-	if err != nil {
-		return nil, err
-	}
-	u, err := uri.Parse(raw)
-	if err != nil || s.schemes[u.Scheme] == nil {
-		return nil, notFound(raw) // intercept already answered these
-	}
-	obj, err := s.lookup(ctx, p, u)
-	if isNotFound(err) {
-		return nil, notFound(raw)
-	}
-	if err != nil {
-		return nil, s.internal(ctx, "resources/read", err)
-	}
-	c := &mcp.ResourceContents{URI: raw, MIMEType: obj.MIMEType, Meta: contentMeta(&obj.Meta)}
-	if textual(obj.MIMEType, obj.Body) {
-		c.Text = string(obj.Body)
-	} else {
-		c.Blob = obj.Body
-	}
-	s.metrics.bytesRead.WithLabelValues(u.Scheme).Add(float64(obj.Size))
-	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
-	res.TTLMs = s.ttlMs(&obj.Meta)
-	res.CacheScope = cacheScope(obj.Visibility)
-	return res, nil
-}
-
-// ttlMs is the freshness hint of a read: the scheme's ttl, and for an
-// immutable snapshot never beyond its remaining life.
-func (s *Server) ttlMs(m *store.Meta) int {
-	sc := s.schemes[m.Key.Scheme()]
-	ttl := sc.TTL
-	if !m.Expires.IsZero() {
-		ttl = min(ttl, m.Expires.Sub(s.now()))
-	}
-	return int(max(ttl, 0) / time.Millisecond)
-}
-
-func cacheScope(v store.Visibility) string {
-	if v == store.Public {
-		return "public"
-	}
-	return "private"
-}
-
-func contentMeta(m *store.Meta) mcp.Meta {
-	meta := mcp.Meta{
-		"sha256":       m.SHA256,
-		"size":         m.Size,
-		"lastModified": formatTime(m.Modified),
-	}
-	if !m.Expires.IsZero() {
-		meta["expiresAt"] = formatTime(m.Expires)
-	}
-	return meta
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // listResources serves resources/list: the caller's listed resources, then
 // the listed public resources of other tenants, paginated with a cursor
@@ -313,34 +207,43 @@ func decodeCursor(c, tenant, binding string) (cursorBody, error) {
 	return cb, nil
 }
 
-// observe records the JSON-RPC method, tool and outcome for the request log.
+// observe records the JSON-RPC method, tool and outcome of what go-sdk
+// dispatched, for the request log and metrics.
 func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		e := logEntry(ctx)
-		if e == nil {
-			return res, err
-		}
-		e.method = method
+		tool := ""
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
-			e.tool = p.Name
+			tool = p.Name
 		}
-		var rpcErr *jsonrpc.Error
-		switch {
-		case errors.As(err, &rpcErr):
-			e.outcome = strconv.FormatInt(rpcErr.Code, 10)
-		case err != nil:
-			e.outcome = "error"
-		default:
-			e.outcome = "ok"
-			if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
-				if te, ok := r.StructuredContent.(*toolError); ok {
-					e.outcome = te.ErrorKind
-				} else {
-					e.outcome = "isError"
-				}
+		s.recordOutcome(ctx, method, tool, res, err)
+		return res, err
+	}
+}
+
+// recordOutcome notes what one MCP request did, for the request log line
+// and the metrics it feeds: the observation hook of go-sdk's dispatch and
+// of the read stage alike.
+func (s *Server) recordOutcome(ctx context.Context, method, tool string, res mcp.Result, err error) {
+	e := logEntry(ctx)
+	if e == nil {
+		return
+	}
+	e.method, e.tool = method, tool
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpcErr):
+		e.outcome = strconv.FormatInt(rpcErr.Code, 10)
+	case err != nil:
+		e.outcome = "error"
+	default:
+		e.outcome = "ok"
+		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+			if te, ok := r.StructuredContent.(*toolError); ok {
+				e.outcome = te.ErrorKind
+			} else {
+				e.outcome = "isError"
 			}
 		}
-		return res, err
 	}
 }

@@ -112,6 +112,12 @@ type Options struct {
 	// longest a caller may ask for (0: 1h).
 	LinkKey             []byte
 	LinkTTL, LinkMaxTTL time.Duration
+	// WriteGrace and MinWriteRate set the write deadline of a read's
+	// response: WriteGrace (0: 10s) plus its size at MinWriteRate bytes a
+	// second (0: 64 KiB/s). A client reading more slowly loses the
+	// connection.
+	WriteGrace   time.Duration
+	MinWriteRate int64
 	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
@@ -147,7 +153,9 @@ type Server struct {
 	links *linkSigner
 	// noFastRead sends every resources/read through go-sdk (for the
 	// differential test of the fast path).
-	noFastRead bool
+	noFastRead   bool
+	writeGrace   time.Duration
+	minWriteRate int64
 	// serverInfoMeta is the result _meta go-sdk adds on 2026-07-28.
 	serverInfoMeta []byte
 }
@@ -198,6 +206,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s.limits = opts.Limits
 	s.limits.applyDefaults()
+	s.writeGrace, s.minWriteRate = opts.WriteGrace, opts.MinWriteRate
+	if s.writeGrace <= 0 {
+		s.writeGrace = 10 * time.Second
+	}
+	if s.minWriteRate <= 0 {
+		s.minWriteRate = 64 << 10
+	}
 	s.pollInterval = opts.PollInterval
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second
@@ -258,7 +273,7 @@ func New(opts Options) (*Server, error) {
 		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.guardOrigin(s.authenticate(streamable)))
+	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.readStage(streamable))))
 	if s.requiresAuth() {
 		mux.Handle(metadataPath, s.resourceMetadata())
 		mux.Handle(metadataPath+"/mcp", s.resourceMetadata())

@@ -167,3 +167,13 @@ func AppendTime(dst []byte, t time.Time) []byte {
 
 // FormatTime is AppendTime as a string.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// FormUnchecked returns the member of a form FormMember has already
+// verified, without verifying it again (a chunked read takes its chunks
+// from the same record); nil when there is none of this version.
+func FormUnchecked(encoded []byte) []byte {
+	if len(encoded) <= formHeader || encoded[0] != FormVersion {
+		return nil
+	}
+	return encoded[formHeader:]
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/memstore"
+)
+
+// TestEnvelopeAnswersInJSONRPC: what go-sdk would answer in Go's words (a
+// text/plain 400, a message naming Go types) is answered before it, in
+// JSON-RPC, with the request's id and the HTTP status go-sdk gives that
+// code on each protocol version.
+func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
+	_, url, _ := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	for _, tc := range []struct {
+		body       string
+		code       int64
+		status2025 int
+		status2026 int
+		message    string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":5}}`, -32602, 200, 400, "Invalid params: uri must be a string"},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":"x"}`, -32602, 200, 400, "Invalid params: params must be an object"},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{"cursor":5}}`, -32602, 200, 400, "Invalid params: cursor must be a string"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, -32602, 200, 400, "Invalid params: name must be a string"},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`, -32602, 200, 400, "Invalid params: params must be an object"},
+		{`{"jsonrpc":"2.0","id":"x","method":"nope/nope","params":{}}`, -32601, 200, 404, "Method not found: nope/nope"},
+		{`{"jsonrpc":"2.0","id":1,"method":5}`, -32600, 400, 400, "Invalid Request: the method must be a string"},
+		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, -32600, 400, 400, `Invalid Request: the jsonrpc member must be "2.0"`},
+		{`{"id":1,"method":"ping"}`, -32600, 400, 400, `Invalid Request: the jsonrpc member must be "2.0"`},
+		// Duplicate members at every depth, not only the top: encoding/json
+		// would keep the last "path" and write j/b.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_report","arguments":{"path":"j/a","path":"j/b","mimeType":"text/plain","text":"x"}}}`,
+			-32600, 400, 400, `Invalid Request: member "path" appears twice in params.arguments`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_search_snapshot","arguments":{"query":"q","hits":[{"url":"a","url":"b"}]}}}`,
+			-32600, 400, 400, `Invalid Request: member "url" appears twice in params.arguments.hits[0]`},
+	} {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			hdr := readHeaders(version, "x")
+			hdr.Del("Mcp-Name")
+			status, h, got := post(t, url, hdr, []byte(tc.body))
+			want := tc.status2025
+			if version == "2026-07-28" {
+				want = tc.status2026
+			}
+			var resp struct {
+				ID    any `json:"id"`
+				Error *struct {
+					Code    int64  `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(got, &resp); err != nil || resp.Error == nil || h.Get("Content-Type") != "application/json" {
+				t.Fatalf("%s %s: %d %s %q: want a JSON-RPC error", version, tc.body, status, h.Get("Content-Type"), got)
+			}
+			if status != want || resp.Error.Code != tc.code || resp.Error.Message != tc.message {
+				t.Errorf("%s %s:\n got %d %d %q\nwant %d %d %q", version, tc.body, status, resp.Error.Code, resp.Error.Message, want, tc.code, tc.message)
+			}
+			for _, goWord := range []string{"mcp.", "jsonrpc2", "Go ", "unmarshal", "*", "struct"} {
+				if strings.Contains(resp.Error.Message, goWord) {
+					t.Errorf("%s %s: the message %q names Go's %q", version, tc.body, resp.Error.Message, goWord)
+				}
+			}
+		}
+	}
+	// An unknown notification is accepted and answered with nothing.
+	status, _, got := post(t, url, readHeaders("2025-11-25", "x"), []byte(`{"jsonrpc":"2.0","method":"notifications/nope"}`))
+	if status != http.StatusAccepted || len(got) != 0 {
+		t.Errorf("unknown notification: %d %q, want 202 and no body", status, got)
+	}
+}
+
+// TestDuplicateArgumentWritesNothing: the save with a duplicated path is
+// refused before any tool runs, so neither path is written.
+func TestDuplicateArgumentWritesNothing(t *testing.T) {
+	ms := memstore.New(memstore.Options{})
+	_, url, _ := serverPair(t, ms, time.Now)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_report","arguments":{"path":"j/a","path":"j/b","mimeType":"text/plain","text":"x"}}}`
+	if status, _, got := post(t, url, readHeaders("2025-11-25", "x"), []byte(body)); status != http.StatusBadRequest {
+		t.Fatalf("save with a duplicate path: %d %s, want 400", status, got)
+	}
+	for _, p := range []string{"j/a", "j/b"} {
+		if _, err := ms.Stat(t.Context(), store.MustKey("t1", "report", p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+}

@@ -1,0 +1,506 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/uri"
+)
+
+// The read path: one resolution and one renderer for resources/read.
+//
+// resolveRead is the only place that decides whether a caller may read a URI.
+// It validates the URI, then decides from the object's metadata alone —
+// before a byte of the body is copied, so that another tenant's private
+// object costs what a URI that never existed costs — and only then opens
+// the body. Both ways a read arrives use it: the read stage (readpath.go),
+// which answers the plainest requests itself, and go-sdk's dispatch
+// (readResource below), which answers everything else.
+//
+// What it gives back is a readView, which renderRead writes as the
+// JSON-RPC response and sdkResult turns into go-sdk's result. Both take
+// the _meta members of a content item from one ordered list (eachMeta), so
+// the two answers cannot drift apart; server/readpath_test.go holds them
+// byte for byte equal.
+//
+// Memory per read is bounded. A response of up to readChunk bytes is
+// rendered whole in a pooled buffer. A larger one is written readChunk
+// bytes at a time, each chunk copied from the backend in its own short
+// read transaction (store.EncodedViewer.View): a client that reads slowly,
+// or not at all, holds one chunk, never the body, and never holds a bbolt
+// transaction open (a long one would stall bbolt's remapping, and so every
+// write, once the file grows). Each later chunk checks that the object is
+// still the one the first saw (sha256 and modification time): a replace in
+// the middle of a read ends the response (the client sees a cut stream and
+// retries) rather than mixing two bodies.
+
+// readChunk is the most one read holds of a body or its encoded form.
+const readChunk = 64 << 10
+
+// errUnreadable is resolve's internal answer for every object the caller
+// may not read; it becomes the one not-found error.
+var errUnreadable = errors.New("unreadable")
+
+// errChanged ends a chunked read whose object changed between chunks.
+var errChanged = errors.New("object changed during the read")
+
+// readView is a readable object, as resolve opened it.
+type readView struct {
+	meta store.Meta
+	// viewer is set when the bytes come from the backend's own memory,
+	// chunk by chunk while rendering (large reads on bbolt and memory).
+	viewer store.EncodedViewer
+	// whole is the response's content member ("text":… or "blob":…),
+	// rendered during resolve, when it fit in one chunk; pooled.
+	whole *[]byte
+	// body is the whole body when the backend handed out a copy (backends
+	// without EncodedViewer, and go-sdk's path, which needs a string).
+	body []byte
+	// form reports that the stored form is used (chunked reads); text that
+	// the body is served as text (chunked reads without a form).
+	form, text bool
+	// formLen is the length of the stored form's member (chunked reads).
+	formLen int
+}
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, readChunk+readChunk/8); return &b }}
+
+func (v *readView) release() {
+	if v.whole != nil && cap(*v.whole) <= 2*readChunk {
+		*v.whole = (*v.whole)[:0]
+		chunkPool.Put(v.whole)
+	}
+	v.whole = nil
+}
+
+// readableBy reports whether p may read the object m describes: its own,
+// or another tenant's public one. It is the only such rule.
+func readableBy(p auth.Principal, m *store.Meta) bool {
+	return m.Key.Tenant() == p.Tenant || m.Visibility == store.Public
+}
+
+// checkReadURI accepts only canonical URIs of configured schemes. A URI of
+// another scheme is not found; a malformed one of ours says why. This runs
+// before any tenant check or storage access.
+func (s *Server) checkReadURI(raw string) error {
+	_, err := s.readKey(raw)
+	return err
+}
+
+// readKey is checkReadURI returning the key of the URI.
+func (s *Server) readKey(raw string) (store.Key, error) {
+	scheme, ok := uri.SplitScheme(raw)
+	if !ok || s.schemes[scheme] == nil {
+		return store.Key{}, notFound(raw)
+	}
+	u, err := uri.Parse(raw)
+	if err != nil {
+		var ue *uri.Error
+		if errors.As(err, &ue) {
+			return store.Key{}, invalidURI(raw, ue.Reason)
+		}
+		return store.Key{}, invalidURI(raw, "malformed URI")
+	}
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return store.Key{}, notFound(raw)
+	}
+	return k, nil
+}
+
+// resolveRead decides whether p may read raw and opens it. Every way of not
+// being allowed to read it gives the same notFound error; a malformed URI
+// of a configured scheme invalidURI; a backend failure an internal error.
+// Exactly one backend access answers a miss. wantBody asks for the whole
+// body as a copy (go-sdk's path); otherwise the view is for renderRead.
+// The caller releases the view.
+func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, wantBody bool) (*readView, error) {
+	k, err := s.readKey(raw)
+	if err != nil {
+		return nil, err
+	}
+	v := &readView{}
+	if ev, ok := s.store.(store.EncodedViewer); ok {
+		err = ev.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
+			if !readableBy(p, m) {
+				return errUnreadable
+			}
+			v.meta = *m
+			if wantBody {
+				v.body = append([]byte(nil), body...)
+				return nil
+			}
+			member, ferr := jsonwire.FormMember(encoded)
+			if ferr != nil {
+				s.formDamaged(m)
+			}
+			if len(member) > 0 && len(member) <= readChunk {
+				v.whole = chunkPool.Get().(*[]byte)
+				*v.whole = append((*v.whole)[:0], member...)
+				return nil
+			}
+			if member == nil && len(body) <= readChunk/8 {
+				// Small enough that the member, however escaped (up to six
+				// bytes a byte), stays near one chunk.
+				v.whole = chunkPool.Get().(*[]byte)
+				*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
+				return nil
+			}
+			v.viewer = ev
+			if member != nil {
+				v.form, v.formLen = true, len(member)
+			} else {
+				v.text = textual(m.MIMEType, body)
+			}
+			return nil
+		})
+	} else {
+		// Backends that keep no encoded form (s3store): the metadata
+		// first, then the body, so that an object the caller may not read
+		// is never downloaded.
+		var m store.Meta
+		if m, err = s.store.Stat(ctx, k); err == nil {
+			if !readableBy(p, &m) {
+				err = errUnreadable
+			} else {
+				var obj *store.Object
+				if obj, err = s.store.Get(ctx, k); err == nil {
+					if !readableBy(p, &obj.Meta) { // replaced in between
+						err = errUnreadable
+					}
+					v.meta, v.body = obj.Meta, obj.Body
+				}
+			}
+		}
+	}
+	switch {
+	case err == nil:
+		return v, nil
+	case errors.Is(err, errUnreadable) || isNotFound(err):
+		return nil, notFound(raw)
+	default:
+		return nil, s.internal(ctx, "resources/read", err)
+	}
+}
+
+// readResponse is what a read's response says besides the object: the
+// request id, the protocol, the URI as the caller wrote it.
+type readResponse struct {
+	id     []byte // raw JSON
+	modern bool   // 2026-07-28
+	uri    string
+}
+
+var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, readChunk) }}
+
+// renderRead writes the successful response of a read: the head, the
+// content member (whole, or chunk by chunk from the backend), the tail. A
+// failure after the status line was sent (the object changed between
+// chunks, the client went away) cuts the response; the caller counts it.
+func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *readResponse, v *readView) error {
+	bp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bp)
+	head := s.appendReadHead((*bp)[:0], rr, &v.meta)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	if v.whole != nil {
+		// One write of the whole response.
+		out := append(head, *v.whole...)
+		out = s.appendReadTail(out, rr, &v.meta)
+		*bp = out[:0]
+		h.Set("Content-Length", strconv.Itoa(len(out)))
+		s.extendWrite(w, int64(len(out)))
+		w.WriteHeader(http.StatusOK)
+		_, err := w.Write(out)
+		return err
+	}
+	tail := s.appendReadTail(nil, rr, &v.meta)
+	if v.form {
+		h.Set("Content-Length", strconv.Itoa(len(head)+v.formLen+len(tail)))
+		s.extendWrite(w, int64(len(head)+v.formLen+len(tail)))
+	} else {
+		s.extendWrite(w, 2*v.meta.Size+int64(len(head)+len(tail)))
+	}
+	w.WriteHeader(http.StatusOK)
+	bw := bufPool.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() { bw.Reset(nil); bufPool.Put(bw) }()
+	bw.Write(head)
+	var err error
+	switch {
+	case v.viewer != nil && v.form:
+		err = s.copyForm(ctx, bw, bp, v)
+	case v.viewer != nil:
+		err = s.copyBody(ctx, bw, bp, v)
+	default:
+		err = writeMember(bw, bp, v.text || textual(v.meta.MIMEType, v.body), v.body)
+	}
+	if err != nil {
+		return err
+	}
+	bw.Write(tail)
+	return bw.Flush()
+}
+
+// sameObject reports whether m is still the object v opened.
+func sameObject(v *readView, m *store.Meta) bool {
+	return m.SHA256 == v.meta.SHA256 && m.Modified.Equal(v.meta.Modified)
+}
+
+// copyForm writes the stored form's member of v, readChunk bytes per
+// backend access.
+func (s *Server) copyForm(ctx context.Context, bw *bufio.Writer, bp *[]byte, v *readView) error {
+	for off := 0; off < v.formLen; {
+		err := v.viewer.View(ctx, v.meta.Key, func(m *store.Meta, encoded, _ []byte) error {
+			member := jsonwire.FormUnchecked(encoded) // resolve verified it; sameObject below
+			if !sameObject(v, m) || len(member) != v.formLen {
+				return errChanged
+			}
+			*bp = append((*bp)[:0], member[off:min(off+readChunk, len(member))]...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := bw.Write(*bp); err != nil {
+			return err
+		}
+		off += len(*bp)
+	}
+	return nil
+}
+
+// copyBody writes v's body as its text or blob member, encoding about
+// readChunk/2 body bytes per backend access (text never split inside a
+// character, base64 in whole groups of three bytes).
+func (s *Server) copyBody(ctx context.Context, bw *bufio.Writer, bp *[]byte, v *readView) error {
+	if v.text {
+		bw.WriteString(`"text":"`)
+	} else {
+		bw.WriteString(`"blob":"`)
+	}
+	const step = readChunk / 2 / 3 * 3 // a multiple of 3: base64 without padding inside
+	for off := 0; off < int(v.meta.Size); {
+		var n int
+		err := v.viewer.View(ctx, v.meta.Key, func(m *store.Meta, _, body []byte) error {
+			if !sameObject(v, m) || len(body) != int(v.meta.Size) {
+				return errChanged
+			}
+			n = min(step, len(body)-off)
+			if v.text {
+				for off+n < len(body) && n > step-4 && body[off+n]&0xc0 == 0x80 {
+					n-- // end before a character, never inside one
+				}
+				*bp = jsonwire.AppendEscaped((*bp)[:0], body[off:off+n])
+			} else {
+				*bp = base64.StdEncoding.AppendEncode((*bp)[:0], body[off:off+n])
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := bw.Write(*bp); err != nil {
+			return err
+		}
+		off += n
+	}
+	return bw.WriteByte('"')
+}
+
+// writeMember writes body, a copy the read owns, as its text or blob
+// member through bw, encoding it chunk by chunk.
+func writeMember(bw *bufio.Writer, bp *[]byte, text bool, body []byte) error {
+	if !text {
+		bw.WriteString(`"blob":"`)
+		enc := base64.NewEncoder(base64.StdEncoding, bw)
+		enc.Write(body)
+		enc.Close()
+		return bw.WriteByte('"')
+	}
+	bw.WriteString(`"text":"`)
+	const chunk = readChunk / 4
+	for b := body; len(b) > 0; {
+		n := min(len(b), chunk)
+		for n < len(b) && n > chunk-4 && b[n]&0xc0 == 0x80 {
+			n-- // end the chunk before a character, never inside one
+		}
+		*bp = jsonwire.AppendEscaped((*bp)[:0], b[:n])
+		if _, err := bw.Write(*bp); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return bw.WriteByte('"')
+}
+
+// appendReadHead appends a read response up to its contents' text or blob
+// member, field for field as go-sdk writes it.
+func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = jsonwire.AppendID(dst, rr.id)
+	dst = append(dst, `,"result":{`...)
+	if rr.modern {
+		dst = append(dst, s.serverInfoMeta...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"ttlMs":`...)
+	dst = strconv.AppendInt(dst, int64(s.ttlMs(m)), 10)
+	dst = append(dst, `,"cacheScope":"`...)
+	dst = append(dst, cacheScope(m.Visibility)...)
+	dst = append(dst, `","contents":[{"uri":`...)
+	dst = jsonwire.AppendString(dst, rr.uri)
+	dst = append(dst, `,"mimeType":`...)
+	dst = jsonwire.AppendString(dst, m.MIMEType)
+	return append(dst, ',')
+}
+
+// appendReadTail appends the rest of a read response after the contents'
+// text or blob member: the content's _meta (eachMeta), then the result's
+// end.
+func (s *Server) appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []byte {
+	dst = append(dst, `,"_meta":{`...)
+	first := true
+	eachMeta(m, func(name string, str string, t time.Time, n int64, kind metaKind) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, `":`...)
+		switch kind {
+		case metaTime:
+			dst = append(dst, '"')
+			dst = jsonwire.AppendTime(dst, t)
+			dst = append(dst, '"')
+		case metaString:
+			dst = jsonwire.AppendString(dst, str)
+		case metaInt:
+			dst = strconv.AppendInt(dst, n, 10)
+		}
+	})
+	dst = append(dst, `}}]`...)
+	if rr.modern {
+		dst = append(dst, `,"resultType":"complete"`...)
+	}
+	return append(dst, "}}"...)
+}
+
+type metaKind int
+
+const (
+	metaString metaKind = iota
+	metaTime
+	metaInt
+)
+
+// eachMeta calls f with each _meta member of a read's content item, in the
+// order encoding/json writes a map's keys (sorted): the one list both
+// renderers use.
+func eachMeta(m *store.Meta, f func(name, str string, t time.Time, n int64, kind metaKind)) {
+	if !m.Expires.IsZero() {
+		f("expiresAt", "", m.Expires, 0, metaTime)
+	}
+	f("lastModified", "", m.Modified, 0, metaTime)
+	f("sha256", m.SHA256, time.Time{}, 0, metaString)
+	f("size", "", time.Time{}, m.Size, metaInt)
+}
+
+// contentMeta is eachMeta as go-sdk's Meta map.
+func contentMeta(m *store.Meta) mcp.Meta {
+	meta := mcp.Meta{}
+	eachMeta(m, func(name, str string, t time.Time, n int64, kind metaKind) {
+		switch kind {
+		case metaTime:
+			meta[name] = formatTime(t)
+		case metaString:
+			meta[name] = str
+		case metaInt:
+			meta[name] = n
+		}
+	})
+	return meta
+}
+
+// readResource serves resources/read for every scheme's template: the
+// reads the read stage did not answer itself.
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	raw := req.Params.URI
+	p, err := requireScope(ctx, auth.ScopeRead)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.resolveRead(ctx, p, raw, true)
+	if err != nil {
+		return nil, err
+	}
+	c := &mcp.ResourceContents{URI: raw, MIMEType: v.meta.MIMEType, Meta: contentMeta(&v.meta)}
+	if textual(v.meta.MIMEType, v.body) {
+		c.Text = string(v.body)
+	} else {
+		c.Blob = v.body
+	}
+	s.metrics.bytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
+	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
+	res.TTLMs = s.ttlMs(&v.meta)
+	res.CacheScope = cacheScope(v.meta.Visibility)
+	return res, nil
+}
+
+// ttlMs is the freshness hint of a read: the scheme's ttl, and for an
+// immutable snapshot never beyond its remaining life.
+func (s *Server) ttlMs(m *store.Meta) int {
+	sc := s.schemes[m.Key.Scheme()]
+	ttl := sc.TTL
+	if !m.Expires.IsZero() {
+		ttl = min(ttl, m.Expires.Sub(s.now()))
+	}
+	return int(max(ttl, 0) / time.Millisecond)
+}
+
+func cacheScope(v store.Visibility) string {
+	if v == store.Public {
+		return "public"
+	}
+	return "private"
+}
+
+func formatTime(t time.Time) string { return jsonwire.FormatTime(t) }
+
+// lookup resolves a URI to the live object the caller may read, deciding
+// from the metadata first like resolveRead; every way of not being allowed
+// to read it gives the same store.ErrNotFound.
+func (s *Server) lookup(ctx context.Context, p auth.Principal, u uri.URI) (*store.Object, error) {
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return nil, store.ErrNotFound
+	}
+	m, err := s.store.Stat(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if !readableBy(p, &m) {
+		return nil, store.ErrNotFound
+	}
+	obj, err := s.store.Get(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if !readableBy(p, &obj.Meta) {
+		return nil, store.ErrNotFound
+	}
+	return obj, nil
+}
