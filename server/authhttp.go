@@ -77,15 +77,18 @@ func (s *Server) originAllowed(origin string) bool {
 // DNS rebinding attack would reach: localhost names, the baseURL's host and
 // configured hosts. Elsewhere the allow-list applies only when configured.
 func (s *Server) hostAllowed(r *http.Request) bool {
-	host := r.Host
+	// Host names compare case-insensitively (RFC 9110 §4.2.3).
+	host := strings.ToLower(r.Host)
 	hostname := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		hostname = h
 	}
-	if slices.Contains(s.allowedHosts, host) || slices.Contains(s.allowedHosts, hostname) {
-		return true
+	for _, a := range s.allowedHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, hostname) {
+			return true
+		}
 	}
-	if u, err := url.Parse(s.baseURL); err == nil && (u.Host == host || u.Hostname() == hostname) {
+	if u, err := url.Parse(s.baseURL); err == nil && (strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), hostname)) {
 		return true
 	}
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,52 @@ func TestDuplicateArgumentWritesNothing(t *testing.T) {
 	for _, p := range []string{"j/a", "j/b"} {
 		if _, err := ms.Stat(t.Context(), store.MustKey("t1", "report", p)); err == nil {
 			t.Errorf("%s was written", p)
+		}
+	}
+}
+
+// TestSchemeWithoutSlashesIsInvalidURI: one of our schemes without "://"
+// is a malformed URI of ours (-32602 with the reason, CONTRACT §3), not a
+// URI we do not serve.
+func TestSchemeWithoutSlashesIsInvalidURI(t *testing.T) {
+	_, fast, sdk := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	for _, u := range []string{"report:/t1/x", "report:t1/x", "Report:t1/x"} {
+		for _, url := range []string{fast, sdk} {
+			body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + u + `"}}`
+			status, _, got := post(t, url, readHeaders("2025-11-25", u), []byte(body))
+			if status != http.StatusOK || !strings.Contains(string(got), `"code":-32602,"message":"Invalid resource URI: missing \"://\" after the scheme`) ||
+				!strings.Contains(string(got), `"reason":`) {
+				t.Errorf("read of %s: %d %s, want -32602 invalid URI with the reason", u, status, got)
+			}
+		}
+	}
+	// Another scheme stays not found.
+	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"mailto:a@b"}}`
+	if _, _, got := post(t, fast, readHeaders("2025-11-25", ""), []byte(body)); !strings.Contains(string(got), "Resource not found") {
+		t.Errorf("read of mailto: %s, want not found", got)
+	}
+}
+
+// TestHostAllowListIgnoresCase: host names are case-insensitive.
+func TestHostAllowListIgnoresCase(t *testing.T) {
+	s, err := New(Options{Store: memstore.New(memstore.Options{}), Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20}},
+		Auth: headerAuth{}, BaseURL: "https://Resourced.Example.com", AllowedHosts: []string{"MCP.Example.org"}, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	for host, want := range map[string]int{"resourced.example.COM": 200, "mcp.example.ORG": 200, "MCP.EXAMPLE.ORG:443": 200, "evil.example": 403} {
+		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header = readHeaders("2025-11-25", "")
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +102,13 @@ func (s *Server) checkReadURI(raw string) error {
 // readKey is checkReadURI returning the key of the URI.
 func (s *Server) readKey(raw string) (store.Key, error) {
 	scheme, ok := uri.SplitScheme(raw)
+	if !ok {
+		// "report:acme/x", "report:/acme/x": one of our schemes without
+		// "://" is a malformed URI of ours, and says so.
+		if i := strings.IndexByte(raw, ':'); i > 0 && s.schemes[strings.ToLower(raw[:i])] != nil {
+			scheme, ok = strings.ToLower(raw[:i]), true
+		}
+	}
 	if !ok || s.schemes[scheme] == nil {
 		return store.Key{}, notFound(raw)
 	}
