@@ -171,7 +171,11 @@ var (
 
 // Open opens or creates the database at path, creating its directory with
 // mode 0700 and the file with mode 0600. It fails after opts.Timeout if
-// another Store, in this or another process, holds the file.
+// another Store, in this or another process, holds the file. Before using
+// an existing file it runs a quick check of its structure (quickcheck.go),
+// and refuses a damaged file with an error that wraps ErrDamaged and tells
+// the operator to run resourced fsck and restore a backup: bbolt would
+// otherwise panic on the damaged page later, in the middle of serving.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("boltstore: open: empty path")
@@ -186,6 +190,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: open: %w", err)
+	}
+	if err := quickCheck(path, timeout); err != nil {
+		return nil, err
 	}
 	bo := *bolt.DefaultOptions
 	bo.Timeout = timeout
