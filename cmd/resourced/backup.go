@@ -45,13 +45,12 @@ func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (func(),
 		return nil, fmt.Errorf("another server is serving %s", path)
 	}
 	_ = os.Remove(path) // a stale socket of a process that died
-	ln, err := net.Listen("unix", path)
+	ln, err := listenPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("admin socket: %w", err)
+	if adminListened != nil {
+		adminListened(path)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +65,42 @@ func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (func(),
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	return func() { hs.Close(); os.Remove(path) }, nil
+}
+
+// adminListened, when set (by tests), is called as soon as the admin
+// socket is at its path.
+var adminListened func(path string)
+
+// listenPrivate listens on a Unix socket at path whose mode is 0600 from
+// the moment it appears there. It binds in a fresh directory of mode 0700
+// next to path, sets the socket's mode inside it, and renames the socket
+// into place: no process-wide umask change (which would race with every
+// other file the process creates), and no window in which a socket at path
+// is open to the group or others, as a chmod after Listen had. The
+// temporary name is no longer than path's, so it fits wherever path does.
+func listenPrivate(path string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".a") // mode 0700
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, err
+	}
+	// The socket file moves: closing must not unlink the old name (stop
+	// removes path).
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // backup writes an online backup of the bbolt file to --out: through the

@@ -46,18 +46,37 @@
 // writing a file with one, Check reports the difference, and deleting the
 // bucket makes the next Open build it again.)
 //
-// A record is one value:
+// A record is one value, in one of two versions (its first byte):
 //
+//	version 1: an object stored without an encoded form
 //	+---------+------------------+------------------+--------------+
-//	| version | uvarint metaLen  | metadata         | body         |
+//	| 0x01    | uvarint metaLen  | metadata         | body         |
 //	| 1 byte  | 1..10 bytes      | metaLen bytes    | the rest     |
 //	+---------+------------------+------------------+--------------+
 //
-// Version 1 metadata is: a flags byte (bit 0: Listed); varints Size,
-// Created, Modified and Expires (times as Unix milliseconds, the zero time as
-// its own UnixMilli); then uvarint-length strings MIMEType, SHA256, Title,
-// Description and Visibility. The key is not stored: it is where the record
-// is. Stat and List decode the metadata only and never copy the body.
+//	version 2: an object stored with store.Object.Encoded
+//	+---------+-----------------+----------+----------------+---------+------+
+//	| 0x02    | uvarint metaLen | metadata | uvarint encLen | encoded | body |
+//	| 1 byte  | 1..10 bytes     | metaLen  | 1..10 bytes    | encLen  | rest |
+//	+---------+-----------------+----------+----------------+---------+------+
+//
+// The metadata is the same in both versions: a flags byte (bit 0: Listed);
+// varints Size, Created, Modified and Expires (times as Unix milliseconds,
+// the zero time as its own UnixMilli); then uvarint-length strings
+// MIMEType, SHA256, Title, Description and Visibility
+// (store/internal/metacodec). Size is the body's length, which a decode
+// checks. The encoded form of a version 2 record is never empty (an empty
+// one is written as version 1) and is opaque here: it is Object.Encoded as
+// the caller gave it (resourced's server keeps a version byte and then the
+// body as a resources/read response carries it, the "text":"…" or
+// "blob":"…" JSON member; server/encoded.go), returned by View next to
+// the body, never by Get, and replaced or removed with the body in the
+// same transaction. It does not count in Size, Usage or quotas. Put writes
+// version 2 when an encoded form is given and version 1 otherwise;
+// PutStream always writes version 1. A resourced older than version 2
+// reports version 2 records as corrupt. The key is not stored: it is where
+// the record is. Stat and List decode the metadata only and never copy the
+// body or the encoded form.
 //
 // Times are kept to the millisecond, in UTC. Put returns the metadata as it
 // will read back.
@@ -87,6 +106,12 @@
 // record still has the SHA-256 the reader was opened with, so a slow reader
 // never holds a transaction (which would block the remapping of a growing
 // file) and never mixes two bodies.
+//
+// Open refuses a damaged file before bbolt opens it for writing: a quick
+// check of both meta pages, the freelist and the page headers of every
+// tree, bounded by the number of objects and not their bytes (quickcheck.go
+// says what it reads and what it costs); Check, run by resourced fsck, is
+// the full check.
 //
 // Deleting the last object of a scheme or tenant removes that bucket too.
 // An expired object stays in the file, invisible to every method but
@@ -171,7 +196,11 @@ var (
 
 // Open opens or creates the database at path, creating its directory with
 // mode 0700 and the file with mode 0600. It fails after opts.Timeout if
-// another Store, in this or another process, holds the file.
+// another Store, in this or another process, holds the file. Before using
+// an existing file it runs a quick check of its structure (quickcheck.go),
+// and refuses a damaged file with an error that wraps ErrDamaged and tells
+// the operator to run resourced fsck and restore a backup: bbolt would
+// otherwise panic on the damaged page later, in the middle of serving.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("boltstore: open: empty path")
@@ -186,6 +215,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: open: %w", err)
+	}
+	if err := quickCheck(path, timeout); err != nil {
+		return nil, err
 	}
 	bo := *bolt.DefaultOptions
 	bo.Timeout = timeout

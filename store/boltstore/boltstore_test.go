@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() {
 			// Every subtest leaves a file that passes the consistency
 			// check (the Close subtest has closed it already).
-			if err := s.Check(); err != nil && !errors.Is(err, bolt.ErrDatabaseNotOpen) {
+			if err := s.Check(); err != nil && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
 				t.Errorf("Check = %v, want nil", err)
 			}
 		})
@@ -136,8 +137,8 @@ func TestOpenLockedTimesOut(t *testing.T) {
 			r.s.Close()
 			t.Fatalf("Open of a locked file = nil error, want a timeout")
 		}
-		if !errors.Is(r.err, bolt.ErrTimeout) {
-			t.Errorf("Open of a locked file = %v, want %v", r.err, bolt.ErrTimeout)
+		if !errors.Is(r.err, berrors.ErrTimeout) {
+			t.Errorf("Open of a locked file = %v, want %v", r.err, berrors.ErrTimeout)
 		}
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("Open of a locked file took %v, want about 200ms", d)

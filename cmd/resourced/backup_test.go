@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/store/boltstore"
+)
+
+// TestAdminSocketPrivateFromTheStart: the admin socket has mode 0600 the
+// moment it is at its path, whatever the umask (here the usual 022, in a
+// data directory others may enter), and it serves from there; nothing else
+// is left in the data directory. (With a chmod after Listen, the hook saw
+// mode 0755.)
+func TestAdminSocketPrivateFromTheStart(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	var seen os.FileMode
+	var statErr error
+	adminListened = func(path string) {
+		var fi os.FileInfo
+		if fi, statErr = os.Lstat(path); statErr == nil {
+			seen = fi.Mode()
+		}
+	}
+	defer func() { adminListened = nil }()
+	cfg := &config.Config{DataDir: dir}
+	stop, err := serveAdmin(cfg, st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("serveAdmin = %v", err)
+	}
+	if statErr != nil {
+		t.Fatalf("admin socket right after it was made: %v", statErr)
+	}
+	if seen&os.ModeSocket == 0 || seen.Perm() != 0o600 {
+		t.Errorf("admin socket right after it was made: mode %v, want a socket of mode 0600", seen)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != adminSocketName {
+		t.Errorf("data directory holds %v, want only %s", entries, adminSocketName)
+	}
+
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", adminSocketPath(cfg))
+	}}}
+	resp, err := client.Get("http://resourced/backup")
+	if err != nil {
+		t.Fatalf("GET /backup over the socket: %v", err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || n == 0 {
+		t.Errorf("GET /backup: %s, %d bytes", resp.Status, n)
+	}
+	client.CloseIdleConnections()
+
+	stop()
+	if _, err := os.Lstat(adminSocketPath(cfg)); !os.IsNotExist(err) {
+		t.Errorf("admin socket after stop: %v, want it removed", err)
+	}
+}
