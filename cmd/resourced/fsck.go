@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,6 +37,14 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	}
 	file := cfg.BboltPath()
 	st, err := boltstore.Open(file, boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
+	if errors.Is(err, boltstore.ErrDamaged) {
+		// Open's own quick check found it; say what, not "run fsck".
+		problem := err
+		if u, ok := err.(interface{ Unwrap() []error }); ok && len(u.Unwrap()) == 2 {
+			problem = u.Unwrap()[1]
+		}
+		return fmt.Errorf("%s is damaged: %v; restore it from a backup (README, \"Backup and restore\")", file, problem)
+	}
 	if err != nil {
 		return fmt.Errorf("%w (is a server still running on this file?)", err)
 	}
