@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/resourced/resourced/grammar"
 )
 
 // Defaults and limits for JWTOptions.
@@ -537,21 +539,5 @@ func claimScopes(c jwt.MapClaims) ([]string, error) {
 	return out, nil
 }
 
-// validTenant reports whether s matches [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?:
-// a DNS label in lower case. It mirrors the uri package's rule without
-// importing it.
-func validTenant(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case c == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validTenant reports whether s is a tenant (grammar.Tenant).
+func validTenant(s string) bool { return grammar.Tenant(s) == nil }

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/resourced/resourced/grammar"
 )
 
 // Config is the whole configuration file.
@@ -533,8 +535,8 @@ func (c *Config) Validate() error {
 	for _, name := range names {
 		s := c.Schemes[name]
 		key := "schemes." + name
-		if !validScheme(name) {
-			bad(key, "scheme names are a lower-case letter followed by a-z, 0-9, '+', '-' or '.', at most 32 bytes")
+		if err := grammar.Scheme(name); err != nil {
+			bad(key, "not a scheme name: %v", err)
 		}
 		if s.Kind != KindSearch && s.Kind != KindReport {
 			bad(key+".kind", "want search or report, got %q", s.Kind)
@@ -573,19 +575,6 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func validScheme(s string) bool {
-	if s == "" || len(s) > 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.')) {
-			return false
-		}
-	}
-	return true
 }
 
 // Duration is a time.Duration written as "30s", "1h" or "720h" in YAML.

@@ -77,7 +77,7 @@ schemes:
 		"logLevel: want debug",
 		"store.backend: want bbolt, s3 or memory",
 		"auth.mode: none is allowed only when listen is a loopback address",
-		"schemes.Bad: scheme names",
+		"schemes.Bad: not a scheme name: scheme must be lower-case",
 		"schemes.report.kind: want search or report",
 		"schemes.search.ttl: must not be negative",
 		"schemes.search.maxRetention: must be at least retention",
