@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/resourced/resourced/grammar"
 )
 
 // Defaults and limits for JWTOptions.
@@ -162,119 +164,181 @@ func NewJWT(ctx context.Context, o JWTOptions) (*JWT, error) {
 	return j, nil
 }
 
-// setDefaults fills in defaults and checks every option, returning all
-// problems joined.
-func (o *JWTOptions) setDefaults() error {
+// Settings are the options of a verifier that a configuration file sets,
+// with the key sources named but not loaded. Settings.Validate applies the
+// rules NewJWT applies to them, so a configuration can be refused before
+// any key file is read; NewJWT checks its JWTOptions with the same code.
+// Zero values mean the defaults of JWTOptions.
+type Settings struct {
+	Audiences   []string
+	Algorithms  []string
+	Leeway      time.Duration
+	TenantClaim string
+	// HMAC says an HMAC secret will be given (JWTOptions.HMACSecret).
+	HMAC bool
+	// PublicKeys is how many public keys will be given (JWTOptions.PublicKeys).
+	PublicKeys  int
+	JWKSURL     string
+	JWKSRefresh time.Duration
+	// TokenCache as in JWTOptions: 0 is DefaultTokenCache, negative is off.
+	TokenCache time.Duration
+}
+
+// Validate reports every problem of s, each naming its option
+// ("leeway: must be between 0 and 5m0s, got 1h0m0s"), joined. Callers add
+// the path of their configuration ("auth.leeway: ...").
+func (s Settings) Validate() error {
 	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("auth.%s: %s", key, fmt.Sprintf(format, args...)))
-	}
+	s.applyDefaults()
+	s.check(func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	})
+	return errors.Join(errs...)
+}
 
-	if o.Leeway == 0 {
-		o.Leeway = DefaultLeeway
+func (s *Settings) applyDefaults() {
+	if s.Leeway == 0 {
+		s.Leeway = DefaultLeeway
 	}
-	if o.TenantClaim == "" {
-		o.TenantClaim = DefaultTenantClaim
+	if s.TenantClaim == "" {
+		s.TenantClaim = DefaultTenantClaim
 	}
-	if o.JWKSRefresh == 0 {
-		o.JWKSRefresh = DefaultJWKSRefresh
+	if s.JWKSRefresh == 0 {
+		s.JWKSRefresh = DefaultJWKSRefresh
 	}
-	if o.JWKSUnknownKIDWait == 0 {
-		o.JWKSUnknownKIDWait = DefaultJWKSUnknownKIDWait
+	if s.TokenCache == 0 {
+		s.TokenCache = DefaultTokenCache
 	}
-	if o.MaxTokenBytes == 0 {
-		o.MaxTokenBytes = DefaultMaxTokenBytes
-	}
-	if o.TokenCache == 0 {
-		o.TokenCache = DefaultTokenCache
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+}
 
-	var hmacAlgs, asymAlgs []string
-	if len(o.Algorithms) == 0 {
+// check reports the problems of s (after applyDefaults) to bad, keyed by
+// option name.
+func (s *Settings) check(bad func(key, format string, args ...any)) {
+	hmacAlgs, asymAlgs := splitAlgorithms(s.Algorithms)
+	if len(s.Algorithms) == 0 {
 		bad("algorithms", "required")
 	}
-	for _, a := range o.Algorithms {
+	for _, a := range s.Algorithms {
+		if !knownAlgorithms[a] {
+			bad("algorithms", "unsupported algorithm %q", a)
+		}
+	}
+	hasAsymSource := s.PublicKeys > 0 || s.JWKSURL != ""
+	if s.HMAC && hasAsymSource {
+		bad("hmacSecret", "an HMAC key cannot be combined with publicKeys or jwksURL (algorithm confusion)")
+	}
+	if len(hmacAlgs) > 0 && hasAsymSource {
+		bad("algorithms", "%s may not be allowed together with auth.publicKeys or auth.jwksURL (algorithm confusion)", strings.Join(hmacAlgs, ", "))
+	}
+	if len(hmacAlgs) > 0 && !s.HMAC {
+		bad("hmacSecret", "required for %s", strings.Join(hmacAlgs, ", "))
+	}
+	if s.HMAC && len(hmacAlgs) == 0 {
+		bad("hmacSecret", "set but auth.algorithms allows no HS* algorithm")
+	}
+	if len(asymAlgs) > 0 && !hasAsymSource {
+		bad("publicKeys", "auth.publicKeys or auth.jwksURL required for %s", strings.Join(asymAlgs, ", "))
+	}
+	if s.PublicKeys > 0 && s.JWKSURL != "" {
+		bad("jwksURL", "may not be combined with auth.publicKeys")
+	}
+	if s.PublicKeys > 0 && len(asymAlgs) == 0 {
+		bad("publicKeys", "set but auth.algorithms allows no RS*, PS*, ES* or EdDSA algorithm")
+	}
+	if len(s.Audiences) == 0 {
+		bad("audiences", "required")
+	}
+	for i, a := range s.Audiences {
+		if a == "" {
+			bad(fmt.Sprintf("audiences[%d]", i), "empty")
+		}
+	}
+	if s.Leeway < 0 || s.Leeway > maxLeeway {
+		bad("leeway", "must be between 0 and %s, got %s", maxLeeway, s.Leeway)
+	}
+	if slices.Contains(registeredClaims, s.TenantClaim) {
+		bad("tenantClaim", "%q is a registered claim", s.TenantClaim)
+	}
+	if s.TokenCache > maxTokenCache {
+		bad("tokenCache", "must be at most %s, got %s", maxTokenCache, s.TokenCache)
+	}
+	if s.JWKSURL != "" {
+		if err := checkJWKSURL(s.JWKSURL); err != nil {
+			bad("jwksURL", "%v", err)
+		}
+	}
+	if s.JWKSRefresh < minJWKSRefresh || s.JWKSRefresh > maxJWKSRefresh {
+		bad("jwksRefresh", "must be between %s and %s, got %s", minJWKSRefresh, maxJWKSRefresh, s.JWKSRefresh)
+	}
+}
+
+// splitAlgorithms returns the known HS* and the known asymmetric
+// algorithms of algs.
+func splitAlgorithms(algs []string) (hmacAlgs, asymAlgs []string) {
+	for _, a := range algs {
 		switch {
 		case !knownAlgorithms[a]:
-			bad("algorithms", "unsupported algorithm %q", a)
 		case isHMAC(a):
 			hmacAlgs = append(hmacAlgs, a)
 		default:
 			asymAlgs = append(asymAlgs, a)
 		}
 	}
-	hasAsymSource := len(o.PublicKeys) > 0 || o.JWKSURL != ""
-	if len(hmacAlgs) > 0 && hasAsymSource {
-		bad("algorithms", "%s may not be allowed together with auth.publicKeys or auth.jwksURL (algorithm confusion)", strings.Join(hmacAlgs, ", "))
-	}
-	if len(hmacAlgs) > 0 && len(o.HMACSecret) == 0 {
-		bad("hmacSecret", "required for %s", strings.Join(hmacAlgs, ", "))
-	}
-	if len(o.HMACSecret) > 0 {
-		if len(o.HMACSecret) < MinHMACKeyBytes {
-			bad("hmacSecret", "must be at least %d bytes, got %d", MinHMACKeyBytes, len(o.HMACSecret))
-		}
-		if len(hmacAlgs) == 0 {
-			bad("hmacSecret", "set but auth.algorithms allows no HS* algorithm")
-		}
-	}
-	if len(asymAlgs) > 0 && !hasAsymSource {
-		bad("publicKeys", "auth.publicKeys or auth.jwksURL required for %s", strings.Join(asymAlgs, ", "))
-	}
-	if len(o.PublicKeys) > 0 && o.JWKSURL != "" {
-		bad("jwksURL", "may not be combined with auth.publicKeys")
-	}
-	if len(o.PublicKeys) > 0 {
-		if len(asymAlgs) == 0 {
-			bad("publicKeys", "set but auth.algorithms allows no RS*, PS*, ES* or EdDSA algorithm")
-		}
-		for i, k := range o.PublicKeys {
-			switch k := k.(type) {
-			case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
-			default:
-				bad(fmt.Sprintf("publicKeys[%d]", i), "unsupported key type %T", k)
-				continue
-			}
-			if len(asymAlgs) > 0 && !slices.ContainsFunc(asymAlgs, func(a string) bool { return keyFits(a, k) }) {
-				bad(fmt.Sprintf("publicKeys[%d]", i), "%s fits none of the allowed algorithms %s (RSA keys need %d bits)",
-					keyKind(k), strings.Join(asymAlgs, ", "), minRSABits)
-			}
-		}
-	}
+	return hmacAlgs, asymAlgs
+}
 
-	if len(o.Audiences) == 0 {
-		bad("audiences", "required")
+// settings returns the Settings part of o.
+func (o *JWTOptions) settings() Settings {
+	return Settings{
+		Audiences: o.Audiences, Algorithms: o.Algorithms, Leeway: o.Leeway, TenantClaim: o.TenantClaim,
+		HMAC: len(o.HMACSecret) > 0, PublicKeys: len(o.PublicKeys), JWKSURL: o.JWKSURL, JWKSRefresh: o.JWKSRefresh,
+		TokenCache: o.TokenCache,
 	}
-	for i, a := range o.Audiences {
-		if a == "" {
-			bad(fmt.Sprintf("audiences[%d]", i), "empty")
+}
+
+// setDefaults fills in defaults and checks every option, returning all
+// problems joined, each named "auth.<option>".
+func (o *JWTOptions) setDefaults() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("auth.%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	st := o.settings()
+	st.applyDefaults()
+	o.Leeway, o.TenantClaim, o.JWKSRefresh, o.TokenCache = st.Leeway, st.TenantClaim, st.JWKSRefresh, st.TokenCache
+	if o.JWKSUnknownKIDWait == 0 {
+		o.JWKSUnknownKIDWait = DefaultJWKSUnknownKIDWait
+	}
+	if o.MaxTokenBytes == 0 {
+		o.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	st.check(bad)
+
+	// The key material, which Settings only names.
+	if len(o.HMACSecret) > 0 && len(o.HMACSecret) < MinHMACKeyBytes {
+		bad("hmacSecret", "must be at least %d bytes, got %d", MinHMACKeyBytes, len(o.HMACSecret))
+	}
+	_, asymAlgs := splitAlgorithms(o.Algorithms)
+	for i, k := range o.PublicKeys {
+		switch k := k.(type) {
+		case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+		default:
+			bad(fmt.Sprintf("publicKeys[%d]", i), "unsupported key type %T", k)
+			continue
 		}
-	}
-	if o.Leeway < 0 || o.Leeway > maxLeeway {
-		bad("leeway", "must be between 0 and %s, got %s", maxLeeway, o.Leeway)
-	}
-	if slices.Contains(registeredClaims, o.TenantClaim) {
-		bad("tenantClaim", "%q is a registered claim", o.TenantClaim)
+		if len(asymAlgs) > 0 && !slices.ContainsFunc(asymAlgs, func(a string) bool { return keyFits(a, k) }) {
+			bad(fmt.Sprintf("publicKeys[%d]", i), "%s fits none of the allowed algorithms %s (RSA keys need %d bits)",
+				keyKind(k), strings.Join(asymAlgs, ", "), minRSABits)
+		}
 	}
 	if o.MaxTokenBytes < 0 {
 		bad("maxTokenBytes", "must not be negative")
 	}
-	if o.TokenCache > maxTokenCache {
-		bad("tokenCache", "must be at most %s, got %s", maxTokenCache, o.TokenCache)
-	}
-	if o.JWKSURL != "" {
-		if err := checkJWKSURL(o.JWKSURL); err != nil {
-			bad("jwksURL", "%v", err)
-		}
-		if o.JWKSRefresh < minJWKSRefresh || o.JWKSRefresh > maxJWKSRefresh {
-			bad("jwksRefresh", "must be between %s and %s, got %s", minJWKSRefresh, maxJWKSRefresh, o.JWKSRefresh)
-		}
-		if o.JWKSUnknownKIDWait < 0 || o.JWKSUnknownKIDWait > maxJWKSUnknownKIDWait {
-			bad("jwksUnknownKIDWait", "must be between 0 and %s, got %s", maxJWKSUnknownKIDWait, o.JWKSUnknownKIDWait)
-		}
+	if o.JWKSURL != "" && (o.JWKSUnknownKIDWait < 0 || o.JWKSUnknownKIDWait > maxJWKSUnknownKIDWait) {
+		bad("jwksUnknownKIDWait", "must be between 0 and %s, got %s", maxJWKSUnknownKIDWait, o.JWKSUnknownKIDWait)
 	}
 	return errors.Join(errs...)
 }
@@ -537,21 +601,5 @@ func claimScopes(c jwt.MapClaims) ([]string, error) {
 	return out, nil
 }
 
-// validTenant reports whether s matches [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?:
-// a DNS label in lower case. It mirrors the uri package's rule without
-// importing it.
-func validTenant(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case c == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validTenant reports whether s is a tenant (grammar.Tenant).
+func validTenant(s string) bool { return grammar.Tenant(s) == nil }

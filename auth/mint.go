@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/resourced/resourced/grammar"
 )
 
 // MintClaims describes a token for Mint.
@@ -34,8 +36,8 @@ func Mint(key []byte, c MintClaims) (string, error) {
 	if c.Audience == "" {
 		errs = append(errs, errors.New("audience: required"))
 	}
-	if !validTenant(c.Tenant) {
-		errs = append(errs, fmt.Errorf("tenant: %q does not match [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", c.Tenant))
+	if err := grammar.Tenant(c.Tenant); err != nil {
+		errs = append(errs, fmt.Errorf("tenant: %q: %w", c.Tenant, err))
 	}
 	if c.TenantClaim == "" {
 		c.TenantClaim = DefaultTenantClaim

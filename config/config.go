@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/resourced/resourced/grammar"
 )
 
 // Config is the whole configuration file.
@@ -259,6 +261,12 @@ func Decode(r io.Reader) (*Config, error) {
 	return c, nil
 }
 
+// applyDefaults sets the defaults config owns: those of main and of the
+// server. A key a component defaults itself (store.bbolt.openTimeout,
+// store.s3.callTimeout and readCache, auth.leeway, tenantClaim, jwksRefresh
+// and tokenCache) stays zero (nil) here and means "the component's
+// default"; configs/resourced.example.yaml shows those values, and a test
+// in cmd/resourced holds it to the components' Default constants.
 func (c *Config) applyDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8765"
@@ -305,31 +313,8 @@ func (c *Config) applyDefaults() {
 	if c.Links.MaxTTL == 0 {
 		c.Links.MaxTTL = Duration(time.Hour)
 	}
-	if c.Store.Bbolt.OpenTimeout == 0 {
-		c.Store.Bbolt.OpenTimeout = Duration(5 * time.Second)
-	}
-	if c.Store.S3.CallTimeout == 0 {
-		c.Store.S3.CallTimeout = Duration(10 * time.Second)
-	}
-	if c.Store.S3.ReadCache == nil {
-		sz := Size(64 << 20)
-		c.Store.S3.ReadCache = &sz
-	}
 	if c.Auth.Mode == "" {
 		c.Auth.Mode = "jwt"
-	}
-	if c.Auth.Leeway == 0 {
-		c.Auth.Leeway = Duration(30 * time.Second)
-	}
-	if c.Auth.TenantClaim == "" {
-		c.Auth.TenantClaim = "tenant"
-	}
-	if c.Auth.JWKSRefresh == 0 {
-		c.Auth.JWKSRefresh = Duration(5 * time.Minute)
-	}
-	if c.Auth.TokenCache == nil {
-		d := Duration(time.Minute)
-		c.Auth.TokenCache = &d
 	}
 	if c.Schemes == nil {
 		c.Schemes = map[string]*Scheme{"search": {}, "report": {}}
@@ -405,125 +390,145 @@ func (c *Config) BboltPath() string {
 	return filepath.Join(c.DataDir, "resourced.db")
 }
 
-// Validate reports every problem of c, each naming its key.
+// Validate reports every problem of c that config owns, each naming its
+// key. The options of components (store.s3 for s3store and the S3 client,
+// auth for the JWT verifier) are checked by the component's own Validate;
+// cmd/resourced calls them with the key path as prefix ([Under]).
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	var p problems
+	c.validateServe(&p)
+	c.validateLimits(&p)
+	c.validateStore(&p)
+	c.validateAuth(&p)
+	c.validateSchemes(&p)
+	return errors.Join(p...)
+}
+
+// problems collects the errors of Validate.
+type problems []error
+
+func (p *problems) bad(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+// Under prefixes every error joined in err with path and ".", so that a
+// component's "prefix: ..." becomes "store.s3.prefix: ...". nil stays nil.
+func Under(path string, err error) error {
+	if err == nil {
+		return nil
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		bad("listen", "want host:port, got %q", c.Listen)
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, fmt.Errorf("%s.%w", path, e))
+	}
+	return errors.Join(out...)
+}
+
+// validateServe checks the top-level keys.
+func (c *Config) validateServe(p *problems) {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		p.bad("listen", "want host:port, got %q", c.Listen)
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
-		bad("logLevel", "want debug, info, warn or error, got %q", c.LogLevel)
+		p.bad("logLevel", "want debug, info, warn or error, got %q", c.LogLevel)
 	}
 	if c.ShutdownTimeout < 0 {
-		bad("shutdownTimeout", "must not be negative")
+		p.bad("shutdownTimeout", "must not be negative")
 	}
 	if c.NotifyPollInterval < Duration(100*time.Millisecond) {
-		bad("notifyPollInterval", "want at least 100ms")
+		p.bad("notifyPollInterval", "want at least 100ms")
 	}
+	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
+		p.bad("baseURL", "want an http:// or https:// URL, got %q", c.BaseURL)
+	}
+}
+
+// validateLimits checks quota, sweep, limits and links.
+func (c *Config) validateLimits(p *problems) {
 	if c.Quota.Bytes < 0 || c.Quota.Objects < 0 {
-		bad("quota", "must not be negative")
+		p.bad("quota", "must not be negative")
 	}
 	if c.Store.Backend == "s3" && (c.Quota.Bytes > 0 || c.Quota.Objects > 0) {
-		bad("quota", "is not available with the s3 backend (S3 has no atomic counter across objects); use bbolt, or leave quota at 0")
+		p.bad("quota", "is not available with the s3 backend (S3 has no atomic counter across objects); use bbolt, or leave quota at 0")
 	}
 	if c.Sweep.Interval < Duration(time.Second) {
-		bad("sweep.interval", "want at least 1s")
+		p.bad("sweep.interval", "want at least 1s")
 	}
 	if c.Sweep.Batch < 1 || c.Sweep.Batch > 100000 {
-		bad("sweep.batch", "want 1 to 100000")
+		p.bad("sweep.batch", "want 1 to 100000")
 	}
 	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {
-		bad("limits.maxHits", "want 1 to 1000000")
+		p.bad("limits.maxHits", "want 1 to 1000000")
 	}
 	if c.Limits.MaxTitleBytes < 0 || c.Limits.MaxTitleBytes > 4096 {
-		bad("limits.maxTitleBytes", "want 1 to 4096")
+		p.bad("limits.maxTitleBytes", "want 1 to 4096")
 	}
 	if c.Limits.MaxDescriptionBytes < 0 || c.Limits.MaxDescriptionBytes > 65536 {
-		bad("limits.maxDescriptionBytes", "want 1 to 65536")
+		p.bad("limits.maxDescriptionBytes", "want 1 to 65536")
 	}
 	if c.Limits.MaxPathBytes < 0 || c.Limits.MaxPathBytes > 900 {
-		bad("limits.maxPathBytes", "want 1 to 900 (a whole URI is at most 1024 bytes)")
+		p.bad("limits.maxPathBytes", "want 1 to 900 (a whole URI is at most 1024 bytes)")
 	}
 	if c.Limits.MaxReadChars < 4096 || c.Limits.MaxReadChars > 10_000_000 {
-		bad("limits.maxReadChars", "want 4096 to 10000000")
+		p.bad("limits.maxReadChars", "want 4096 to 10000000")
 	}
 	if c.Links.MaxTTL < Duration(time.Minute) || c.Links.MaxTTL > Duration(7*24*time.Hour) {
-		bad("links.maxTTL", "want 1m to 168h, got %s", c.Links.MaxTTL.Std())
+		p.bad("links.maxTTL", "want 1m to 168h, got %s", c.Links.MaxTTL.Std())
 	}
 	if c.Links.DefaultTTL < Duration(time.Second) || c.Links.DefaultTTL > c.Links.MaxTTL {
-		bad("links.defaultTTL", "want 1s to links.maxTTL (%s), got %s", c.Links.MaxTTL.Std(), c.Links.DefaultTTL.Std())
+		p.bad("links.defaultTTL", "want 1s to links.maxTTL (%s), got %s", c.Links.MaxTTL.Std(), c.Links.DefaultTTL.Std())
 	}
+}
+
+// validateStore checks the backend choice and the bbolt keys; store.s3 is
+// s3store's and the S3 client's (see Validate).
+func (c *Config) validateStore(p *problems) {
 	switch c.Store.Backend {
 	case "bbolt":
 		if c.DataDir == "" && c.Store.Bbolt.Path == "" {
-			bad("dataDir", "required for the bbolt backend when store.bbolt.path is empty")
+			p.bad("dataDir", "required for the bbolt backend when store.bbolt.path is empty")
 		}
-		if c.Store.Bbolt.OpenTimeout <= 0 {
-			bad("store.bbolt.openTimeout", "must be positive")
+		if c.Store.Bbolt.OpenTimeout < 0 {
+			p.bad("store.bbolt.openTimeout", "must not be negative (0 is the default)")
 		}
-	case "s3":
-		s3 := &c.Store.S3
-		if s3.Bucket == "" {
-			bad("store.s3.bucket", "required when store.backend is s3")
-		}
-		if s3.Endpoint != "" && !strings.HasPrefix(s3.Endpoint, "http://") && !strings.HasPrefix(s3.Endpoint, "https://") {
-			bad("store.s3.endpoint", "want an http(s) URL, got %q", s3.Endpoint)
-		}
-		if strings.HasPrefix(s3.Prefix, "/") || strings.HasSuffix(s3.Prefix, "/") || strings.Contains(s3.Prefix, "//") {
-			bad("store.s3.prefix", "no leading, trailing or double '/', got %q", s3.Prefix)
-		}
-		if s3.CallTimeout <= 0 {
-			bad("store.s3.callTimeout", "must be positive")
-		}
-	case "memory":
+	case "s3", "memory":
 	default:
-		bad("store.backend", "want bbolt, s3 or memory, got %q", c.Store.Backend)
+		p.bad("store.backend", "want bbolt, s3 or memory, got %q", c.Store.Backend)
 	}
-	switch c.Auth.Mode {
+}
+
+// validateAuth checks the mode and resourced's own policy on it; the
+// verifier's rules are auth.Settings' (see Validate).
+func (c *Config) validateAuth(p *problems) {
+	a := &c.Auth
+	switch a.Mode {
 	case "none":
+		host, _, err := net.SplitHostPort(c.Listen)
 		if err == nil && !IsLoopback(host) {
-			bad("auth.mode", "none is allowed only when listen is a loopback address, got %q", c.Listen)
+			p.bad("auth.mode", "none is allowed only when listen is a loopback address, got %q", c.Listen)
 		}
 	case "jwt":
-		a := &c.Auth
-		if a.HMACSecretFile != "" && (len(a.PublicKeyFiles) > 0 || a.JWKSURL != "") {
-			bad("auth.hmacSecretFile", "an HMAC key cannot be combined with publicKeyFiles or jwksURL (algorithm confusion)")
-		}
-		if a.JWKSURL != "" && !strings.HasPrefix(a.JWKSURL, "https://") && !strings.HasPrefix(a.JWKSURL, "http://") {
-			bad("auth.jwksURL", "want an http(s) URL, got %q", a.JWKSURL)
-		}
-		if a.Leeway < 0 || a.Leeway > Duration(5*time.Minute) {
-			bad("auth.leeway", "want 0 to 5m, got %s", a.Leeway.Std())
-		}
-		if a.TokenCache != nil && (*a.TokenCache < 0 || *a.TokenCache > Duration(10*time.Minute)) {
-			bad("auth.tokenCache", "want 0s (off) to 10m, got %s", a.TokenCache.Std())
-		}
-		if a.JWKSRefresh < Duration(10*time.Second) || a.JWKSRefresh > Duration(24*time.Hour) {
-			bad("auth.jwksRefresh", "want 10s to 24h, got %s", a.JWKSRefresh.Std())
-		}
-		if a.JWKSURL != "" && len(a.PublicKeyFiles) > 0 {
-			bad("auth.jwksURL", "configure jwksURL or publicKeyFiles, not both")
-		}
-		for _, alg := range a.Algorithms {
-			if !slices.Contains(knownAlgorithms, alg) {
-				bad("auth.algorithms", "unknown algorithm %q; want one of %s", alg, strings.Join(knownAlgorithms, ", "))
-			}
-		}
 		if (a.JWKSURL != "" || len(a.PublicKeyFiles) > 0) && a.Issuer == "" {
-			bad("auth.issuer", "required with publicKeyFiles or jwksURL: the iss claim your identity provider sets")
+			p.bad("auth.issuer", "required with publicKeyFiles or jwksURL: the iss claim your identity provider sets")
+		}
+		if a.TokenCache != nil && *a.TokenCache < 0 {
+			p.bad("auth.tokenCache", "want 0s (off) to 10m, got %s", a.TokenCache.Std())
 		}
 	default:
-		bad("auth.mode", "want jwt or none, got %q", c.Auth.Mode)
+		p.bad("auth.mode", "want jwt or none, got %q", a.Mode)
 	}
-	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		bad("baseURL", "want an http:// or https:// URL, got %q", c.BaseURL)
-	}
+}
+
+// validateSchemes checks every scheme's name and policy.
+func (c *Config) validateSchemes(p *problems) {
 	if len(c.Schemes) == 0 {
-		bad("schemes", "at least one scheme is required")
+		p.bad("schemes", "at least one scheme is required")
 	}
 	names := make([]string, 0, len(c.Schemes))
 	for name := range c.Schemes {
@@ -533,30 +538,27 @@ func (c *Config) Validate() error {
 	for _, name := range names {
 		s := c.Schemes[name]
 		key := "schemes." + name
-		if !validScheme(name) {
-			bad(key, "scheme names are a lower-case letter followed by a-z, 0-9, '+', '-' or '.', at most 32 bytes")
+		if err := grammar.Scheme(name); err != nil {
+			p.bad(key, "not a scheme name: %v", err)
 		}
 		if s.Kind != KindSearch && s.Kind != KindReport {
-			bad(key+".kind", "want search or report, got %q", s.Kind)
+			p.bad(key+".kind", "want search or report, got %q", s.Kind)
 			continue
 		}
 		if *s.TTL < 0 {
-			bad(key+".ttl", "must not be negative")
+			p.bad(key+".ttl", "must not be negative")
 		}
 		if *s.Retention <= 0 {
-			bad(key+".retention", "must be positive")
+			p.bad(key+".retention", "must be positive")
 		}
 		if *s.MaxRetention < *s.Retention {
-			bad(key+".maxRetention", "must be at least retention (%s)", time.Duration(*s.Retention))
+			p.bad(key+".maxRetention", "must be at least retention (%s)", time.Duration(*s.Retention))
 		}
 		if *s.MaxBytes <= 0 {
-			bad(key+".maxBytes", "must be positive")
+			p.bad(key+".maxBytes", "must be positive")
 		}
 	}
-	return errors.Join(errs...)
 }
-
-var knownAlgorithms = []string{"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
 // CanonicalBaseURL is BaseURL without a trailing slash, or http://<listen>.
 func (c *Config) CanonicalBaseURL() string {
@@ -573,19 +575,6 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func validScheme(s string) bool {
-	if s == "" || len(s) > 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.')) {
-			return false
-		}
-	}
-	return true
 }
 
 // Duration is a time.Duration written as "30s", "1h" or "720h" in YAML.

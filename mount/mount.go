@@ -51,6 +51,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	resourced "github.com/resourced/resourced/client"
+	"github.com/resourced/resourced/grammar"
 )
 
 // TokenFunc returns the resourced token that serves req. It runs for
@@ -92,8 +93,8 @@ func Resources(s *mcp.Server, c *resourced.Client, opts Options) error {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	for _, sc := range schemes {
-		if !validScheme(sc) {
-			return fmt.Errorf("mount: scheme %q: use lower-case letters, digits, '+', '-', '.'", sc)
+		if err := grammar.Scheme(sc); err != nil {
+			return fmt.Errorf("mount: scheme %q: %w", sc, err)
 		}
 		m.schemes[sc] = true
 	}
@@ -107,19 +108,6 @@ func Resources(s *mcp.Server, c *resourced.Client, opts Options) error {
 	}
 	s.AddReceivingMiddleware(m.unmatched)
 	return nil
-}
-
-func validScheme(s string) bool {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
 }
 
 type mounter struct {

@@ -27,8 +27,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/resourced/resourced/grammar"
 )
 
 // Sentinel errors; backends wrap them with the key they concern.
@@ -46,13 +47,12 @@ var (
 	ErrQuotaUnsupported = errors.New("quotas are not supported by this backend")
 )
 
-// Limits on key parts. They are deliberately loose: the uri package enforces
-// the public grammar; these checks only guarantee that no backend ever sees a
-// key that could escape its namespace.
+// Limits on key parts: those of the grammar package, which owns the rules
+// that NewKey applies.
 const (
-	MaxTenantLen = 63
-	MaxSchemeLen = 32
-	MaxPathLen   = 1024
+	MaxTenantLen = grammar.MaxTenantLen
+	MaxSchemeLen = grammar.MaxSchemeLen
+	MaxPathLen   = grammar.MaxPathLen
 )
 
 // Key names one object: the tenant that owns it, the scheme and the path
@@ -61,10 +61,8 @@ type Key struct {
 	tenant, scheme, path string
 }
 
-// NewKey validates and returns a key. Tenant and scheme are lower-case
-// letters, digits and '-' (scheme also '+' and '.'); path is one or more
-// '/'-separated segments of RFC 3986 unreserved characters, none empty, "."
-// or "..".
+// NewKey validates and returns a key: tenant, scheme and path must follow
+// the grammar package's rules (ValidTenant, ValidScheme, ValidPath).
 func NewKey(tenant, scheme, path string) (Key, error) {
 	if err := ValidTenant(tenant); err != nil {
 		return Key{}, err
@@ -102,51 +100,29 @@ func (k Key) IsZero() bool { return k.tenant == "" }
 // String returns the key in URI form, scheme://tenant/path.
 func (k Key) String() string { return k.scheme + "://" + k.tenant + "/" + k.path }
 
-// ValidTenant checks a tenant name.
-func ValidTenant(t string) error {
-	if t == "" || len(t) > MaxTenantLen {
-		return fmt.Errorf("%w: tenant %q: want 1 to %d characters", ErrInvalidKey, t, MaxTenantLen)
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("%w: tenant %q: only a-z, 0-9 and '-' are allowed", ErrInvalidKey, t)
-		}
-	}
-	return nil
-}
+// ValidTenant checks a tenant name against the one tenant grammar
+// (grammar.Tenant: [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?). The error wraps
+// ErrInvalidKey and quotes t.
+func ValidTenant(t string) error { return invalidKey("tenant", t, grammar.Tenant(t)) }
 
-// ValidScheme checks a scheme name.
-func ValidScheme(s string) error {
-	if s == "" || len(s) > MaxSchemeLen {
-		return fmt.Errorf("%w: scheme %q: want 1 to %d characters", ErrInvalidKey, s, MaxSchemeLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.')) {
-			return fmt.Errorf("%w: scheme %q: want a lower-case letter followed by a-z, 0-9, '+', '-' or '.'", ErrInvalidKey, s)
-		}
-	}
-	return nil
-}
+// ValidScheme checks a scheme name against the one scheme grammar
+// (grammar.Scheme: [a-z][a-z0-9+.-]*, at most 32 bytes). The error wraps
+// ErrInvalidKey and quotes s.
+func ValidScheme(s string) error { return invalidKey("scheme", s, grammar.Scheme(s)) }
 
-// ValidPath checks a path below a tenant.
-func ValidPath(p string) error {
-	if p == "" || len(p) > MaxPathLen {
-		return fmt.Errorf("%w: path %q: want 1 to %d bytes", ErrInvalidKey, p, MaxPathLen)
+// ValidPath checks a path below a tenant against the one path grammar
+// (grammar.Path: "/"-separated segments of [A-Za-z0-9._~-], none empty,
+// "." or "..", at most 1024 bytes). The error wraps ErrInvalidKey and
+// quotes p.
+func ValidPath(p string) error { return invalidKey("path", p, grammar.Path(p)) }
+
+// invalidKey wraps a grammar error in ErrInvalidKey with the part it
+// concerns; nil stays nil.
+func invalidKey(part, in string, err error) error {
+	if err == nil {
+		return nil
 	}
-	for seg := range strings.SplitSeq(p, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%w: path %q: empty, '.' or '..' segment", ErrInvalidKey, p)
-		}
-		for i := 0; i < len(seg); i++ {
-			c := seg[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
-				return fmt.Errorf("%w: path %q: byte %#x is not an unreserved character", ErrInvalidKey, p, c)
-			}
-		}
-	}
-	return nil
+	return fmt.Errorf("%w: %s %q: %v", ErrInvalidKey, part, in, err)
 }
 
 // Visibility says who may read an object besides its tenant.

@@ -27,33 +27,26 @@ func authenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, st
 		return auth.None{}, func() {}, nil
 	}
 	a := &cfg.Auth
+	st := authSettings(cfg)
 	o := auth.JWTOptions{
 		Issuer:      issuer(cfg),
-		Audiences:   audiences(cfg),
-		Algorithms:  a.Algorithms,
-		Leeway:      a.Leeway.Std(),
-		TenantClaim: a.TenantClaim,
-		JWKSURL:     a.JWKSURL,
-		JWKSRefresh: a.JWKSRefresh.Std(),
+		Audiences:   st.Audiences,
+		Algorithms:  st.Algorithms,
+		Leeway:      st.Leeway,
+		TenantClaim: st.TenantClaim,
+		JWKSURL:     st.JWKSURL,
+		JWKSRefresh: st.JWKSRefresh,
+		TokenCache:  st.TokenCache,
 		Logger:      log,
 	}
-	if a.TokenCache != nil {
-		o.TokenCache = a.TokenCache.Std()
-		if o.TokenCache == 0 {
-			o.TokenCache = -1 // off
-		}
-	}
 	switch {
-	case a.JWKSURL != "" || len(a.PublicKeyFiles) > 0:
+	case externalKeys(cfg):
 		if len(a.PublicKeyFiles) > 0 {
 			keys, err := auth.LoadPublicKeys(a.PublicKeyFiles)
 			if err != nil {
 				return nil, nil, fmt.Errorf("auth.publicKeyFiles: %w", err)
 			}
 			o.PublicKeys = keys
-		}
-		if len(o.Algorithms) == 0 {
-			o.Algorithms = []string{"RS256", "ES256", "EdDSA"}
 		}
 	default:
 		path := a.HMACSecretFile
@@ -70,9 +63,6 @@ func authenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, st
 			return nil, nil, fmt.Errorf("auth.hmacSecretFile: %w", err)
 		}
 		o.HMACSecret = key
-		if len(o.Algorithms) == 0 {
-			o.Algorithms = []string{"HS256"}
-		}
 		if created {
 			log.Info("created a signing key for tokens", "path", path)
 			tok, err := auth.Mint(key, auth.MintClaims{
@@ -91,6 +81,45 @@ func authenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, st
 		return nil, nil, err
 	}
 	return j, j.Close, nil
+}
+
+// externalKeys reports whether tokens come from another issuer (public
+// keys or a JWKS), not from the HMAC key of this server.
+func externalKeys(cfg *config.Config) bool {
+	return cfg.Auth.JWKSURL != "" || len(cfg.Auth.PublicKeyFiles) > 0
+}
+
+// authSettings are the verifier settings of cfg.auth, with the key sources
+// named but not loaded: what authenticator gives auth.NewJWT, checked by
+// validate before any key file is read. With no key source configured the
+// HMAC key of the data directory is used. Unset algorithms are HS256 with
+// an HMAC key and RS256, ES256 and EdDSA with external keys; unset
+// durations are auth's defaults; tokenCache 0s is off.
+func authSettings(cfg *config.Config) auth.Settings {
+	a := &cfg.Auth
+	st := auth.Settings{
+		Audiences:   audiences(cfg),
+		Algorithms:  a.Algorithms,
+		Leeway:      a.Leeway.Std(),
+		TenantClaim: a.TenantClaim,
+		PublicKeys:  len(a.PublicKeyFiles),
+		JWKSURL:     a.JWKSURL,
+		JWKSRefresh: a.JWKSRefresh.Std(),
+		HMAC:        a.HMACSecretFile != "" || !externalKeys(cfg),
+	}
+	if a.TokenCache != nil {
+		st.TokenCache = a.TokenCache.Std()
+		if st.TokenCache == 0 {
+			st.TokenCache = -1 // off
+		}
+	}
+	if len(st.Algorithms) == 0 {
+		st.Algorithms = []string{"HS256"}
+		if externalKeys(cfg) {
+			st.Algorithms = []string{"RS256", "ES256", "EdDSA"}
+		}
+	}
+	return st
 }
 
 func issuer(cfg *config.Config) string {

@@ -104,10 +104,26 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	if *fixtures {
 		cfg.Fixtures = true
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := validate(cfg); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return cfg, nil
+}
+
+// validate checks cfg: config's own rules, then the options each
+// component builds from it with that component's Validate, each problem
+// named by its key path.
+func validate(cfg *config.Config) error {
+	errs := []error{cfg.Validate()}
+	if cfg.Store.Backend == "s3" {
+		errs = append(errs,
+			config.Under("store.s3", s3Options(cfg).Validate()),
+			config.Under("store.s3", s3Client(cfg).Validate()))
+	}
+	if cfg.Auth.Mode == "jwt" {
+		errs = append(errs, config.Under("auth", authSettings(cfg).Validate()))
+	}
+	return errors.Join(errs...)
 }
 
 // loadFile reads the config file at path (none: defaults) and applies the
@@ -139,12 +155,11 @@ func openStore(ctx context.Context, cfg *config.Config) (store.Backend, error) {
 	case "bbolt":
 		return boltstore.Open(cfg.BboltPath(), boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
 	case "s3":
-		s3 := &cfg.Store.S3
-		return s3store.Open(ctx, s3store.Options{
-			Bucket: s3.Bucket, Prefix: s3.Prefix, Region: s3.Region, Endpoint: s3.Endpoint,
-			PathStyle: s3.PathStyle, CallTimeout: s3.CallTimeout.Std(), SpoolDir: s3.SpoolDir,
-			ReadCache: readCache(s3),
-		})
+		client, err := newS3Client(ctx, s3Client(cfg))
+		if err != nil {
+			return nil, config.Under("store.s3", err)
+		}
+		return s3store.Open(client, s3Options(cfg))
 	case "memory":
 		return memstore.New(memstore.Options{}), nil
 	}
@@ -264,10 +279,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return nil
 }
 
-// readCache is the configured S3 read cache budget (Defaults sets it).
-func readCache(s3 *config.S3) int64 {
-	if s3.ReadCache == nil {
-		return 0
+// s3Options are the s3store options of store.s3. An unset readCache is
+// s3store.DefaultReadCache (a zero Options.ReadCache is no cache).
+func s3Options(cfg *config.Config) s3store.Options {
+	s3 := &cfg.Store.S3
+	o := s3store.Options{
+		Bucket: s3.Bucket, Prefix: s3.Prefix, CallTimeout: s3.CallTimeout.Std(), SpoolDir: s3.SpoolDir,
+		ReadCache: s3store.DefaultReadCache,
 	}
-	return int64(*s3.ReadCache)
+	if s3.ReadCache != nil {
+		o.ReadCache = int64(*s3.ReadCache)
+	}
+	return o
+}
+
+// s3Client is what store.s3 says about the S3 client.
+func s3Client(cfg *config.Config) s3ClientOptions {
+	s3 := &cfg.Store.S3
+	return s3ClientOptions{Region: s3.Region, Endpoint: s3.Endpoint, PathStyle: s3.PathStyle}
 }

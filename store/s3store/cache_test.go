@@ -174,7 +174,7 @@ func BenchmarkGet(b *testing.B) {
 			o := opts
 			o.Prefix = uniquePrefix(b)
 			o.ReadCache = cache
-			s, err := Open(b.Context(), o)
+			s, err := openOptions(b, o)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -43,7 +43,7 @@ func (s *Store) putMarker(ctx context.Context, k store.Key) error {
 			ContentLength: aws.Int64(0),
 			ContentMD5:    aws.String(emptyMD5),
 			ContentType:   aws.String(contentType),
-		})
+		}, callOptions)
 		cancel()
 		if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
 			return err

@@ -227,11 +227,15 @@
 // Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
 // default), including the SDK's retries. A call that hits it fails with a
 // backend error; a canceled or expired caller context gives an error that
-// wraps ctx.Err(). The client sends checksums only where S3 requires them
+// wraps ctx.Err(). Every call sends checksums only where S3 requires them
 // (S3-compatible servers reject the newer default trailers) and a
-// Content-MD5 on every PUT instead. Credentials come from
-// Options.Credentials or the standard AWS chain; no error text carries
-// them.
+// Content-MD5 on every PUT instead; these settings are applied per call
+// (callOptions), whatever client Open was given.
+//
+// The package does not build its S3 client: Open takes a ready *s3.Client
+// (region, endpoint, addressing and credentials are the caller's;
+// cmd/resourced builds it from the standard AWS chain). No error text of
+// this package carries credentials.
 package s3store
 
 import (
@@ -245,7 +249,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,7 +257,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
@@ -262,11 +264,12 @@ import (
 	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
-// Defaults of Options.
-const (
-	DefaultCallTimeout = 10 * time.Second
-	DefaultRegion      = "us-east-1"
-)
+// DefaultCallTimeout is the CallTimeout of a zero Options.
+const DefaultCallTimeout = 10 * time.Second
+
+// DefaultReadCache is the read cache budget resourced configures when
+// store.s3.readCache is unset (a zero Options.ReadCache is no cache).
+const DefaultReadCache = 64 << 20
 
 const (
 	// headProbe is how many bytes a header read fetches first.
@@ -286,25 +289,15 @@ type Options struct {
 	// Bucket holds the objects; required. It must exist (Ping checks it).
 	Bucket string
 	// Prefix is prepended to every key, followed by "/"; empty means the
-	// bucket root. A trailing "/" is ignored.
+	// bucket root. It is "/"-separated segments with no leading, trailing
+	// or double "/" ("resourced/prod", not "resourced/prod/"): one spelling
+	// per prefix, so two instances cannot name one place differently.
 	Prefix string
-	// Region is the signing region. Empty means the standard chain's
-	// (AWS_REGION, shared config), and DefaultRegion if it has none.
-	Region string
-	// Endpoint is the base URL of an S3-compatible server, e.g.
-	// "http://127.0.0.1:7070". Empty means AWS (or AWS_ENDPOINT_URL_S3).
-	Endpoint string
-	// PathStyle addresses the bucket in the path, not the host name; most
-	// S3-compatible servers need it.
-	PathStyle bool
 	// CallTimeout bounds every S3 call, retries included. Zero means
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
 	// Now is the clock used for expiry; nil means time.Now.
 	Now func() time.Time
-	// Credentials signs requests; nil means the standard AWS chain
-	// (environment, shared files, SSO, container and instance roles).
-	Credentials aws.CredentialsProvider
 	// SpoolDir holds the temporary files of PutStream (unlinked at once);
 	// "" means os.TempDir().
 	SpoolDir string
@@ -312,18 +305,16 @@ type Options struct {
 	// read recently are kept, and a later Get asks S3 only whether they
 	// changed. Zero: no cache. Objects over an eighth of it are not cached.
 	ReadCache int64
-
-	// wrapTransport, when set, wraps the HTTP transport; tests use it to
-	// lose responses.
-	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
-// Validate reports every problem of o, each naming its configuration key.
-// It is fast and pure: it does not contact S3.
+// Validate reports every problem of o, each naming its key below
+// store.s3 in resourced's configuration (e.g. "prefix: ..."); callers add
+// the path ("store.s3.prefix: ..."). It is fast and pure: it does not
+// contact S3.
 func (o Options) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("store.s3.%s: %s", key, fmt.Sprintf(format, args...)))
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
 	if o.Bucket == "" {
 		bad("bucket", "required")
@@ -332,14 +323,6 @@ func (o Options) Validate() error {
 	}
 	if msg := checkPrefix(o.Prefix); msg != "" {
 		bad("prefix", "%s", msg)
-	}
-	if o.Region != "" && !validRegion(o.Region) {
-		bad("region", "%q is not a region name (a-z, A-Z, 0-9, '-', '_')", o.Region)
-	}
-	if o.Endpoint != "" {
-		if msg := checkEndpoint(o.Endpoint); msg != "" {
-			bad("endpoint", "%s", msg)
-		}
 	}
 	if o.ReadCache < 0 {
 		bad("readCache", "must not be negative")
@@ -362,33 +345,20 @@ func validBucket(b string) bool {
 	return true
 }
 
-func validRegion(r string) bool {
-	if len(r) > 64 {
-		return false
-	}
-	for i := 0; i < len(r); i++ {
-		if c := r[i]; !alnum(c) && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return true
-}
-
 func alnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // checkPrefix returns what is wrong with a key prefix, or "".
 func checkPrefix(p string) string {
-	p = strings.TrimSuffix(p, "/")
 	if p == "" {
 		return ""
 	}
 	if len(p) > 512 {
 		return "longer than 512 bytes"
 	}
-	if strings.HasPrefix(p, "/") {
-		return fmt.Sprintf("%q starts with '/'", p)
+	if strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return fmt.Sprintf("%q: no leading or trailing '/' (write e.g. \"resourced/prod\")", p)
 	}
 	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "" || seg == "." || seg == ".." {
@@ -399,25 +369,6 @@ func checkPrefix(p string) string {
 		if c := p[i]; c <= ' ' || c >= 0x7f || c == '\\' {
 			return fmt.Sprintf("%q: byte %#x is not allowed (printable ASCII but '\\' only)", p, c)
 		}
-	}
-	return ""
-}
-
-// checkEndpoint returns what is wrong with an endpoint URL, or "". The URL
-// is never echoed when it carries credentials.
-func checkEndpoint(e string) string {
-	u, err := url.Parse(e)
-	if err != nil {
-		return "not a URL"
-	}
-	if u.User != nil {
-		return "must not contain credentials; use the AWS credential chain"
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fmt.Sprintf("%q: want http:// or https:// and a host", e)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Sprintf("%q: want no query or fragment", e)
 	}
 	return ""
 }
@@ -446,11 +397,16 @@ type Store struct {
 
 var _ store.Backend = (*Store)(nil)
 
-// Open validates opts and builds the S3 client. It does not contact S3: a
-// missing bucket or bad credentials show in Ping and in every call.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+// Open validates opts and returns a Store that talks to S3 through
+// client, which the caller builds and configures (region, endpoint,
+// path-style addressing, credentials, HTTP transport). It does not contact
+// S3: a missing bucket or bad credentials show in Ping and in every call.
+func Open(client *s3.Client, opts Options) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("s3store: open: a client is required")
+	}
 	if err := opts.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("s3store: open: %w", err)
 	}
 	timeout := opts.CallTimeout
 	if timeout == 0 {
@@ -460,37 +416,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	var hc aws.HTTPClient = awshttp.NewBuildableClient()
-	if opts.wrapTransport != nil {
-		hc = &http.Client{
-			Transport:     opts.wrapTransport(awshttp.NewBuildableClient().GetTransport()),
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-	}
-	load := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
-	if opts.Region != "" {
-		load = append(load, config.WithRegion(opts.Region))
-	}
-	if opts.Credentials != nil {
-		load = append(load, config.WithCredentialsProvider(opts.Credentials))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
-	if err != nil {
-		return nil, fmt.Errorf("s3store: open: loading the AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		cfg.Region = DefaultRegion
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.UsePathStyle = opts.PathStyle
-		if opts.Endpoint != "" {
-			o.BaseEndpoint = aws.String(opts.Endpoint)
-		}
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
-	base := strings.TrimSuffix(opts.Prefix, "/")
+	base := opts.Prefix
 	if base != "" {
 		base += "/"
 	}
@@ -503,6 +429,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		spool:   opts.SpoolDir,
 		cache:   newReadCache(opts.ReadCache),
 	}, nil
+}
+
+// callOptions are the client settings this package depends on, applied to
+// every call so that any client works: checksums only where an operation
+// requires them (records carry their own SHA-256, ranged header reads
+// cannot be validated, and S3-compatible servers differ in trailing
+// checksum support), and no log line about skipped validation.
+func callOptions(o *s3.Options) {
+	o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+	o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	o.DisableLogOutputChecksumValidationSkipped = true
 }
 
 var errClosed = errors.New("store is closed")
@@ -691,7 +628,7 @@ func (s *Store) getRange(ctx context.Context, objKey string, n int, ifMatch stri
 	if ifMatch != "" {
 		in.IfMatch = aws.String(ifMatch)
 	}
-	out, err := s.client.GetObject(ctx, in)
+	out, err := s.client.GetObject(ctx, in, callOptions)
 	if err != nil {
 		return nil, "", err
 	}
@@ -725,7 +662,7 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	out, err := s.client.GetObject(cctx, in)
+	out, err := s.client.GetObject(cctx, in, callOptions)
 	if c != nil && err != nil && isConflict(err) && !isMissing(err) {
 		// A server that answers a matching If-None-Match on a GET with
 		// 412 (as it would on a PUT) instead of 304: ask again without,
@@ -733,7 +670,7 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 		s.noConditionalGet.Store(true)
 		s.cache.remove(objKey)
 		c, in.IfNoneMatch = nil, nil
-		out, err = s.client.GetObject(cctx, in)
+		out, err = s.client.GetObject(cctx, in, callOptions)
 	}
 	if err != nil {
 		switch {
@@ -839,7 +776,7 @@ func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body 
 	for attempt := 1; ; attempt++ {
 		in.Body = newRecordReader(header, body)
 		cctx, cancel := s.call(ctx)
-		_, err := s.client.PutObject(cctx, in)
+		_, err := s.client.PutObject(cctx, in, callOptions)
 		cancel()
 		if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
 			return err
@@ -1147,7 +1084,7 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 func (s *Store) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	_, err := s.client.DeleteObject(cctx, in)
+	_, err := s.client.DeleteObject(cctx, in, callOptions)
 	return err
 }
 
@@ -1238,7 +1175,7 @@ func maxKeys(limit int) int32 {
 func (s *Store) listObjects(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	return s.client.ListObjectsV2(cctx, in)
+	return s.client.ListObjectsV2(cctx, in, callOptions)
 }
 
 // lister collects one page of List.
@@ -1335,7 +1272,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	if _, err := s.client.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+	if _, err := s.client.HeadBucket(cctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}, callOptions); err != nil {
 		return s.fail(ctx, "ping", "bucket "+s.bucket, err)
 	}
 	return nil

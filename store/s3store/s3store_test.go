@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
@@ -22,11 +24,50 @@ import (
 	"github.com/resourced/resourced/store/storetest"
 )
 
-// serverOptions returns Options for the S3 server named by the
+// testOptions are Options plus what a test needs to build the client Open
+// takes (production builds it in cmd/resourced).
+type testOptions struct {
+	Options
+	endpoint    string
+	credentials aws.CredentialsProvider // nil: the standard chain
+	// wrapTransport, when set, wraps the HTTP transport; tests use it to
+	// lose responses.
+	wrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// testClient builds the S3 client of o: path-style, us-east-1, o.endpoint.
+func testClient(t testing.TB, o testOptions) *s3.Client {
+	t.Helper()
+	load := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion("us-east-1")}
+	if o.wrapTransport != nil {
+		load = append(load, awsconfig.WithHTTPClient(&http.Client{
+			Transport:     o.wrapTransport(awshttp.NewBuildableClient().GetTransport()),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}))
+	}
+	if o.credentials != nil {
+		load = append(load, awsconfig.WithCredentialsProvider(o.credentials))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), load...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s3.NewFromConfig(cfg, func(so *s3.Options) {
+		so.UsePathStyle = true
+		so.BaseEndpoint = aws.String(o.endpoint)
+	})
+}
+
+// openOptions is Open with the client of o.
+func openOptions(t testing.TB, o testOptions) (*Store, error) {
+	return Open(testClient(t, o), o.Options)
+}
+
+// serverOptions returns testOptions for the S3 server named by the
 // environment, or skips the test when there is none (fails under
 // RESOURCED_REQUIRE_S3=1). Credentials come from AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY through the standard chain.
-func serverOptions(t testing.TB) Options {
+func serverOptions(t testing.TB) testOptions {
 	t.Helper()
 	endpoint := os.Getenv("RESOURCED_TEST_S3_ENDPOINT")
 	if endpoint == "" {
@@ -40,12 +81,9 @@ func serverOptions(t testing.TB) Options {
 	if bucket == "" {
 		t.Fatal("RESOURCED_TEST_S3_ENDPOINT is set but RESOURCED_TEST_S3_BUCKET is not")
 	}
-	return Options{
-		Bucket:    bucket,
-		Region:    "us-east-1",
-		Endpoint:  endpoint,
-		PathStyle: true,
-		Prefix:    uniquePrefix(t),
+	return testOptions{
+		Options:  Options{Bucket: bucket, Prefix: uniquePrefix(t)},
+		endpoint: endpoint,
 	}
 }
 
@@ -67,9 +105,9 @@ func uniquePrefix(t testing.TB) string {
 
 // openTest opens a Store on opts and removes its objects when the test
 // ends (the store may be closed by then, so the raw client does it).
-func openTest(t *testing.T, opts Options) *Store {
+func openTest(t *testing.T, opts testOptions) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), opts)
+	s, err := openOptions(t, opts)
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}

@@ -222,7 +222,7 @@ func (r *objectReader) open() error {
 		Key:     aws.String(r.objKey),
 		Range:   aws.String("bytes=" + strconv.FormatInt(r.off+r.pos, 10) + "-" + strconv.FormatInt(r.off+r.size-1, 10)),
 		IfMatch: aws.String(r.etag),
-	})
+	}, callOptions)
 	timer.Stop()
 	if err != nil {
 		cancel()

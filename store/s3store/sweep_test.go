@@ -23,7 +23,7 @@ func TestSweepKeys(t *testing.T) {
 		s := &Store{base: base}
 		start := s.sweepStart()
 		for _, k := range []store.Key{
-			store.MustKey("-", "a", "a"),
+			store.MustKey("0-0", "a", "a"),
 			store.MustKey("0", "a", "A"),
 			store.MustKey("t1", "a+b", "x/y~"),
 			store.MustKey("zzz", "z", "z"),
@@ -224,7 +224,7 @@ func TestDeleteExpiredKeepsReplaced(t *testing.T) {
 			return next.RoundTrip(req)
 		})
 	}
-	s, err := Open(ctx, opts)
+	s, err := openOptions(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

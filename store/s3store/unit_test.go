@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/resourced/resourced/store"
@@ -27,22 +28,20 @@ func TestValidate(t *testing.T) {
 		want []string // substrings of the error; none: valid
 	}{
 		{"minimal", Options{Bucket: "b-1"}, nil},
-		{"full", Options{Bucket: "my.bucket", Prefix: "prod/resourced/", Region: "eu-central-1",
-			Endpoint: "http://127.0.0.1:7070", PathStyle: true, CallTimeout: time.Second}, nil},
-		{"https endpoint with path", Options{Bucket: "bbb", Endpoint: "https://s3.example.com/base"}, nil},
-		{"no bucket", Options{}, []string{"store.s3.bucket: required"}},
-		{"bad bucket", Options{Bucket: "a/b"}, []string{"store.s3.bucket: "}},
-		{"short bucket", Options{Bucket: "ab"}, []string{"store.s3.bucket: "}},
-		{"leading slash", Options{Bucket: "bbb", Prefix: "/x"}, []string{"store.s3.prefix: "}},
-		{"dot segment", Options{Bucket: "bbb", Prefix: "a/../b"}, []string{"store.s3.prefix: "}},
-		{"empty segment", Options{Bucket: "bbb", Prefix: "a//b"}, []string{"store.s3.prefix: "}},
-		{"space in prefix", Options{Bucket: "bbb", Prefix: "a b"}, []string{"store.s3.prefix: "}},
-		{"bad region", Options{Bucket: "bbb", Region: "us east"}, []string{"store.s3.region: "}},
-		{"endpoint scheme", Options{Bucket: "bbb", Endpoint: "ftp://x"}, []string{"store.s3.endpoint: "}},
-		{"endpoint no host", Options{Bucket: "bbb", Endpoint: "127.0.0.1:7070"}, []string{"store.s3.endpoint: "}},
-		{"negative timeout", Options{Bucket: "bbb", CallTimeout: -time.Second}, []string{"store.s3.callTimeout: must not be negative"}},
-		{"every problem", Options{Prefix: "/x", Region: "?", Endpoint: "x", CallTimeout: -1},
-			[]string{"store.s3.bucket", "store.s3.prefix", "store.s3.region", "store.s3.endpoint", "store.s3.callTimeout"}},
+		{"full", Options{Bucket: "my.bucket", Prefix: "prod/resourced", CallTimeout: time.Second, ReadCache: 1 << 20}, nil},
+		{"no bucket", Options{}, []string{"bucket: required"}},
+		{"bad bucket", Options{Bucket: "a/b"}, []string{"bucket: "}},
+		{"short bucket", Options{Bucket: "ab"}, []string{"bucket: "}},
+		{"leading slash", Options{Bucket: "bbb", Prefix: "/x"}, []string{"prefix: "}},
+		{"trailing slash", Options{Bucket: "bbb", Prefix: "prod/resourced/"}, []string{"prefix: \"prod/resourced/\": no leading or trailing '/'"}},
+		{"only a slash", Options{Bucket: "bbb", Prefix: "/"}, []string{"prefix: "}},
+		{"dot segment", Options{Bucket: "bbb", Prefix: "a/../b"}, []string{"prefix: "}},
+		{"empty segment", Options{Bucket: "bbb", Prefix: "a//b"}, []string{"prefix: "}},
+		{"space in prefix", Options{Bucket: "bbb", Prefix: "a b"}, []string{"prefix: "}},
+		{"negative timeout", Options{Bucket: "bbb", CallTimeout: -time.Second}, []string{"callTimeout: must not be negative"}},
+		{"negative cache", Options{Bucket: "bbb", ReadCache: -1}, []string{"readCache: must not be negative"}},
+		{"every problem", Options{Prefix: "/x", CallTimeout: -1, ReadCache: -1},
+			[]string{"bucket", "prefix", "callTimeout", "readCache"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,40 +60,32 @@ func TestValidate(t *testing.T) {
 					t.Errorf("Validate(%+v) = %q, want it to contain %q", tc.opts, err, w)
 				}
 			}
-			if _, err := Open(t.Context(), tc.opts); err == nil {
+			if _, err := Open(offlineClient(t, "http://127.0.0.1:1"), tc.opts); err == nil {
 				t.Errorf("Open(%+v) = nil error, want the validation error", tc.opts)
 			}
 		})
 	}
 }
 
-func TestEndpointCredentialsNotEchoed(t *testing.T) {
-	err := (&Options{Bucket: "bbb", Endpoint: "https://AKIDEXAMPLE:s3cr3t@s3.example.com"}).Validate()
-	if err == nil {
-		t.Fatal("Validate(endpoint with user info) = nil, want an error")
-	}
-	if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "AKIDEXAMPLE") {
-		t.Errorf("Validate error %q repeats the credentials", err)
+// offlineClient is a client of endpoint with static credentials.
+func offlineClient(t testing.TB, endpoint string) *s3.Client {
+	return testClient(t, testOptions{endpoint: endpoint, credentials: credentials.NewStaticCredentialsProvider("id", "secret", "")})
+}
+
+func TestOpenNeedsClient(t *testing.T) {
+	if _, err := Open(nil, Options{Bucket: "bbb"}); err == nil || !strings.Contains(err.Error(), "a client is required") {
+		t.Errorf("Open(nil, ...) = %v, want a client is required", err)
 	}
 }
 
 // TestOpenOffline: Open does not contact S3.
 func TestOpenOffline(t *testing.T) {
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_DEFAULT_REGION", "")
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	s, err := Open(t.Context(), Options{
-		Bucket: "bbb", Endpoint: "http://127.0.0.1:1", PathStyle: true, Prefix: "p/",
-		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", ""),
-	})
+	s, err := Open(offlineClient(t, "http://127.0.0.1:1"), Options{Bucket: "bbb", Prefix: "p"})
 	if err != nil {
 		t.Fatalf("Open = %v, want nil", err)
 	}
 	if s.base != "p/" || s.timeout != DefaultCallTimeout {
 		t.Errorf("Open: base %q, timeout %v; want \"p/\", %v", s.base, s.timeout, DefaultCallTimeout)
-	}
-	if got := s.client.Options().Region; got != DefaultRegion {
-		t.Errorf("region %q, want %q", got, DefaultRegion)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("Close = %v", err)
@@ -119,10 +110,7 @@ func TestCallDeadline(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	s, err := Open(t.Context(), Options{
-		Bucket: "bbb", Endpoint: srv.URL, PathStyle: true, CallTimeout: 300 * time.Millisecond,
-		Credentials: credentials.NewStaticCredentialsProvider("id", "secret", ""),
-	})
+	s, err := Open(offlineClient(t, srv.URL), Options{Bucket: "bbb", CallTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,5 +355,42 @@ func TestMarkerKeyOrder(t *testing.T) {
 	k := store.MustKey("t1", "report", "a/b")
 	if got, want := s.publicStartKey(publicPos(k)), s.markerKey(k); got != want {
 		t.Errorf("publicStartKey(%v) = %q, want %q", k, got, want)
+	}
+}
+
+// TestCallOptionsOnAnyClient: a client built with the SDK's defaults (which
+// send CRC32 trailers on every PUT) still sends no checksum trailer, since
+// the settings this package depends on are applied per call.
+func TestCallOptionsOnAnyClient(t *testing.T) {
+	var hdr http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && hdr == nil {
+			hdr = r.Header.Clone()
+		}
+		w.Header().Set("ETag", `"e"`)
+	}))
+	defer srv.Close()
+	s, err := Open(offlineClient(t, srv.URL), Options{Bucket: "bbb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	body := []byte("hello")
+	o := &store.Object{Meta: store.Meta{Key: store.MustKey("t1", "report", "x"), MIMEType: "text/plain", Size: int64(len(body)),
+		SHA256: store.Sum(body), Created: now, Modified: now, Visibility: store.Private}, Body: body}
+	if _, _, err := s.Put(t.Context(), o, store.CreateOnly()); err != nil {
+		t.Fatalf("Put = %v", err)
+	}
+	if hdr == nil {
+		t.Fatal("no PUT reached the server")
+	}
+	for k := range hdr {
+		if strings.HasPrefix(strings.ToLower(k), "x-amz-checksum") || strings.EqualFold(k, "X-Amz-Trailer") {
+			t.Errorf("PUT carries %s: %q; want no checksum beyond Content-MD5", k, hdr.Get(k))
+		}
+	}
+	if hdr.Get("Content-Md5") == "" {
+		t.Error("PUT has no Content-MD5")
 	}
 }
