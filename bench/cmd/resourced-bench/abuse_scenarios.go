@@ -28,8 +28,8 @@ type SlowBodyResult struct {
 	Uploads DropStats    `json:"uploads"`
 	MCP     DropStats    `json:"mcp"`
 	Server  *ProcFigures `json:"server,omitempty"`
-	// The probe: 1 KiB resources/read from its own connection, before the
-	// slow connections and while they are held.
+	// The probe: 1 KiB resources/read, each on a new connection, before
+	// the slow connections and while they are held.
 	ProbeQuiet  Summary `json:"probeQuiet"`
 	ProbeLoaded Summary `json:"probeLoaded"`
 }
@@ -48,7 +48,10 @@ func abuseSlowBody(o *abuseOptions, stderr io.Writer) (*SlowBodyResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The probe is another client: a new connection for every read, which
+	// the server must accept while the slow ones hold its descriptors.
 	probe := newTarget("probe", o.url, 1, o.probeTimeout)
+	probe.client.Transport.(*http.Transport).DisableKeepAlives = true
 	pw := newWorkers(1)[0]
 	read := newReadOp(m, probeURI, 0)
 	var quiet stats
