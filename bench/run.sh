@@ -7,7 +7,8 @@
 #   bash bench/run.sh                  # every scenario on bbolt → bench/results/<date>-bbolt.txt
 #   BACKEND=s3 bash bench/run.sh       # the same on S3 (versitygw, started by scripts/versitygw.sh)
 #   REV=HEAD bash bench/run.sh         # benchmark a commit, built from a clean export of it
-#   bash bench/run.sh --smoke          # ~10 s: one read with ceiling, one save; for CI
+#   bash bench/run.sh --smoke          # ~30 s: one read with ceiling, one save, each abuse scenario tiny; for CI
+#   SCENARIOS=abuse bash bench/run.sh  # the abuse scenarios (issue 13), each on a freshly started server
 #
 # Environment (defaults in brackets):
 #   BACKEND       bbolt | s3 [bbolt]
@@ -31,6 +32,9 @@
 #   RETRIES       measure a scenario again up to this many times while other processes
 #                 used more than QUIET cores during it; the quietest attempt is kept [2]
 #   OUT           results file [bench/results/<UTC date>-<backend>.txt; smoke: none]
+#   ABUSE_ARGS    extra flags for every abuse scenario, e.g. "-hold 10s" []
+#   ABUSE_ARGS_<scenario>  extra flags for one (- becomes _: ABUSE_ARGS_noisy_tenant),
+#                 e.g. ABUSE_ARGS_slowbody="-conns 10000 -mcp-conns 1000" []
 #
 # Scenarios:
 #   rss       peak RSS of a freshly started server during 16 concurrent 8 MiB reads
@@ -41,6 +45,12 @@
 #   profile   CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and
 #             256 KiB reads at c=16, summarised with go tool pprof -top
 #   gobench   the Go benchmarks of the hot paths (go test ./bench -bench . -benchmem)
+#   abuse     all five abuse scenarios below, in this order (not in the default list)
+#   abuse-slowbody      slow upload and /mcp bodies holding connections; a 1 KiB probe read meanwhile
+#   abuse-noread        clients asking for a 16 MiB body of '"' and never reading; server RSS
+#   abuse-listen        one subscriptions/listen naming one 16 MiB resource 2000 times; server CPU
+#   abuse-noisy-tenant  tenant A saturating saves; tenant B's 1 KiB read p50/p99, quiet vs noisy
+#   abuse-timing        tenant B reading A's private 15 MiB report vs a never-existed URI
 #
 # Exit status: 0 when every scenario ran; non-zero when the build, the server
 # or the tool failed (never because a figure is slow).
@@ -202,7 +212,9 @@ start_server() {
 log "starting resourced ($BACKEND) on 127.0.0.1:$PORT"
 start_server
 RESOURCED_TOKEN=$("$SERVER" token --config "$WORK/resourced.yaml" --ttl 24h)
-export RESOURCED_TOKEN
+# A second tenant, for the abuse scenarios where one tenant disturbs another.
+RESOURCED_TOKEN_B=$("$SERVER" token --config "$WORK/resourced.yaml" --ttl 24h --tenant bench-b)
+export RESOURCED_TOKEN RESOURCED_TOKEN_B
 
 {
 	echo "# resourced-bench results"
@@ -213,6 +225,7 @@ export RESOURCED_TOKEN
 	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL"
 	echo "load:     ${DURATION} measured per target after ${WARMUP} warmup; ceiling alternated in ${SLICE} slices"
 	echo "noise:    quiet threshold ${QUIET} cores, ${RETRIES} retries; the load generator shares the cores with the server"
+	echo "limits:   open files $(ulimit -Sn) soft, $(ulimit -Hn) hard (the server and the tool inherit them)"
 	echo
 } >"$OUT"
 
@@ -237,9 +250,53 @@ bench() {
 	[ "$rc" -eq 0 ] || die "resourced-bench failed (exit $rc) in scenario: $label"
 }
 
+# abuse SCENARIO ARGS... runs one abuse scenario against the running server,
+# recording the command, its output, what the server logged about running out
+# of file descriptors, and whether the server survived it. It fails only when
+# the tool could not run the scenario.
+abuse() {
+	local name=$1
+	shift
+	local var="ABUSE_ARGS_${name//-/_}"
+	# shellcheck disable=SC2086 # the *_ARGS are lists of flags
+	local cmd=("$TOOL" abuse "$name" -url "$URL" -protocol "$PROTOCOL" -pid "$SERVER_PID" "$@" ${ABUSE_ARGS:-} ${!var:-})
+	log "abuse $name"
+	{
+		echo "## abuse $name"
+		echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "\$ RESOURCED_TOKEN=… RESOURCED_TOKEN_B=… resourced-bench $(printf '%q ' "${cmd[@]:1}")"
+	} >>"$OUT"
+	local logged rc
+	logged=$(wc -l <"$WORK/server.log")
+	set +e
+	"${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
+	rc=${PIPESTATUS[0]}
+	set -e
+	{
+		echo "server log during it: $(tail -n +$((logged + 1)) "$WORK/server.log" | grep -c 'too many open files' || true) lines saying \"too many open files\""
+		if kill -0 "$SERVER_PID" 2>/dev/null; then
+			echo "server: still running"
+		else
+			local st=0
+			wait "$SERVER_PID" 2>/dev/null || st=$?
+			echo "server: EXITED during the scenario (status $st); last log lines:"
+			tail -n 5 "$WORK/server.log"
+			SERVER_PID=""
+		fi
+		echo
+	} >>"$OUT"
+	[ "$rc" -eq 0 ] || die "resourced-bench abuse $name failed (exit $rc)"
+	[ -n "$SERVER_PID" ] || start_server
+}
+
+ABUSE_ALL="slowbody noread listen noisy-tenant timing"
+
 if [ -n "$SMOKE" ]; then
 	bench "smoke read 1KiB c=16" -op read -size 1KiB -c 16 -ceiling
 	bench "smoke save 1KiB c=16" -op save -size 1KiB -c 16 -d 2s
+	for a in $ABUSE_ALL; do
+		abuse "$a" -smoke
+	done
 	log "smoke passed"
 	exit 0
 fi
@@ -304,7 +361,17 @@ for scenario in $SCENARIOS; do
 		(cd "$SRC" && go test ./bench -run '^$' -bench . -benchmem -count 1) >>"$OUT" 2>&1 || die "Go benchmarks failed"
 		echo >>"$OUT"
 		;;
-	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench)" ;;
+	abuse | abuse-*)
+		list=${scenario#abuse-}
+		[ "$scenario" = abuse ] && list=$ABUSE_ALL
+		for a in $list; do
+			# A fresh process for each, so that its idle figures are its own.
+			stop_server
+			start_server
+			abuse "$a"
+		done
+		;;
+	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench abuse abuse-<name>)" ;;
 	esac
 done
 

@@ -81,6 +81,7 @@ type exchange struct {
 	bytes   int64  // response body bytes
 	body    []byte // the response body, valid until w's next request
 	ctype   string // Content-Type of the response
+	status  int    // HTTP status; 0 when no response arrived
 	err     string // "" on success
 }
 
@@ -100,7 +101,7 @@ func (w *worker) do(t *target, m *mcpRequest, o op) exchange {
 	}
 	w.resp, err = readAll(resp.Body, resp.ContentLength, w.resp[:0])
 	resp.Body.Close()
-	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, ctype: resp.Header.Get("Content-Type")}
+	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, ctype: resp.Header.Get("Content-Type"), status: resp.StatusCode}
 	if err != nil {
 		x.err = "reading response: " + err.Error()
 		return x
@@ -132,17 +133,26 @@ type stats struct {
 	elapsed    time.Duration
 	latencies  []time.Duration // of every completed exchange, errors included
 	errSamples map[string]int  // first distinct error texts
+	statuses   map[int]int64   // HTTP status of every exchange (0: none arrived)
+	timeouts   int64           // errors that were the client's timeout
 	cpu        cpuUse          // CPU used during the target's slices
 }
 
 func (s *stats) add(x exchange) {
 	s.latencies = append(s.latencies, x.latency)
+	if s.statuses == nil {
+		s.statuses = map[int]int64{}
+	}
+	s.statuses[x.status]++
 	s.bytes += x.bytes
 	if x.err == "" {
 		s.ok++
 		return
 	}
 	s.errors++
+	if strings.Contains(x.err, "Timeout") || strings.Contains(x.err, "deadline exceeded") {
+		s.timeouts++
+	}
 	if s.errSamples == nil {
 		s.errSamples = map[string]int{}
 	}
@@ -154,10 +164,17 @@ func (s *stats) add(x exchange) {
 func (s *stats) merge(o *stats) {
 	s.ok += o.ok
 	s.errors += o.errors
+	s.timeouts += o.timeouts
 	s.bytes += o.bytes
 	s.elapsed += o.elapsed
 	s.cpu.add(o.cpu)
 	s.latencies = append(s.latencies, o.latencies...)
+	for k, v := range o.statuses {
+		if s.statuses == nil {
+			s.statuses = map[int]int64{}
+		}
+		s.statuses[k] += v
+	}
 	for k, v := range o.errSamples {
 		if s.errSamples == nil {
 			s.errSamples = map[string]int{}
@@ -237,6 +254,10 @@ type Summary struct {
 	P99         Millis         `json:"p99Ms"`
 	Max         Millis         `json:"maxMs"`
 	ErrorSample map[string]int `json:"errorSample,omitempty"`
+	// Timeouts counts the errors that were the client's -timeout.
+	Timeouts int64 `json:"timeouts,omitempty"`
+	// Statuses counts responses by HTTP status ("0": none arrived).
+	Statuses map[string]int64 `json:"statuses,omitempty"`
 	// CPU is the average CPU use, in cores, during this target's slices.
 	CPU *Cores `json:"cpu,omitempty"`
 }
@@ -257,21 +278,31 @@ func (m Millis) String() string {
 	}
 }
 
+// percentile returns the p-th quantile (0 < p ≤ 1) of sorted by the
+// nearest-rank method, or 0 for no samples.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
 // summarize computes exact percentiles by sorting every latency.
 func summarize(name string, s *stats) Summary {
 	slices.Sort(s.latencies)
-	pct := func(p float64) Millis {
-		if len(s.latencies) == 0 {
-			return 0
-		}
-		i := int(p*float64(len(s.latencies))+0.5) - 1
-		return ms(s.latencies[min(max(i, 0), len(s.latencies)-1)])
-	}
+	pct := func(p float64) Millis { return ms(percentile(s.latencies, p)) }
 	sec := s.elapsed.Seconds()
 	sum := Summary{
 		Target: name, OK: s.ok, Errors: s.errors, Seconds: sec, Bytes: s.bytes,
 		P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), ErrorSample: s.errSamples,
-		CPU: s.cpu.cores(),
+		CPU: s.cpu.cores(), Timeouts: s.timeouts,
+	}
+	if len(s.statuses) > 0 {
+		sum.Statuses = make(map[string]int64, len(s.statuses))
+		for k, v := range s.statuses {
+			sum.Statuses[strconv.Itoa(k)] = v
+		}
 	}
 	if n := len(s.latencies); n > 0 {
 		sum.Max = ms(s.latencies[n-1])

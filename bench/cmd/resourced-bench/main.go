@@ -26,6 +26,10 @@
 //
 // The exit status is 0 when the load ran and every request succeeded, 1 when
 // the tool could not run, and 3 when some requests failed (see -allow-errors).
+//
+// `resourced-bench abuse <scenario>` plays a hostile tenant instead (slow
+// bodies, clients that never read, a costly listen, a noisy tenant, timing
+// of foreign reads); see abuse.go and bench/README.md.
 package main
 
 import (
@@ -224,6 +228,9 @@ func waitQuiet(pid int, limit float64, maxWait time.Duration, stderr io.Writer) 
 }
 
 func run(args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 && args[0] == "abuse" {
+		return runAbuse(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return 1, err
