@@ -111,6 +111,17 @@ func (w *watchlist) listenCap() int {
 	return defaultMaxListensPerTenant
 }
 
+// repeat counts raw once more if the listen of sess already names it.
+func (w *watchlist) repeat(sess *mcp.ServerSession, raw string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l := w.listens[sess]; l != nil && l.uris[raw] > 0 {
+		l.uris[raw]++
+		return true
+	}
+	return false
+}
+
 // admit reserves a place for raw in the listen of sess, or reports that the
 // listen already names it (dup: nothing more to do). Past a cap it returns
 // a -32602 that states the cap.
@@ -254,6 +265,9 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return err
 	}
 	raw := req.Params.URI
+	if s.watch.repeat(req.Session, raw) {
+		return nil // checked when the listen first named it
+	}
 	if err := s.checkReadURI(raw); err != nil {
 		return err
 	}
@@ -271,9 +285,9 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	return nil
 }
 
-// resolveListened finds the resource a listen names, from its metadata only. Unknown,
-// expired and another tenant's private resources are the same notFound as
-// for a read.
+// resolveListened finds the resource a listen names, from its metadata
+// only. Unknown, expired and another tenant's private resources are the
+// same notFound as for a read.
 func (s *Server) resolveListened(ctx context.Context, p auth.Principal, raw string) (store.Key, resState, error) {
 	u, err := uri.Parse(raw)
 	if err != nil {

@@ -205,10 +205,10 @@ func New(opts Options) (*Server, error) {
 	s.limits = opts.Limits
 	s.limits.applyDefaults()
 	s.pollInterval = opts.PollInterval
-	s.watch.maxURIs, s.watch.maxListens = opts.MaxListenURIs, opts.MaxListensPerTenant
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second
 	}
+	s.watch.maxURIs, s.watch.maxListens = opts.MaxListenURIs, opts.MaxListensPerTenant
 	for i := range opts.Schemes {
 		sc := opts.Schemes[i]
 		if err := uri.ValidScheme(sc.Name); err != nil {
