@@ -99,6 +99,12 @@ type Options struct {
 	// PollInterval is how often subscribed URIs are checked for changes
 	// made through other instances; 0 means 2s.
 	PollInterval time.Duration
+	// MaxListenURIs bounds the distinct URIs one subscriptions/listen may
+	// name (repeats count once); 0 means 100.
+	MaxListenURIs int
+	// MaxListensPerTenant bounds the subscriptions/listen streams a tenant
+	// may hold open at once on this instance; 0 means 64.
+	MaxListensPerTenant int
 	// Limits bound one save.
 	Limits Limits
 	// Quota bounds what each tenant stores; zero fields are unlimited.
@@ -217,6 +223,7 @@ func New(opts Options) (*Server, error) {
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second
 	}
+	s.watch.maxURIs, s.watch.maxListens = opts.MaxListenURIs, opts.MaxListensPerTenant
 	for i := range opts.Schemes {
 		sc := opts.Schemes[i]
 		if err := uri.ValidScheme(sc.Name); err != nil {
