@@ -64,7 +64,34 @@ func stateOf(m *store.Meta) resState {
 // rule of readableBy (own tenant, or public), from metadata only. Its own
 // tenant hears of a resource's removal; nobody else does.
 func mayRead(p auth.Principal, k store.Key, st resState) bool {
-	return k.Tenant() == p.Tenant || (st.present && st.vis == store.Public)
+	return k.Tenant() == p.Tenant || st.present && readable(p, k.Tenant(), st.vis)
+}
+
+// dedupeListen removes repeated URIs from a subscriptions/listen before
+// go-sdk walks them (it calls subscribe once per entry, and repeats them
+// all in its acknowledgement), and refuses more distinct URIs than the cap
+// without walking further: a request naming one URI a million times costs
+// one pass over its list.
+func (s *Server) dedupeListen(p *mcp.SubscriptionsListenParams) error {
+	if p == nil || p.Notifications == nil || len(p.Notifications.ResourceSubscriptions) < 2 {
+		return nil
+	}
+	list := p.Notifications.ResourceSubscriptions
+	seen := make(map[string]struct{}, min(len(list), s.watch.uriCap()+1))
+	out := list[:0]
+	for _, u := range list {
+		if _, dup := seen[u]; dup {
+			continue
+		}
+		if n := s.watch.uriCap(); len(seen) >= n {
+			return rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("Too many URIs: a subscriptions/listen may name at most %d distinct "+
+				"resourceSubscriptions (repeats count once); split them across listens", n), limitData{Limit: n})
+		}
+		seen[u] = struct{}{}
+		out = append(out, u)
+	}
+	p.Notifications.ResourceSubscriptions = out
+	return nil
 }
 
 // watched is one subscribed URI.
@@ -92,9 +119,6 @@ type watchlist struct {
 	// Options.MaxListensPerTenant; 0 means the default.
 	maxURIs, maxListens int
 
-	// filter registers filterUpdates with go-sdk before the first
-	// subscription (server.New registers only the receiving middleware).
-	filter sync.Once
 }
 
 func (w *watchlist) uriCap() int {
@@ -271,7 +295,6 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if err := s.checkReadURI(raw); err != nil {
 		return err
 	}
-	s.watch.filter.Do(func() { s.mcp.AddSendingMiddleware(s.filterUpdates) })
 	l, dup, err := s.watch.admit(req.Session, p, raw)
 	if err != nil || dup {
 		return err

@@ -88,7 +88,13 @@ func (v *readView) release() {
 // readableBy reports whether p may read the object m describes: its own,
 // or another tenant's public one. It is the only such rule.
 func readableBy(p auth.Principal, m *store.Meta) bool {
-	return m.Key.Tenant() == p.Tenant || m.Visibility == store.Public
+	return readable(p, m.Key.Tenant(), m.Visibility)
+}
+
+// readable is readableBy's rule for an object of owner with visibility v
+// (notify.go's mayRead decides from a remembered state with it).
+func readable(p auth.Principal, owner string, v store.Visibility) bool {
+	return owner == p.Tenant || v == store.Public
 }
 
 // checkReadURI accepts only canonical URIs of configured schemes. A URI of

@@ -337,24 +337,24 @@ func post(t *testing.T, url string, hdr http.Header, body []byte) (int, http.Hea
 	return resp.StatusCode, resp.Header, b
 }
 
-// countingStore counts the backend accesses of reads.
-type countingStore struct {
+// accessCounter counts the backend accesses of reads.
+type accessCounter struct {
 	store.Backend
 	ev       store.EncodedViewer
 	accesses atomic.Int64
 }
 
-func (c *countingStore) Get(ctx context.Context, k store.Key) (*store.Object, error) {
+func (c *accessCounter) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	c.accesses.Add(1)
 	return c.Backend.Get(ctx, k)
 }
 
-func (c *countingStore) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+func (c *accessCounter) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 	c.accesses.Add(1)
 	return c.Backend.Stat(ctx, k)
 }
 
-func (c *countingStore) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+func (c *accessCounter) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	c.accesses.Add(1)
 	return c.ev.View(ctx, k, fn)
 }
@@ -365,7 +365,7 @@ func (c *countingStore) View(ctx context.Context, k store.Key, fn func(m *store.
 // fast path to go-sdk and was looked up again).
 func TestOneStoreAccessPerMissedRead(t *testing.T) {
 	ms := memstore.New(memstore.Options{})
-	cs := &countingStore{Backend: ms, ev: ms}
+	cs := &accessCounter{Backend: ms, ev: ms}
 	now := time.Now()
 	body := []byte("private")
 	if _, _, err := ms.Put(t.Context(), &store.Object{Meta: store.Meta{Key: store.MustKey("t2", "report", "priv"), MIMEType: "text/plain",

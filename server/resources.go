@@ -50,6 +50,12 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 			if err := s.checkReadURI(p.URI); err != nil {
 				return nil, err
 			}
+		case "subscriptions/listen":
+			if p, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok {
+				if err := s.dedupeListen(p); err != nil {
+					return nil, err
+				}
+			}
 		case "resources/list":
 			r, ok := req.(*mcp.ListResourcesRequest)
 			if !ok {

@@ -271,6 +271,8 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
+	// Updates reach only listeners that may still read the resource.
+	s.mcp.AddSendingMiddleware(s.filterUpdates)
 
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
