@@ -118,7 +118,6 @@ type watchlist struct {
 	// maxURIs and maxListens are Options.MaxListenURIs and
 	// Options.MaxListensPerTenant; 0 means the default.
 	maxURIs, maxListens int
-
 }
 
 func (w *watchlist) uriCap() int {
