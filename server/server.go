@@ -120,7 +120,7 @@ type Options struct {
 	LinkTTL, LinkMaxTTL time.Duration
 	// WriteGrace and MinWriteRate set the write deadline of a read's
 	// response: WriteGrace (0: 10s) plus its size at MinWriteRate bytes a
-	// second (0: 64 KiB/s). A client reading more slowly loses the
+	// second (0: 256 KiB/s). A client reading more slowly loses the
 	// connection.
 	WriteGrace   time.Duration
 	MinWriteRate int64
@@ -217,7 +217,7 @@ func New(opts Options) (*Server, error) {
 		s.writeGrace = 10 * time.Second
 	}
 	if s.minWriteRate <= 0 {
-		s.minWriteRate = 64 << 10
+		s.minWriteRate = 256 << 10
 	}
 	s.pollInterval = opts.PollInterval
 	if s.pollInterval <= 0 {
