@@ -142,7 +142,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
 					return
 				}
-				http.Error(w, "failed to read body", http.StatusBadRequest)
+				s.bodyReadFailed(w, r, err)
 				return
 			}
 			msgs, err := parseEnvelope(body)
@@ -159,6 +159,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				http.Error(w, "Forbidden: this call needs the "+missing+" scope", http.StatusForbidden)
 				return
 			}
+			release, ok := s.admit(w, r, p.Tenant, body, msgs) // per-tenant limits (limit.go)
+			if !ok {
+				return
+			}
+			defer release()
 			if s.fastRead(w, r, p, body, msgs) {
 				return
 			}
