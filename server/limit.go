@@ -36,6 +36,8 @@ const (
 	limitInflight = "inflight"
 	limitSaveRate = "save_rate"
 	limitUploads  = "uploads"
+	// limitConnections: a connection past the server's cap (Listener).
+	limitConnections = "connections"
 )
 
 // codeLimited is the JSON-RPC code of a request refused by a limit (the

@@ -22,7 +22,7 @@ type metrics struct {
 	swept        prometheus.Counter
 	formsDamaged prometheus.Counter
 	panics       *prometheus.CounterVec // where: http, mcp, job, store
-	limited      *prometheus.CounterVec // reason: inflight, save_rate, uploads
+	limited      *prometheus.CounterVec // reason: inflight, save_rate, uploads, connections
 }
 
 func newMetrics(reg *prometheus.Registry, backend string) *metrics {
@@ -72,12 +72,12 @@ func newMetrics(reg *prometheus.Registry, backend string) *metrics {
 	}, []string{"where"})
 	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "resourced_limited_total",
-		Help: "Requests refused by a limit, by reason: inflight (a tenant's concurrent requests), save_rate (a tenant's saves per second), uploads (concurrent upload spools of the server).",
+		Help: "Requests refused by a limit, by reason: inflight (a tenant's concurrent requests), save_rate (a tenant's saves per second), uploads (concurrent upload spools of the server), connections (connections past the server's cap).",
 	}, []string{"reason"})
 	for _, w := range []string{panicHTTP, panicMCP, panicJob, panicStore} {
 		m.panics.WithLabelValues(w)
 	}
-	for _, r := range []string{limitInflight, limitSaveRate, limitUploads} {
+	for _, r := range []string{limitInflight, limitSaveRate, limitUploads, limitConnections} {
 		m.limited.WithLabelValues(r)
 	}
 	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept, m.formsDamaged, m.panics, m.limited)
