@@ -142,7 +142,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
 					return
 				}
-				http.Error(w, "failed to read body", http.StatusBadRequest)
+				s.bodyReadFailed(w, r, err)
 				return
 			}
 			msgs, err := parseEnvelope(body)
@@ -162,6 +162,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				http.Error(w, "Forbidden: this call needs the "+missing+" scope", http.StatusForbidden)
 				return
 			}
+			release, ok := s.admit(w, r, p.Tenant, body, msgs) // per-tenant limits (limit.go)
+			if !ok {
+				return
+			}
+			defer release()
 			ctx = context.WithValue(ctx, mcpRequestKey{}, &mcpRequest{body: body, msgs: msgs})
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}

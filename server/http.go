@@ -60,26 +60,33 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		e := &reqLog{}
 		sw := &statusWriter{ResponseWriter: w}
+		// Deferred, so that a request aborted mid-response (guardHTTP
+		// re-panics http.ErrAbortHandler then) is logged too.
+		defer s.logRequest(r, e, sw, start)
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), reqLogKey{}, e)))
-		if sw.status == 0 {
-			sw.status = http.StatusOK
-		}
-		if r.URL.Path == "/mcp" {
-			s.metrics.observeRequest(e, time.Since(start), func(name string) bool { _, ok := s.toolScopes[name]; return ok })
-		}
-		level := slog.LevelInfo
-		if sw.status >= http.StatusInternalServerError {
-			level = slog.LevelError
-		}
-		s.log.LogAttrs(r.Context(), level, "request",
-			slog.String("http", r.Method+" "+r.URL.Path),
-			slog.Int("status", sw.status),
-			slog.String("method", e.method),
-			slog.String("tool", e.tool),
-			slog.String("tenant", e.tenant),
-			slog.String("outcome", e.outcome),
-			slog.Int64("bytes", sw.bytes),
-			slog.Duration("dur", time.Since(start)),
-		)
 	})
+}
+
+// logRequest writes the line of one finished request.
+func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start time.Time) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	if r.URL.Path == "/mcp" {
+		s.metrics.observeRequest(e, time.Since(start), func(name string) bool { _, ok := s.toolScopes[name]; return ok })
+	}
+	level := slog.LevelInfo
+	if sw.status >= http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(r.Context(), level, "request",
+		slog.String("http", r.Method+" "+r.URL.Path),
+		slog.Int("status", sw.status),
+		slog.String("method", e.method),
+		slog.String("tool", e.tool),
+		slog.String("tenant", e.tenant),
+		slog.String("outcome", e.outcome),
+		slog.Int64("bytes", sw.bytes),
+		slog.Duration("dur", time.Since(start)),
+	)
 }

@@ -21,6 +21,8 @@ type metrics struct {
 	authFailures *prometheus.CounterVec   // reason
 	swept        prometheus.Counter
 	formsDamaged prometheus.Counter
+	panics       *prometheus.CounterVec // where: http, mcp, job, store
+	limited      *prometheus.CounterVec // reason: inflight, save_rate, uploads, connections
 }
 
 func newMetrics(reg *prometheus.Registry, backend string) *metrics {
@@ -64,7 +66,21 @@ func newMetrics(reg *prometheus.Registry, backend string) *metrics {
 		Help:        "Reads that found a stored JSON form failing its checksum and served the body instead (run resourced fsck).",
 		ConstLabels: prometheus.Labels{"backend": backend},
 	})
-	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept, m.formsDamaged)
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "resourced_panics_total",
+		Help: "Panics recovered, by where they happened: http (a handler), mcp (an MCP method or tool), job (a background job), store (the storage backend).",
+	}, []string{"where"})
+	m.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "resourced_limited_total",
+		Help: "Requests refused by a limit, by reason: inflight (a tenant's concurrent requests), save_rate (a tenant's saves per second), uploads (concurrent upload spools of the server), connections (connections past the server's cap).",
+	}, []string{"reason"})
+	for _, w := range []string{panicHTTP, panicMCP, panicJob, panicStore} {
+		m.panics.WithLabelValues(w)
+	}
+	for _, r := range []string{limitInflight, limitSaveRate, limitUploads, limitConnections} {
+		m.limited.WithLabelValues(r)
+	}
+	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept, m.formsDamaged, m.panics, m.limited)
 	return m
 }
 

@@ -39,7 +39,8 @@ import (
 // rendered whole in a pooled buffer. A larger one is written readChunk
 // bytes at a time, each chunk copied from the backend in its own short
 // read transaction (store.EncodedViewer.View): a client that reads slowly,
-// or not at all, holds one chunk, never the body, and never holds a bbolt
+// or not at all, holds one chunk (until the write deadline guardHTTP sets
+// from the response's length drops it), never the body, and never holds a bbolt
 // transaction open (a long one would stall bbolt's remapping, and so every
 // write, once the file grows). Each later chunk checks that the object is
 // still the one the first saw (sha256 and modification time): a replace in
@@ -234,8 +235,7 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		out := append(head, *v.whole...)
 		out = s.appendReadTail(out, rr, &v.meta)
 		*bp = out[:0]
-		h.Set("Content-Length", strconv.Itoa(len(out)))
-		s.extendWrite(w, int64(len(out)))
+		h.Set("Content-Length", strconv.Itoa(len(out))) // sets the write deadline (guardHTTP)
 		w.WriteHeader(http.StatusOK)
 		_, err := w.Write(out)
 		return err
@@ -243,9 +243,10 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 	tail := s.appendReadTail(nil, rr, &v.meta)
 	if v.form {
 		h.Set("Content-Length", strconv.Itoa(len(head)+v.formLen+len(tail)))
-		s.extendWrite(w, int64(len(head)+v.formLen+len(tail)))
 	} else {
-		s.extendWrite(w, 2*v.meta.Size+int64(len(head)+len(tail)))
+		// The escaped length is not known before it is written: announce
+		// a bound, for the write deadline (guardHTTP).
+		extendWrite(w, 2*v.meta.Size+int64(len(head)+len(tail)))
 	}
 	w.WriteHeader(http.StatusOK)
 	bw := bufPool.Get().(*bufio.Writer)

@@ -118,12 +118,10 @@ type Options struct {
 	// longest a caller may ask for (0: 1h).
 	LinkKey             []byte
 	LinkTTL, LinkMaxTTL time.Duration
-	// WriteGrace and MinWriteRate set the write deadline of a read's
-	// response: WriteGrace (0: 10s) plus its size at MinWriteRate bytes a
-	// second (0: 256 KiB/s). A client reading more slowly loses the
-	// connection.
-	WriteGrace   time.Duration
-	MinWriteRate int64
+	// Budgets bound each request's time, each tenant's requests in flight
+	// and saves per second, and concurrent uploads; the zero value is the
+	// defaults documented on its fields (guard.go).
+	Budgets Budgets
 	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
@@ -159,11 +157,13 @@ type Server struct {
 	links *linkSigner
 	// noFastRead sends every resources/read through go-sdk (for the
 	// differential test of the fast path).
-	noFastRead   bool
-	writeGrace   time.Duration
-	minWriteRate int64
+	noFastRead bool
 	// serverInfoMeta is the result _meta go-sdk adds on 2026-07-28.
 	serverInfoMeta []byte
+	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
+	budgets     Budgets
+	limiter     *tenantLimiter
+	uploadSlots chan struct{}
 }
 
 // New builds a Server.
@@ -202,6 +202,7 @@ func New(opts Options) (*Server, error) {
 	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
+	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on
 	s.quota = opts.Quota
 	s.sweepInterval, s.sweepBatch = opts.SweepInterval, opts.SweepBatch
 	if s.sweepInterval <= 0 {
@@ -212,13 +213,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.limits = opts.Limits
 	s.limits.applyDefaults()
-	s.writeGrace, s.minWriteRate = opts.WriteGrace, opts.MinWriteRate
-	if s.writeGrace <= 0 {
-		s.writeGrace = 10 * time.Second
-	}
-	if s.minWriteRate <= 0 {
-		s.minWriteRate = 256 << 10
-	}
 	s.pollInterval = opts.PollInterval
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second
@@ -271,6 +265,7 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
+	s.mcp.AddReceivingMiddleware(s.recoverMCP) // added last: outermost
 	// Updates reach only listeners that may still read the resource.
 	s.mcp.AddSendingMiddleware(s.filterUpdates)
 
@@ -290,7 +285,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	s.handler = s.logRequests(s.routeV1(mux))
+	s.handler = s.logRequests(s.guardHTTP(s.routeV1(mux)))
 	return s, nil
 }
 
@@ -303,8 +298,8 @@ func requestBodyLimit(maxBody int64) int64 { return 2*maxBody + 1<<20 }
 // resources, and polling subscribed URIs for changes made through other
 // instances.
 func (s *Server) Run(ctx context.Context) {
-	go every(ctx, s.sweepInterval, s.sweep)
-	every(ctx, s.pollInterval, s.pollWatched)
+	go every(ctx, s.sweepInterval, s.job("sweep", s.sweep))
+	every(ctx, s.pollInterval, s.job("poll", s.pollWatched))
 }
 
 // ServeHTTP implements http.Handler.

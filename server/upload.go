@@ -28,7 +28,10 @@ import (
 //
 //	Content-Type            the mimeType (default application/octet-stream)
 //	If-None-Match: *        create only (also the default)
-//	If-Match: "<sha256>"    replace only the body with this hash
+//	If-Match: "<sha256>"    replace only the body with this hash (strong
+//	                        comparison, RFC 9110 §13.1.1: a list matches
+//	                        when one of its tags does, * when the resource
+//	                        exists, W/"…" never)
 //	?overwrite=true         create or replace unconditionally
 //	?title= &description= &listed=true &visibility=public &retention=P7D
 //	?includeDownloadUrl=true &downloadUrlTtl=PT10M
@@ -37,7 +40,11 @@ import (
 // retrySafe, fieldErrors?} with 400 (validation_error), 404 (not_found),
 // 412 (conflict), 413 (too_large), 507 (quota_exceeded) or 503
 // (unavailable, with Retry-After); authentication failures are the same
-// 401/403/503 answers as /mcp.
+// 401/403/503 answers as /mcp. A body slower than the body budget is 408
+// (guard_deadline.go), a tenant past its save rate or in-flight cap 429,
+// and an upload past the server's cap on concurrent upload spools 503,
+// each with Retry-After. An upload whose client goes away is logged at info
+// as the client's doing.
 
 const uploadPrefix = "/v1/resources/"
 
@@ -160,6 +167,9 @@ type uploadRequest struct {
 	meta    store.Meta
 	cond    store.Cond
 	linkTTL time.Duration
+	// matchAny holds the strong entity-tags of an If-Match with more than
+	// one (or "*" for any current body); precheck turns them into cond.
+	matchAny []string
 }
 
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
@@ -177,6 +187,11 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	release, ok := s.admitUpload(w, r, p.Tenant)
+	if !ok {
+		return
+	}
+	defer release()
 	req, terr := s.parseUpload(r, p)
 	if terr != nil {
 		s.uploadFailure(w, r, terr)
@@ -194,13 +209,18 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		s.uploadFailure(w, r, terr)
 		return
 	}
+	freeSlot, ok := s.uploadSlot(w, r)
+	if !ok {
+		return
+	}
+	defer freeSlot()
 	body := &bodyError{r: http.MaxBytesReader(w, r.Body, sc.MaxBytes)}
 	br := bufio.NewReaderSize(body, 64<<10)
 	if _, err := br.Peek(1); err != nil {
 		if errors.Is(err, io.EOF) {
 			s.uploadFailure(w, r, failure(kindValidation, "the body is empty; resourced stores non-empty bodies only"))
 		} else {
-			s.uploadFailure(w, r, s.readFailure(ctx, sc, err))
+			s.uploadReadFailure(w, r, sc, err)
 		}
 		return
 	}
@@ -222,9 +242,12 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		if body.err != nil {
-			s.uploadFailure(w, r, s.readFailure(ctx, sc, body.err))
-		} else {
+		switch {
+		case body.err != nil:
+			s.uploadReadFailure(w, r, sc, body.err)
+		case clientGone(ctx, err):
+			s.uploadAbandoned(w, r, err)
+		default:
 			s.uploadFailure(w, r, s.uploadStoreFailure(ctx, req, cond, err))
 		}
 		return
@@ -258,6 +281,55 @@ func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *toolEr
 	return failure(kindValidation, "the request body could not be read to its end; nothing was stored. Send it again.")
 }
 
+// uploadReadFailure answers an upload whose body could not be read: 408
+// when it came too slowly, otherwise what readFailure says.
+func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *Scheme, err error) {
+	if isSlowBody(err) {
+		s.log.InfoContext(r.Context(), "upload body too slow; dropped", "err", err)
+		terr := failure(kindValidation, s.slowBodyMessage())
+		s.setOutcome(r, "slow_body")
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusRequestTimeout, terr)
+		return
+	}
+	s.uploadFailure(w, r, s.readFailure(r.Context(), sc, err))
+}
+
+// clientGone reports whether err is the end of a request whose client
+// closed its connection (net/http cancels the request's context then).
+func clientGone(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+}
+
+// uploadAbandoned answers (to no one) an upload whose client went away
+// before it was stored: the client's doing, logged at info, with a status
+// below 500 so the request log does not report a server failure.
+func (s *Server) uploadAbandoned(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.InfoContext(r.Context(), "upload abandoned: the client closed the connection before it was stored", "err", err)
+	s.setOutcome(r, "client_gone")
+	writeJSON(w, http.StatusBadRequest, failure(kindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again."))
+}
+
+// uploadSlot takes one of the server's upload spool slots, or answers 503
+// with Retry-After when all are taken: the limit is the server's, not the
+// tenant's (that is 429), and clears as other uploads finish.
+func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), bool) {
+	if s.uploadSlots == nil {
+		return func() {}, true
+	}
+	select {
+	case s.uploadSlots <- struct{}{}:
+		return func() { <-s.uploadSlots }, true
+	default:
+	}
+	s.metrics.limited.WithLabelValues(limitUploads).Inc()
+	s.setOutcome(r, "limited:"+limitUploads)
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, failure(kindUnavailable,
+		fmt.Sprintf("the server is receiving %d uploads, the most it takes at once; nothing was stored. Retry in a second.", cap(s.uploadSlots))))
+	return nil, false
+}
+
 // uploadStoreFailure maps a failed store write, like put does for the tools
 // but in the terms of the HTTP API.
 func (s *Server) uploadStoreFailure(ctx context.Context, req *uploadRequest, cond store.Cond, err error) *toolError {
@@ -275,18 +347,36 @@ func (s *Server) uploadStoreFailure(ctx context.Context, req *uploadRequest, con
 }
 
 func (s *Server) uploadConflict(k store.Key, cond store.Cond) *toolError {
+	if cond.Kind == store.IfMatch && cond.SHA256 == "" {
+		return failure(kindConflict, fmt.Sprintf("%s was not replaced: it does not exist or its sha256 is none of the If-Match entity-tags (uploads compare strongly: a weak W/\"…\" tag never matches). Send If-Match with its current sha256 (the ETag of a download, or stat_resource).", k))
+	}
 	if cond.Kind == store.IfMatch {
 		return failure(kindConflict, fmt.Sprintf("%s was not replaced: it does not exist or its sha256 is not %s. Send If-Match with its current sha256 (the ETag of a download, or stat_resource).", k, cond.SHA256))
 	}
 	return failure(kindConflict, fmt.Sprintf("%s already exists and was not changed. To replace it send If-Match: \"<its sha256>\", or add ?overwrite=true.", k))
 }
 
-// precheck refuses an upload whose precondition already fails.
+// precheck refuses an upload whose precondition already fails. An
+// If-Match with several tags, or *, becomes a match of the current body's
+// hash when that is among them (the store then checks it atomically with
+// the write, so a body replaced in between fails the upload with 412).
 func (s *Server) precheck(ctx context.Context, req *uploadRequest) *toolError {
 	if req.cond.Kind == store.Always {
 		return nil
 	}
 	m, err := s.store.Stat(ctx, req.key)
+	if err == nil && req.matchAny != nil {
+		for _, tag := range req.matchAny {
+			if tag == "*" || tag == m.SHA256 {
+				req.cond = store.Matching(m.SHA256)
+				return nil
+			}
+		}
+		return s.uploadConflict(req.key, req.cond)
+	}
+	if clientGone(ctx, err) {
+		return failure(kindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again.")
+	}
 	switch {
 	case isNotFound(err):
 		if req.cond.Kind == store.IfMatch {
@@ -399,6 +489,7 @@ func (s *Server) parseUpload(r *http.Request, p auth.Principal) (*uploadRequest,
 	}
 
 	cond := store.CreateOnly()
+	var matchAny []string
 	ifMatch, ifNone := r.Header.Values("If-Match"), r.Header.Values("If-None-Match")
 	switch {
 	case len(ifMatch) > 0 && (overwrite || len(ifNone) > 0):
@@ -406,13 +497,18 @@ func (s *Server) parseUpload(r *http.Request, p auth.Principal) (*uploadRequest,
 	case len(ifNone) > 0 && overwrite:
 		return nil, failure(kindValidation, "If-None-Match: * (create only) conflicts with ?overwrite=true")
 	case len(ifMatch) > 0:
-		sha := strings.TrimSpace(strings.Join(ifMatch, ","))
-		sha = strings.TrimPrefix(sha, "W/")
-		sha = strings.TrimSuffix(strings.TrimPrefix(sha, `"`), `"`)
-		if terr := checkSHA256("If-Match", sha); terr != nil {
+		tags, terr := parseIfMatch(ifMatch)
+		if terr != nil {
 			return nil, terr
 		}
-		cond = store.Matching(sha)
+		if len(tags) == 1 && tags[0] != "*" {
+			cond = store.Matching(tags[0])
+		} else {
+			// Several tags, *, or weak tags only (which match nothing):
+			// precheck compares them with the current body and sets the
+			// hash to match, or refuses the upload.
+			cond, matchAny = store.Cond{Kind: store.IfMatch}, append([]string{}, tags...)
+		}
 	case len(ifNone) > 0:
 		if strings.TrimSpace(strings.Join(ifNone, ",")) != "*" {
 			return nil, invalidField("If-None-Match", `must be * (create only); to replace a known body send If-Match: "<sha256>"`)
@@ -443,9 +539,93 @@ func (s *Server) parseUpload(r *http.Request, p auth.Principal) (*uploadRequest,
 			Key: k, MIMEType: mimeType, Created: now, Modified: now, Expires: expires,
 			Title: title, Description: desc, Listed: listed, Visibility: vis,
 		},
-		cond:    cond,
-		linkTTL: linkTTL,
+		cond:     cond,
+		linkTTL:  linkTTL,
+		matchAny: matchAny,
 	}, nil
+}
+
+// parseIfMatch reads If-Match field values (RFC 9110 §13.1.1: "*" or a
+// list of entity-tags) for the strong comparison: it returns the opaque
+// values of the strong tags, or ["*"], and leaves out weak tags, which
+// never match. A bare 64-digit hash without quotes is taken as a strong
+// tag, as the docs have always allowed. A malformed list, a tag that is
+// not a SHA-256 (every ETag of ours is one), or * in a list is a
+// validation error.
+func parseIfMatch(values []string) ([]string, *toolError) {
+	bad := func(msg string) *toolError {
+		return invalidField("If-Match", msg+`; send If-Match: "<sha256>" (a list of them, or *)`)
+	}
+	var tags []string
+	star, n := false, 0
+	for _, v := range values {
+		for i := 0; i < len(v); {
+			switch c := v[i]; {
+			case c == ' ' || c == '\t' || c == ',':
+				i++
+				continue
+			case c == '*':
+				star = true
+				i++
+			default:
+				weak := strings.HasPrefix(v[i:], "W/")
+				if weak {
+					i += 2
+				}
+				var tag string
+				if i < len(v) && v[i] == '"' {
+					end := strings.IndexByte(v[i+1:], '"')
+					if end < 0 {
+						return nil, bad("an entity-tag has no closing quote")
+					}
+					tag = v[i+1 : i+1+end]
+					i += end + 2
+					for j := 0; j < len(tag); j++ {
+						if c := tag[j]; c < 0x21 || c == 0x7f {
+							return nil, bad("an entity-tag holds a character that entity-tags do not allow")
+						}
+					}
+				} else if weak {
+					return nil, bad("W/ must be followed by a quoted entity-tag")
+				} else {
+					end := strings.IndexAny(v[i:], " \t,")
+					if end < 0 {
+						end = len(v) - i
+					}
+					tag = v[i : i+end]
+					i += end
+					if sha256Hex.MatchString(tag) {
+						// unquoted hash: accepted as before
+					} else {
+						return nil, bad("entity-tags are quoted")
+					}
+				}
+				if !weak {
+					if terr := checkSHA256("If-Match", tag); terr != nil {
+						return nil, terr
+					}
+					tags = append(tags, tag)
+				}
+			}
+			n++
+			// After an element: optional spaces, then a comma or the end.
+			for i < len(v) && (v[i] == ' ' || v[i] == '\t') {
+				i++
+			}
+			if i < len(v) && v[i] != ',' {
+				return nil, bad("entity-tags are separated by commas")
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		return nil, bad("is empty")
+	case star && n > 1:
+		return nil, bad("* stands alone")
+	case star:
+		return []string{"*"}, nil
+	}
+	return tags, nil
 }
 
 // durationParam turns a query value into the JSON parseRetention and

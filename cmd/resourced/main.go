@@ -246,12 +246,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// No ReadTimeout or WriteTimeout: subscriptions/listen is a long-lived
+	// POST. The server gives each request a body and a write deadline of
+	// its own (server/guard_deadline.go); headers, idle connections, header
+	// size and the number of connections are bounded here. Past the
+	// connection cap a client is answered 503 at once (server.Listener).
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	ln = srv.Listener(ln, server.DefaultMaxConns)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
