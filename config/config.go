@@ -40,17 +40,50 @@ type Config struct {
 	// NotifyPollInterval is how often URIs with listeners are checked for
 	// changes made through other instances.
 	NotifyPollInterval Duration `yaml:"notifyPollInterval"`
-	Limits             Limits   `yaml:"limits"`
-	Links              Links    `yaml:"links"`
-	Quota              Quota    `yaml:"quota"`
-	Sweep              Sweep    `yaml:"sweep"`
-	Store              Store    `yaml:"store"`
-	Auth               Auth     `yaml:"auth"`
+	// NotifyMaxListenURIs and NotifyMaxListensPerTenant cap what
+	// subscriptions/listen may hold: distinct URIs per listen, open listens
+	// per tenant on one instance (0: the server's defaults).
+	NotifyMaxListenURIs       int     `yaml:"notifyMaxListenURIs"`
+	NotifyMaxListensPerTenant int     `yaml:"notifyMaxListensPerTenant"`
+	Limits                    Limits  `yaml:"limits"`
+	Budgets                   Budgets `yaml:"budgets"`
+	Links                     Links   `yaml:"links"`
+	Quota                     Quota   `yaml:"quota"`
+	Sweep                     Sweep   `yaml:"sweep"`
+	Store                     Store   `yaml:"store"`
+	Auth                      Auth    `yaml:"auth"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
 	// Fixtures adds the fixture tools and their public resources in tenant
 	// "fixtures" (docs/fixtures.md), for testing hosts; off by default.
 	Fixtures bool `yaml:"fixtures"`
+}
+
+// Budgets bound what one caller may take of the server (server.Budgets;
+// a zero field is the server's default). A negative count turns its cap
+// off.
+type Budgets struct {
+	// BodyMinRate (bytes per second) and BodyGrace: a request body must be
+	// in within BodyGrace + length/BodyMinRate, or it is answered 408.
+	BodyMinRate Size     `yaml:"bodyMinRate"`
+	BodyGrace   Duration `yaml:"bodyGrace"`
+	// WriteMinRate and WriteGrace: a client must take a response within
+	// WriteGrace + length/WriteMinRate, or loses the connection.
+	WriteMinRate Size     `yaml:"writeMinRate"`
+	WriteGrace   Duration `yaml:"writeGrace"`
+	// MaxConnections caps open connections (past it: 503 and close).
+	MaxConnections int `yaml:"maxConnections"`
+	// MaxUploads caps uploads spooling at once, over all tenants.
+	MaxUploads int `yaml:"maxUploads"`
+	// TenantInflight caps one tenant's requests in progress (429).
+	TenantInflight int `yaml:"tenantInflight"`
+	// TenantSaveRate (per second) and TenantSaveBurst limit one tenant's
+	// saves (429 with Retry-After).
+	TenantSaveRate  float64 `yaml:"tenantSaveRate"`
+	TenantSaveBurst int     `yaml:"tenantSaveBurst"`
+	// StorePanicHold is how long /readyz answers 503 after the storage
+	// backend panicked.
+	StorePanicHold Duration `yaml:"storePanicHold"`
 }
 
 // Limits bound what one save may carry (per-scheme body sizes are in
@@ -398,6 +431,7 @@ func (c *Config) Validate() error {
 	var p problems
 	c.validateServe(&p)
 	c.validateLimits(&p)
+	c.validateBudgets(&p)
 	c.validateStore(&p)
 	c.validateAuth(&p)
 	c.validateSchemes(&p)
@@ -446,6 +480,34 @@ func (c *Config) validateServe(p *problems) {
 	}
 	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
 		p.bad("baseURL", "want an http:// or https:// URL, got %q", c.BaseURL)
+	}
+}
+
+// validateBudgets checks budgets and the listen caps.
+func (c *Config) validateBudgets(p *problems) {
+	b := &c.Budgets
+	if b.BodyMinRate < 0 || b.BodyMinRate > 0 && b.BodyMinRate < 1024 {
+		p.bad("budgets.bodyMinRate", "want at least 1KiB (bytes per second)")
+	}
+	if b.WriteMinRate < 0 || b.WriteMinRate > 0 && b.WriteMinRate < 1024 {
+		p.bad("budgets.writeMinRate", "want at least 1KiB (bytes per second)")
+	}
+	for key, d := range map[string]Duration{"budgets.bodyGrace": b.BodyGrace, "budgets.writeGrace": b.WriteGrace, "budgets.storePanicHold": b.StorePanicHold} {
+		if d < 0 || d > Duration(time.Hour) {
+			p.bad(key, "want 0 (the default) to 1h")
+		}
+	}
+	if b.MaxConnections < 0 {
+		p.bad("budgets.maxConnections", "want 0 (the default) or more; keep it below the process's open-file limit")
+	}
+	if b.TenantSaveBurst < 0 {
+		p.bad("budgets.tenantSaveBurst", "want 0 (the default) or more")
+	}
+	if c.NotifyMaxListenURIs < 0 {
+		p.bad("notifyMaxListenURIs", "want 0 (the default) or more")
+	}
+	if c.NotifyMaxListensPerTenant < 0 {
+		p.bad("notifyMaxListensPerTenant", "want 0 (the default) or more")
 	}
 }
 

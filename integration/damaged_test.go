@@ -20,7 +20,7 @@ import (
 // exits non-zero at once with a message that names the file, fsck and the
 // README's restore steps, and the healthy file still serves.
 func TestServeRefusesDamagedDatabase(t *testing.T) {
-	in := startServer(t, "")
+	in := startServer(t, "budgets: {tenantSaveRate: -1}\n") // 300 saves as fast as they go
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var uri string

@@ -38,14 +38,14 @@ var errStorePanic = errors.New("the storage backend panicked (recovered; see the
 // errCallbackPanic is the error of a View whose callback panicked.
 var errCallbackPanic = errors.New("a read callback panicked (recovered; see the log)")
 
-// defaultStorePanicHold is how long /readyz stays 503 after a storage
-// panic when Options.StorePanicHold is zero.
-const defaultStorePanicHold = 30 * time.Second
+// DefaultStorePanicHold is how long /readyz stays 503 after a storage
+// panic when Budgets.StorePanicHold is zero.
+const DefaultStorePanicHold = 30 * time.Second
 
-// guardStore wraps b; holdDown <= 0 means defaultStorePanicHold.
+// guardStore wraps b; holdDown <= 0 means DefaultStorePanicHold.
 func (s *Server) guardStore(b store.Backend, holdDown time.Duration) store.Backend {
 	if holdDown <= 0 {
-		holdDown = defaultStorePanicHold
+		holdDown = DefaultStorePanicHold
 	}
 	g := &guardedStore{b: b, s: s, holdDown: holdDown}
 	v, isV := b.(store.EncodedViewer)

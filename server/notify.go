@@ -44,8 +44,8 @@ import (
 // again) it hears of the next change, the one that made it public included.
 
 const (
-	defaultMaxListenURIs       = 100
-	defaultMaxListensPerTenant = 64
+	DefaultMaxListenURIs       = 100
+	DefaultMaxListensPerTenant = 64
 )
 
 // resState is the state of a watched resource that notifications are about:
@@ -124,14 +124,14 @@ func (w *watchlist) uriCap() int {
 	if w.maxURIs > 0 {
 		return w.maxURIs
 	}
-	return defaultMaxListenURIs
+	return DefaultMaxListenURIs
 }
 
 func (w *watchlist) listenCap() int {
 	if w.maxListens > 0 {
 		return w.maxListens
 	}
-	return defaultMaxListensPerTenant
+	return DefaultMaxListensPerTenant
 }
 
 // repeat counts raw once more if the listen of sess already names it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/s3store"
 )
@@ -34,6 +35,14 @@ func TestConfigExampleMatchesDefaults(t *testing.T) {
 	want.Auth.JWKSRefresh = config.Duration(auth.DefaultJWKSRefresh)
 	tc := config.Duration(auth.DefaultTokenCache)
 	want.Auth.TokenCache = &tc
+	want.NotifyMaxListenURIs, want.NotifyMaxListensPerTenant = server.DefaultMaxListenURIs, server.DefaultMaxListensPerTenant
+	want.Budgets = config.Budgets{
+		BodyMinRate: server.DefaultBodyMinRate, BodyGrace: config.Duration(server.DefaultBodyGrace),
+		WriteMinRate: server.DefaultWriteMinRate, WriteGrace: config.Duration(server.DefaultWriteGrace),
+		MaxConnections: server.DefaultMaxConns, MaxUploads: server.DefaultMaxUploads,
+		TenantInflight: server.DefaultMaxInflight, TenantSaveRate: server.DefaultSaveRate, TenantSaveBurst: server.DefaultSaveBurst,
+		StorePanicHold: config.Duration(server.DefaultStorePanicHold),
+	}
 	if diff := cmp.Diff(want, c, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("example config differs from the defaults (-default +example):\n%s", diff)
 	}
@@ -133,5 +142,24 @@ func TestConfigS3ClientOffline(t *testing.T) {
 	}
 	if _, err := newS3Client(t.Context(), s3ClientOptions{Endpoint: "ftp://x"}); err == nil {
 		t.Error("newS3Client accepted an ftp endpoint")
+	}
+}
+
+func TestConfigValidateBudgets(t *testing.T) {
+	err := validate(decode(t, `
+budgets:
+  bodyMinRate: 10
+  writeGrace: 2h
+  maxConnections: -1
+notifyMaxListenURIs: -1
+`))
+	wantProblems(t, err,
+		"budgets.bodyMinRate: want at least 1KiB",
+		"budgets.writeGrace: want 0 (the default) to 1h",
+		"budgets.maxConnections: want 0 (the default) or more",
+		"notifyMaxListenURIs: want 0 (the default) or more")
+	c := decode(t, "budgets: {tenantInflight: 3, tenantSaveRate: 2.5, writeMinRate: 1MiB}\n")
+	if b := budgets(c); b.MaxInflight != 3 || b.SaveRate != 2.5 || b.WriteMinRate != 1<<20 || b.BodyGrace != 0 {
+		t.Errorf("budgets(%+v) = %+v", c.Budgets, b)
 	}
 }

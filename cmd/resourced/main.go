@@ -230,6 +230,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AllowedHosts:         cfg.Auth.AllowedHosts,
 		Backend:              cfg.Store.Backend,
 		PollInterval:         cfg.NotifyPollInterval.Std(),
+		MaxListenURIs:        cfg.NotifyMaxListenURIs,
+		MaxListensPerTenant:  cfg.NotifyMaxListensPerTenant,
+		Budgets:              budgets(cfg),
 		Fixtures:             cfg.Fixtures,
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),
@@ -255,10 +258,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    256 << 10, // tokens are at most 8 KiB (auth); this bounds everything else
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln = srv.Listener(ln, server.DefaultMaxConns)
+	maxConns := cfg.Budgets.MaxConnections
+	if maxConns == 0 {
+		maxConns = server.DefaultMaxConns
+	}
+	ln = srv.Listener(ln, maxConns)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -304,4 +311,16 @@ func s3Options(cfg *config.Config) s3store.Options {
 func s3Client(cfg *config.Config) s3ClientOptions {
 	s3 := &cfg.Store.S3
 	return s3ClientOptions{Region: s3.Region, Endpoint: s3.Endpoint, PathStyle: s3.PathStyle}
+}
+
+// budgets is the budgets section as server.Budgets (zero fields are the
+// server's defaults).
+func budgets(cfg *config.Config) server.Budgets {
+	b := cfg.Budgets
+	return server.Budgets{
+		BodyMinRate: int64(b.BodyMinRate), BodyGrace: b.BodyGrace.Std(),
+		WriteMinRate: int64(b.WriteMinRate), WriteGrace: b.WriteGrace.Std(),
+		MaxInflight: b.TenantInflight, SaveRate: b.TenantSaveRate, SaveBurst: b.TenantSaveBurst,
+		MaxUploads: b.MaxUploads, StorePanicHold: b.StorePanicHold.Std(),
+	}
 }
