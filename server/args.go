@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"mime"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -102,7 +101,12 @@ func checkText(field, s string, max int) *toolError {
 	return nil
 }
 
-// checkMIMEType validates a media type such as "text/csv; charset=utf-8".
+// checkMIMEType validates a media type such as "text/csv; charset=utf-8"
+// against RFC 9110 §8.3.1: type "/" subtype, both tokens (§5.6.2), then
+// parameters `;name=value` with a token or quoted-string value (§5.6.4),
+// optional whitespace only around the ';'. A media range ("*/*",
+// "text/*") names no type and is refused. Every save path (the tools and
+// uploads) calls it.
 func checkMIMEType(field, s string) *toolError {
 	if s == "" {
 		return invalidField(field, "is required, e.g. \"text/markdown\" or \"application/json\"")
@@ -110,11 +114,125 @@ func checkMIMEType(field, s string) *toolError {
 	if len(s) > maxMIMETypeLen {
 		return invalidField(field, fmt.Sprintf("is longer than %d bytes", maxMIMETypeLen))
 	}
-	mt, _, err := mime.ParseMediaType(s)
-	if err != nil || !strings.Contains(mt, "/") {
-		return invalidField(field, fmt.Sprintf("%q is not a media type; use type/subtype, e.g. \"text/csv\"", s))
+	if reason := mediaTypeError(s); reason != "" {
+		return invalidField(field, fmt.Sprintf("%q is not a media type: %s; use type/subtype with optional ;name=value parameters (RFC 9110), e.g. \"text/csv; charset=utf-8\"", s, reason))
 	}
 	return nil
+}
+
+// mediaTypeError returns why s is not an RFC 9110 media type, or "".
+func mediaTypeError(s string) string {
+	i := tokenEnd(s, 0)
+	if i == 0 {
+		return "the type is empty or starts with a character that is not allowed" + at(s, 0)
+	}
+	typ := s[:i]
+	if i == len(s) || s[i] != '/' {
+		return "the type is not followed by '/' and a subtype" + at(s, i)
+	}
+	j := tokenEnd(s, i+1)
+	if j == i+1 {
+		return "the subtype is empty or starts with a character that is not allowed" + at(s, i+1)
+	}
+	if typ == "*" || s[i+1:j] == "*" {
+		return "it is a media range (with *), not a media type"
+	}
+	seen := map[string]bool{}
+	for k := j; k < len(s); {
+		k = skipOWS(s, k)
+		if k == len(s) || s[k] != ';' {
+			return "expected ';' before a parameter" + at(s, k)
+		}
+		k = skipOWS(s, k+1)
+		if k == len(s) || s[k] == ';' {
+			continue // an empty parameter is allowed
+		}
+		n := tokenEnd(s, k)
+		if n == k {
+			return "a parameter name is empty or has a character that is not allowed" + at(s, k)
+		}
+		pname := strconv.Quote(s[k:n])
+		if n == len(s) || s[n] != '=' {
+			return "parameter " + pname + " has no '=value' directly after its name" + at(s, n)
+		}
+		if name := strings.ToLower(s[k:n]); seen[name] {
+			return "parameter " + pname + " is given twice"
+		} else {
+			seen[name] = true
+		}
+		k = n + 1
+		if k < len(s) && s[k] == '"' {
+			end, reason := quotedStringEnd(s, k)
+			if reason != "" {
+				return reason
+			}
+			k = end
+		} else if v := tokenEnd(s, k); v == k {
+			return "the value of parameter " + pname + " is empty or has a character that is not allowed" + at(s, k)
+		} else {
+			k = v
+		}
+	}
+	return ""
+}
+
+// at names the byte at offset i of s, for a reason.
+func at(s string, i int) string {
+	if i >= len(s) {
+		return " (at the end)"
+	}
+	return fmt.Sprintf(" (byte %d, %q)", i, s[i:i+1])
+}
+
+// isTchar reports whether c may appear in an RFC 9110 token (§5.6.2).
+func isTchar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+func tokenEnd(s string, i int) int {
+	for i < len(s) && isTchar(s[i]) {
+		i++
+	}
+	return i
+}
+
+func skipOWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// quotedStringEnd returns the offset after the quoted-string starting at
+// s[i] == '"' (RFC 9110 §5.6.4), or why it is not one. Bytes 0x80-0xFF
+// (obs-text) are accepted only as valid UTF-8: the media type is echoed in
+// JSON, which cannot carry anything else.
+func quotedStringEnd(s string, i int) (int, string) {
+	for k := i + 1; k < len(s); k++ {
+		c := s[k]
+		switch {
+		case c == '"':
+			if !utf8.ValidString(s[i : k+1]) {
+				return 0, "a quoted parameter value is not valid UTF-8"
+			}
+			return k + 1, ""
+		case c == '\\':
+			k++
+			if k == len(s) {
+				return 0, "a quoted parameter value ends with a lone backslash"
+			}
+			if d := s[k]; d < 0x20 && d != '\t' || d == 0x7f {
+				return 0, "a quoted parameter value has a control character" + at(s, k)
+			}
+		case c < 0x20 && c != '\t' || c == 0x7f:
+			return 0, "a quoted parameter value has a control character" + at(s, k)
+		}
+	}
+	return 0, "a quoted parameter value has no closing '\"'"
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)

@@ -96,3 +96,35 @@ func TestCursorIsBoundToTenantAndFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMIMEType: RFC 9110 media types pass; media ranges, control
+// characters, empty parts and malformed parameters are a validation_error
+// naming the field.
+func TestCheckMIMEType(t *testing.T) {
+	for _, s := range []string{
+		"text/plain", "text/csv; charset=utf-8", "application/vnd.api+json", "TEXT/Plain",
+		`text/plain; charset="utf-8"`, `text/plain;a=b;c="d \" e"`, "text/plain;", "text/plain ; a=b",
+		"text/plain;\ta=b", `text/plain; title="Übersicht"`, "application/x-!#$%&'*+-.^_`|~", "text/plain;;a=b",
+		`text/plain; a=""`,
+	} {
+		if terr := checkMIMEType("mimeType", s); terr != nil {
+			t.Errorf("checkMIMEType(%q) = %v, want nil", s, terr)
+		}
+	}
+	for _, s := range []string{
+		"", "*/*", "text/*", "*/plain", "text", "text/", "/plain", "text//plain", "text/pl\x00ain", "text/plain\x00",
+		"text/plain; a=\"\x01\"", "text/plain; a=\"b\x7f\"", "text/plain\n", "text/plain\r\nX: y", " text/plain",
+		"text/plain ", "text /plain", "text/ plain", "text/plain; a", "text/plain; a=", "text/plain; =b",
+		"text/plain; a = b", "text/plain; a=b c", `text/plain; a="b`, `text/plain; a="b\`, "text/plain; a=b; A=c",
+		"text/plain a=b", "text/plain; a=\"\xff\"", "té/plain", "text/plain; a=(b)", "text/[plain]",
+		strings.Repeat("a", 250) + "/plain",
+	} {
+		terr := checkMIMEType("mimeType", s)
+		if terr == nil || terr.ErrorKind != kindValidation || len(terr.FieldErrors) != 1 || terr.FieldErrors[0].Field != "mimeType" {
+			t.Errorf("checkMIMEType(%q) = %+v, want a validation_error on mimeType", s, terr)
+		}
+	}
+	if terr := checkMIMEType("Content-Type", "*/*"); terr == nil || terr.FieldErrors[0].Field != "Content-Type" || !strings.Contains(terr.Message, "media range") {
+		t.Errorf("checkMIMEType(Content-Type, */*) = %+v, want an error naming Content-Type and the media range", terr)
+	}
+}
