@@ -245,7 +245,47 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(m.Size))
 	}
+	if rg := r.Header.Get("Range"); rg != "" {
+		r.Header.Set("Range", unsatisfiableAsPastEnd(rg, m.Size))
+	}
 	http.ServeContent(w, r, "", m.Modified, body)
+}
+
+// unsatisfiableAsPastEnd rewrites the byte ranges of a Range header that
+// RFC 9110 §14.1.1 calls unsatisfiable but http.ServeContent would serve as
+// an empty 206 ("bytes 20-19/20"): a suffix range of length 0 ("-0"), and
+// any suffix range of an empty body. Each becomes "<size>-", which
+// ServeContent treats as starting past the end, so a request of only such
+// ranges gets 416 with "Content-Range: bytes */<size>" (for an empty body
+// ServeContent ignores the Range and answers 200, as RFC 9110 allows), and
+// one that also has satisfiable ranges gets those. If-Range and the other conditionals
+// keep their meaning: ServeContent still evaluates them.
+func unsatisfiableAsPastEnd(h string, size int64) string {
+	const unit = "bytes="
+	if !strings.HasPrefix(h, unit) {
+		return h
+	}
+	specs := strings.Split(h[len(unit):], ",")
+	changed := false
+	for i, spec := range specs {
+		first, last, ok := strings.Cut(strings.Trim(spec, " \t"), "-")
+		if !ok || strings.TrimRight(first, " \t") != "" {
+			continue
+		}
+		last = strings.TrimLeft(last, " \t")
+		n, err := strconv.ParseInt(last, 10, 64)
+		if last == "" || last[0] == '-' || err != nil {
+			continue // ServeContent refuses it as malformed
+		}
+		if n == 0 || size == 0 {
+			specs[i] = strconv.FormatInt(size, 10) + "-"
+			changed = true
+		}
+	}
+	if !changed {
+		return h
+	}
+	return unit + strings.Join(specs, ",")
 }
 
 func (s *Server) setOutcome(r *http.Request, outcome string) {
