@@ -252,52 +252,120 @@ func decodeBase64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(s)
 }
 
-// parseRetention reads a retention: a number of seconds, or an ISO-8601
-// duration string such as "PT1H", "P7D" or "P1W".
+// parseRetention reads a save's retention (parseDuration). The caller caps
+// it at the scheme's maxRetention.
 func parseRetention(raw json.RawMessage) (time.Duration, *toolError) {
-	const field = "retention"
-	var secs float64
-	if err := json.Unmarshal(raw, &secs); err == nil {
-		if secs < 1 || secs > math.MaxInt64/float64(time.Second) {
-			return 0, invalidField(field, "must be at least 1 second")
+	return parseDuration("retention", raw)
+}
+
+// maxDuration is what an oversized duration saturates to; callers cap it
+// (retention at the scheme's maxRetention, downloadUrlTtl at links.maxTTL).
+const maxDuration = time.Duration(math.MaxInt64)
+
+// jsonNumber is the JSON number grammar (RFC 8259 §6).
+var jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$`)
+
+// parseDuration is the one parser of the durations tools and uploads take
+// (retention, downloadUrlTtl): a JSON number of seconds (fractions allowed,
+// e.g. 1.5), or a string holding an ISO-8601 duration of weeks, days,
+// hours, minutes and seconds ("PT1H", "P7D", "P1W", "P1DT2H30M",
+// "PT1.5S"). It must be at least 1 second; a longer one than a
+// time.Duration holds saturates at maxDuration instead of wrapping, so the
+// caller's cap applies to it.
+func parseDuration(field string, raw json.RawMessage) (time.Duration, *toolError) {
+	const forms = `a number of seconds or an ISO-8601 duration such as "PT1H", "P7D" or "P1W"`
+	raw = bytes.TrimSpace(raw)
+	var d time.Duration
+	switch {
+	case jsonNumber.Match(raw):
+		secs, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, invalidField(field, "must be "+forms)
 		}
-		return time.Duration(secs * float64(time.Second)), nil
+		// ErrRange gives ±Inf for huge values and 0 for tiny ones: both
+		// are handled below.
+		d = secondsToDuration(secs)
+	case len(raw) > 0 && raw[0] == '"':
+		var str string
+		if json.Unmarshal(raw, &str) != nil {
+			return 0, invalidField(field, "must be "+forms)
+		}
+		var ok bool
+		if d, ok = parseISODuration(str); !ok {
+			return 0, invalidField(field, fmt.Sprintf("%q is not %s (years and months have no fixed length)", str, forms))
+		}
+	default:
+		return 0, invalidField(field, "must be "+forms)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return 0, invalidField(field, "must be a number of seconds or an ISO-8601 duration such as \"P7D\"")
-	}
-	d, ok := parseISODuration(s)
-	if !ok || d < time.Second {
-		return 0, invalidField(field, fmt.Sprintf("%q is not an ISO-8601 duration of at least 1 second (e.g. \"PT1H\", \"P7D\", \"P1W\") or number of seconds", s))
+	if d < time.Second {
+		return 0, invalidField(field, "must be at least 1 second: "+forms)
 	}
 	return d, nil
 }
 
-var isoDuration = regexp.MustCompile(`^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+// secondsToDuration converts seconds to a Duration, saturating at
+// maxDuration; negative and NaN values give -1.
+func secondsToDuration(secs float64) time.Duration {
+	ns := secs * float64(time.Second)
+	switch {
+	case !(ns >= 0): // negative or NaN
+		return -1
+	case ns >= float64(maxDuration): // float64(MaxInt64) is 2^63
+		return maxDuration
+	}
+	return time.Duration(ns)
+}
+
+var isoDuration = regexp.MustCompile(`^P(?:([0-9]+)W)?(?:([0-9]+)D)?(?:T(?:([0-9]+)H)?(?:([0-9]+)M)?(?:([0-9]+(?:\.[0-9]+)?)S)?)?$`)
 
 // parseISODuration parses the day-and-time subset of ISO-8601 durations
 // (weeks, days, hours, minutes, seconds). Years and months have no fixed
-// length and are rejected.
+// length and are rejected. The sum is exact to the nanosecond (fractions
+// of a second beyond nine digits are dropped) and saturates at
+// maxDuration: it never wraps.
 func parseISODuration(s string) (time.Duration, bool) {
 	m := isoDuration.FindStringSubmatch(s)
 	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
 		return 0, false
 	}
-	units := []float64{7 * 24 * 3600, 24 * 3600, 3600, 60, 1}
-	var secs float64
-	for i, u := range units {
+	units := []time.Duration{7 * 24 * time.Hour, 24 * time.Hour, time.Hour, time.Minute, time.Second}
+	var total time.Duration
+	for i, unit := range units {
 		if m[i+1] == "" {
 			continue
 		}
-		v, err := strconv.ParseFloat(m[i+1], 64)
-		if err != nil {
-			return 0, false
+		whole, frac, _ := strings.Cut(m[i+1], ".")
+		total = addSat(total, mulSat(digitsSat(whole), unit))
+		if frac != "" { // seconds only (the pattern allows no other)
+			frac = (frac + "000000000")[:9]
+			total = addSat(total, digitsSat(frac))
 		}
-		secs += v * u
 	}
-	if secs > math.MaxInt64/float64(time.Second) {
-		return 0, false
+	return total, true
+}
+
+// digitsSat is the value of a string of decimal digits, saturating at
+// maxDuration.
+func digitsSat(s string) time.Duration {
+	var v time.Duration
+	for i := 0; i < len(s); i++ {
+		v = addSat(mulSat(v, 10), time.Duration(s[i]-'0'))
 	}
-	return time.Duration(secs * float64(time.Second)), true
+	return v
+}
+
+// mulSat and addSat are a*b and a+b of non-negative values, saturating at
+// maxDuration.
+func mulSat(a, b time.Duration) time.Duration {
+	if a != 0 && b > maxDuration/a {
+		return maxDuration
+	}
+	return a * b
+}
+
+func addSat(a, b time.Duration) time.Duration {
+	if a > maxDuration-b {
+		return maxDuration
+	}
+	return a + b
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,22 +116,9 @@ func (s *Server) linkTTL(include bool, raw json.RawMessage) (time.Duration, *too
 	if !given {
 		return s.links.defaultTTL, nil
 	}
-	var secs float64
-	var d time.Duration
-	if err := json.Unmarshal(raw, &secs); err == nil {
-		if secs < 1 || secs > math.MaxInt64/float64(time.Second) {
-			return 0, invalidField("downloadUrlTtl", "must be at least 1 second")
-		}
-		d = time.Duration(secs * float64(time.Second))
-	} else {
-		var str string
-		ok := json.Unmarshal(raw, &str) == nil
-		if ok {
-			d, ok = parseISODuration(str)
-		}
-		if !ok || d < time.Second {
-			return 0, invalidField("downloadUrlTtl", "must be a number of seconds or an ISO-8601 duration such as \"PT10M\", at least 1 second")
-		}
+	d, terr := parseDuration("downloadUrlTtl", raw)
+	if terr != nil {
+		return 0, terr
 	}
 	return min(d, s.links.maxTTL), nil
 }
