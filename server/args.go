@@ -19,7 +19,7 @@ import (
 
 // decodeArgs decodes tool arguments strictly into v (a pointer to an
 // argument struct). Every failure is a validation_error that names the
-// argument by its JSON path (hits[2].url) and the JSON type it must have,
+// argument by its JSON path (hits.url) and the JSON type it must have,
 // never a Go type, so a model can correct its call:
 //
 //   - not one JSON object, unknown fields (exactKeys, keys.go);
@@ -100,7 +100,7 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 			return wrong()
 		}
 	case reflect.Bool:
-		if got != "boolean" {
+		if got != "bool" {
 			return wrong()
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -122,7 +122,7 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 			return wrong()
 		}
 		if _, err := strconv.ParseFloat(string(data), t.Bits()); err != nil {
-			return invalidField(path, "must be a number of at most "+strconv.FormatFloat(math.MaxFloat64, 'g', 3, 64)+", not the JSON number "+shorten(data))
+			return invalidField(path, "must be a number, not a JSON number "+shorten(data)+" (the largest is "+strconv.FormatFloat(math.MaxFloat64, 'g', 3, 64)+")")
 		}
 	case reflect.Slice:
 		if got != "array" {
@@ -130,7 +130,9 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 		}
 		var terr *toolError
 		_ = jsonwire.Elements(data, func(i int, v []byte) error {
-			if terr = argError(v, t.Elem(), path+"["+strconv.Itoa(i)+"]"); terr != nil {
+			// Elements are named like encoding/json names them (hits.score),
+			// which clients already match.
+			if terr = argError(v, t.Elem(), path); terr != nil {
 				return terr
 			}
 			return nil
@@ -165,9 +167,9 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 // argument: out of bounds, or not written as an integer (1.5, 1e2).
 func intError(path string, data []byte, err error, bounds string) *toolError {
 	if errors.Is(err, strconv.ErrRange) {
-		return invalidField(path, "must be an integer "+bounds+", not the JSON number "+shorten(data))
+		return invalidField(path, "must be an integer, not a JSON number "+shorten(data)+" (the bounds are "+bounds+")")
 	}
-	return invalidField(path, "must be an integer (digits only, no fraction or exponent), not the JSON number "+shorten(data))
+	return invalidField(path, "must be an integer, not a JSON number "+shorten(data)+" (digits only, no fraction or exponent)")
 }
 
 // jsonKind names the JSON type of a value by its first byte.
@@ -180,7 +182,7 @@ func jsonKind(c byte) string {
 	case '[':
 		return "array"
 	case 't', 'f':
-		return "boolean"
+		return "bool" // encoding/json's word, which clients already match
 	case 'n':
 		return "null"
 	}
@@ -458,12 +460,13 @@ func parseDuration(field string, raw json.RawMessage) (time.Duration, *toolError
 	var d time.Duration
 	switch {
 	case jsonNumber.Match(raw):
+		// A number beyond float64 (1e400) is refused like other numbers
+		// no JSON parser can hold; large ones that fit (1e12, 2^63)
+		// saturate.
 		secs, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return 0, invalidField(field, "must be "+forms)
+		if err != nil {
+			return 0, invalidField(field, "must be "+forms+" (this number is beyond what JSON parsers hold)")
 		}
-		// ErrRange gives ±Inf for huge values and 0 for tiny ones: both
-		// are handled below.
 		d = secondsToDuration(secs)
 	case len(raw) > 0 && raw[0] == '"':
 		var str string
