@@ -31,40 +31,38 @@ import (
 // windows that are not valid UTF-8).
 
 type readArgs struct {
-	URI                string          `json:"uri"`
-	Offset             *int64          `json:"offset"`
-	Length             *int64          `json:"length"`
-	StartLine          *int64          `json:"startLine"`
-	LineCount          *int64          `json:"lineCount"`
-	IncludeDownloadURL bool            `json:"includeDownloadUrl"`
-	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl"`
+	URI       string `json:"uri" jsonschema:"A resource URI, e.g. report://<tenant>/<path>."`
+	Offset    *int64 `json:"offset,omitempty" jsonschema:"First byte of the window (default 0). Not with startLine/lineCount." schema:"minimum=0"`
+	Length    *int64 `json:"length,omitempty" jsonschema:"Bytes wanted (default: as many as fit)." schema:"minimum=1"`
+	StartLine *int64 `json:"startLine,omitempty" jsonschema:"First line of the window, from 1 (textual bodies only)." schema:"minimum=1"`
+	LineCount *int64 `json:"lineCount,omitempty" jsonschema:"Lines wanted (default: as many as fit)." schema:"minimum=1"`
+	linkOptions
 }
 
 // readRange is the part of the body a window holds.
 type readRange struct {
-	Offset    int64  `json:"offset"`
-	Length    int64  `json:"length"`
-	StartLine *int64 `json:"startLine,omitempty"`
-	LineCount *int64 `json:"lineCount,omitempty"`
+	Offset    int64  `json:"offset" schema:"minimum=0"`
+	Length    int64  `json:"length" schema:"minimum=0"`
+	StartLine *int64 `json:"startLine,omitempty" schema:"minimum=1"`
+	LineCount *int64 `json:"lineCount,omitempty" schema:"minimum=0"`
 }
 
 type readValue struct {
-	Status               string    `json:"status"`
-	URI                  string    `json:"uri"`
-	MIMEType             string    `json:"mimeType"`
-	Encoding             string    `json:"encoding"` // "text" or "base64"
-	TotalSize            int64     `json:"totalSize"`
-	SHA256               string    `json:"sha256"`
-	LastModified         string    `json:"lastModified"`
-	Range                readRange `json:"range"`
-	NextOffset           *int64    `json:"nextOffset,omitempty"`
-	NextLine             *int64    `json:"nextLine,omitempty"`
-	Truncated            bool      `json:"truncated"`
-	DownloadURL          string    `json:"downloadUrl,omitempty"`
-	DownloadURLExpiresAt string    `json:"downloadUrlExpiresAt,omitempty"`
+	Status       string    `json:"status"`
+	URI          string    `json:"uri"`
+	MIMEType     string    `json:"mimeType"`
+	Encoding     string    `json:"encoding" jsonschema:"How the window item carries the bytes: a text item, or an embedded resource with a base64 blob." schema:"enum=text|base64"`
+	TotalSize    int64     `json:"totalSize" jsonschema:"Size of the whole body in bytes." schema:"minimum=0"`
+	SHA256       string    `json:"sha256" jsonschema:"SHA-256 of the whole body." schema:"pattern=^[0-9a-f]{64}$"`
+	LastModified string    `json:"lastModified" schema:"format=date-time"`
+	Range        readRange `json:"range" jsonschema:"The bytes (and lines) the window holds."`
+	NextOffset   *int64    `json:"nextOffset,omitempty" jsonschema:"Byte offset of the next window; absent at the end." schema:"minimum=0"`
+	NextLine     *int64    `json:"nextLine,omitempty" jsonschema:"Line of the next window (line windows only); absent at the end." schema:"minimum=1"`
+	Truncated    bool      `json:"truncated" jsonschema:"The window was cut to fit the result size limit."`
+	linkValue
 }
 
-func (s *Server) readResourceToolDef() toolDef {
+func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	boolp := func(b bool) *bool { return &b }
 	return toolDef{
 		scope: auth.ScopeRead,
@@ -78,43 +76,12 @@ func (s *Server) readResourceToolDef() toolDef {
 				"lines end with \\n); without them it starts at the beginning. A result holds at most %d characters: a longer window is cut "+
 				"(truncated: true) and you continue with offset: nextOffset or startLine: nextLine; both are absent at the end. "+
 				"A single line longer than the limit comes in parts with nextOffset only. Text windows never split a UTF-8 character.", s.limits.MaxReadChars),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-			InputSchema: inputSchema(`
-    "uri": {"type": "string", "description": "A resource URI, e.g. report://<tenant>/<path>."},
-    "offset": {"type": "integer", "minimum": 0, "description": "First byte of the window (default 0). Not with startLine/lineCount."},
-    "length": {"type": "integer", "minimum": 1, "description": "Bytes wanted (default: as many as fit)."},
-    "startLine": {"type": "integer", "minimum": 1, "description": "First line of the window, from 1 (textual bodies only)."},
-    "lineCount": {"type": "integer", "minimum": 1, "description": "Lines wanted (default: as many as fit)."},`+linkInputProps, `"uri"`),
-			OutputSchema: outputSchema(objectSchema(`
-    "status": {"const": "ok"},
-    "uri": {"type": "string"},
-    "mimeType": {"type": "string"},
-    "encoding": {"enum": ["text", "base64"], "description": "How the window item carries the bytes: a text item, or an embedded resource with a base64 blob."},
-    "totalSize": {"type": "integer", "minimum": 0, "description": "Size of the whole body in bytes."},
-    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the whole body."},
-    "lastModified": {"type": "string", "format": "date-time"},
-    "range": {"type": "object", "properties": {
-        "offset": {"type": "integer", "minimum": 0}, "length": {"type": "integer", "minimum": 0},
-        "startLine": {"type": "integer", "minimum": 1}, "lineCount": {"type": "integer", "minimum": 0}},
-        "required": ["offset", "length"], "description": "The bytes (and lines) the window holds."},
-    "nextOffset": {"type": "integer", "minimum": 0, "description": "Byte offset of the next window; absent at the end."},
-    "nextLine": {"type": "integer", "minimum": 1, "description": "Line of the next window (line windows only); absent at the end."},
-    "truncated": {"type": "boolean", "description": "The window was cut to fit the result size limit."},`+linkOutputProps,
-				`"status", "uri", "mimeType", "encoding", "totalSize", "sha256", "lastModified", "range", "truncated"`)),
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
+			InputSchema:  inputSchemaOf[readArgs](limits),
+			OutputSchema: outputSchemaOf(successSchema[readValue](limits, []string{"ok"})),
 		},
 	}
 }
-
-// linkInputProps are the input properties of tools that can return a
-// signed download link.
-const linkInputProps = `
-    "includeDownloadUrl": {"type": "boolean", "default": false, "description": "Also return downloadUrl: a signed HTTPS link to the raw body that works without a token until downloadUrlExpiresAt."},
-    "downloadUrlTtl": {"type": ["string", "number"], "description": "Life of the download link: seconds or an ISO-8601 duration (\"PT10M\"); capped by the server's maximum and the resource's expiry."}`
-
-// linkOutputProps are the matching output properties.
-const linkOutputProps = `
-    "downloadUrl": {"type": "string", "format": "uri", "description": "Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires."},
-    "downloadUrlExpiresAt": {"type": "string", "format": "date-time"}`
 
 // readWindow is the window chosen, before it is rendered.
 type readWindow struct {
