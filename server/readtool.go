@@ -15,6 +15,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
 )
 
 // read_resource: the body of a resource as a tool result, one window at a
@@ -30,37 +31,11 @@ import (
 // embedded resource with a base64 blob for anything else (including text
 // windows that are not valid UTF-8).
 
-type readArgs struct {
-	URI       string `json:"uri" jsonschema:"A resource URI, e.g. report://<tenant>/<path>."`
-	Offset    *int64 `json:"offset,omitempty" jsonschema:"First byte of the window (default 0). Not with startLine/lineCount." schema:"minimum=0"`
-	Length    *int64 `json:"length,omitempty" jsonschema:"Bytes wanted (default: as many as fit)." schema:"minimum=1"`
-	StartLine *int64 `json:"startLine,omitempty" jsonschema:"First line of the window, from 1 (textual bodies only)." schema:"minimum=1"`
-	LineCount *int64 `json:"lineCount,omitempty" jsonschema:"Lines wanted (default: as many as fit)." schema:"minimum=1"`
-	linkOptions
-}
-
-// readRange is the part of the body a window holds.
-type readRange struct {
-	Offset    int64  `json:"offset" schema:"minimum=0"`
-	Length    int64  `json:"length" schema:"minimum=0"`
-	StartLine *int64 `json:"startLine,omitempty" schema:"minimum=1"`
-	LineCount *int64 `json:"lineCount,omitempty" schema:"minimum=0"`
-}
-
-type readValue struct {
-	Status       string    `json:"status"`
-	URI          string    `json:"uri"`
-	MIMEType     string    `json:"mimeType"`
-	Encoding     string    `json:"encoding" jsonschema:"How the window item carries the bytes: a text item, or an embedded resource with a base64 blob." schema:"enum=text|base64"`
-	TotalSize    int64     `json:"totalSize" jsonschema:"Size of the whole body in bytes." schema:"minimum=0"`
-	SHA256       string    `json:"sha256" jsonschema:"SHA-256 of the whole body." schema:"pattern=^[0-9a-f]{64}$"`
-	LastModified string    `json:"lastModified" schema:"format=date-time"`
-	Range        readRange `json:"range" jsonschema:"The bytes (and lines) the window holds."`
-	NextOffset   *int64    `json:"nextOffset,omitempty" jsonschema:"Byte offset of the next window; absent at the end." schema:"minimum=0"`
-	NextLine     *int64    `json:"nextLine,omitempty" jsonschema:"Line of the next window (line windows only); absent at the end." schema:"minimum=1"`
-	Truncated    bool      `json:"truncated" jsonschema:"The window was cut to fit the result size limit."`
-	linkValue
-}
+type (
+	readArgs  = toolapi.ReadArgs
+	readRange = toolapi.ReadRange
+	readValue = toolapi.ReadResult
+)
 
 func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	boolp := func(b bool) *bool { return &b }

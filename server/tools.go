@@ -13,6 +13,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
 	"github.com/resourced/resourced/uri"
 )
 
@@ -72,38 +73,20 @@ func resourceLink(m *store.Meta) *mcp.ResourceLink {
 	}
 }
 
-// metaValue is a resource's metadata as tools return it.
-type metaValue struct {
-	Status       string `json:"status,omitempty"`
-	URI          string `json:"uri" jsonschema:"Resource URI; read it with resources/read."`
-	Name         string `json:"name"`
-	Title        string `json:"title"`
-	Description  string `json:"description"`
-	MIMEType     string `json:"mimeType"`
-	Size         int64  `json:"size" jsonschema:"Body length in bytes, before any encoding." schema:"minimum=0"`
-	SHA256       string `json:"sha256" jsonschema:"SHA-256 of the body; pass it as ifMatch to replace or delete." schema:"pattern=^[0-9a-f]{64}$"`
-	Total        *int   `json:"total,omitempty" schema:"minimum=0"`
-	CreatedAt    string `json:"createdAt" schema:"format=date-time"`
-	LastModified string `json:"lastModified" schema:"format=date-time"`
-	ExpiresAt    string `json:"expiresAt,omitempty" jsonschema:"When the resource is deleted (retention); not a cache hint." schema:"format=date-time"`
-	Listed       bool   `json:"listed"`
-	Visibility   string `json:"visibility" schema:"enum=private|public"`
-	linkValue
-}
-
-// linkValue is the signed link to the body, when the caller asked
-// (blobs.go).
-type linkValue struct {
-	DownloadURL          string `json:"downloadUrl,omitempty" jsonschema:"Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires." schema:"format=uri"`
-	DownloadURLExpiresAt string `json:"downloadUrlExpiresAt,omitempty" schema:"format=date-time"`
-}
-
-// linkOptions are the arguments of tools that can return a signed
-// download link.
-type linkOptions struct {
-	IncludeDownloadURL bool            `json:"includeDownloadUrl,omitempty" jsonschema:"Also return downloadUrl: a signed HTTPS link to the raw body that works without a token until downloadUrlExpiresAt." schema:"default=false"`
-	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl,omitempty" jsonschema:"Life of the download link: seconds or an ISO-8601 duration (\"PT10M\"); capped by the server's maximum and the resource's expiry."`
-}
+// The tools' wire types live in toolapi, shared with the Go client; the
+// server calls them by these names.
+type (
+	metaValue    = toolapi.Metadata
+	saveOptions  = toolapi.SaveOptions
+	hit          = toolapi.Hit
+	snapshotArgs = toolapi.SearchSnapshotArgs
+	reportArgs   = toolapi.ReportArgs
+	uriArgs      = toolapi.DeleteArgs
+	statArgs     = toolapi.StatArgs
+	deletedValue = toolapi.DeleteResult
+	listArgs     = toolapi.ListArgs
+	listValue    = toolapi.ListResult
+)
 
 func metaValueOf(status string, m *store.Meta) metaValue {
 	v := metaValue{
@@ -124,15 +107,6 @@ func metaValueOf(status string, m *store.Meta) metaValue {
 		v.ExpiresAt = formatTime(m.Expires)
 	}
 	return v
-}
-
-// saveOptions are the arguments both save tools share.
-type saveOptions struct {
-	Retention  json.RawMessage `json:"retention,omitempty" jsonschema:"How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."`
-	Listed     bool            `json:"listed,omitempty" jsonschema:"Show it in resources/list. Unlisted resources are still readable by URI." schema:"default=false"`
-	Visibility string          `json:"visibility,omitempty" jsonschema:"public: readable by any authenticated caller and cacheable across users." schema:"enum=private|public;default=private"`
-	Scheme     string          `json:"scheme,omitempty" jsonschema:"URI scheme to save under; defaults to the server's scheme of this kind."`
-	linkOptions
 }
 
 // resolve checks the shared save options against the scheme of kind and
@@ -217,23 +191,6 @@ func (s *Server) put(ctx context.Context, obj *store.Object, cond store.Cond) (s
 
 // --- save_search_snapshot ---------------------------------------------------
 
-type hit struct {
-	ID      string   `json:"id" schema:"minLength=1"`
-	Title   string   `json:"title"`
-	Snippet string   `json:"snippet"`
-	URL     *string  `json:"url,omitempty"`
-	Score   *float64 `json:"score,omitempty"`
-}
-
-type snapshotArgs struct {
-	Query       string `json:"query" jsonschema:"The search query the hits answer." schema:"minLength=1"`
-	Hits        []hit  `json:"hits" schema:"maxItems=maxHits"`
-	Total       *int   `json:"total,omitempty" jsonschema:"Optional check: must equal the number of hits." schema:"minimum=0"`
-	Title       string `json:"title,omitempty" jsonschema:"Display title; default: derived from the query." schema:"maxLength=maxTitleBytes"`
-	Description string `json:"description,omitempty" schema:"maxLength=maxDescriptionBytes"`
-	saveOptions
-}
-
 // snapshotDoc is the stored body of a search snapshot.
 type snapshotDoc struct {
 	Query string `json:"query"`
@@ -274,7 +231,7 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 		return nil, terr
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	sc, expires, vis, terr := s.resolve(&a.saveOptions, KindSearch, now)
+	sc, expires, vis, terr := s.resolve(&a.SaveOptions, KindSearch, now)
 	if terr != nil {
 		return nil, terr
 	}
@@ -338,18 +295,6 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // --- save_report --------------------------------------------------------------
 
-type reportArgs struct {
-	Path        string  `json:"path" jsonschema:"Path below your tenant, e.g. billing/2026-11/import-dry-run: /-separated segments of A-Z a-z 0-9 . _ ~ -" schema:"maxLength=maxPathBytes"`
-	MIMEType    string  `json:"mimeType" jsonschema:"Media type of the body, e.g. text/markdown, text/csv, application/pdf."`
-	Text        *string `json:"text,omitempty" jsonschema:"The body as text. Exactly one of text and blobBase64."`
-	BlobBase64  *string `json:"blobBase64,omitempty" jsonschema:"The body as standard base64. Exactly one of text and blobBase64." schema:"contentEncoding=base64"`
-	Title       string  `json:"title,omitempty" schema:"maxLength=maxTitleBytes"`
-	Description string  `json:"description,omitempty" schema:"maxLength=maxDescriptionBytes"`
-	IfMatch     string  `json:"ifMatch,omitempty" jsonschema:"Replace only if the current body has this sha256." schema:"pattern=^[0-9a-f]{64}$"`
-	Overwrite   bool    `json:"overwrite,omitempty" jsonschema:"Create or replace unconditionally." schema:"default=false"`
-	saveOptions
-}
-
 func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
 	var a reportArgs
 	if terr := decodeArgs(raw, &a); terr != nil {
@@ -401,7 +346,7 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 		cond = store.Cond{Kind: store.Always}
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	sc, expires, vis, terr := s.resolve(&a.saveOptions, KindReport, now)
+	sc, expires, vis, terr := s.resolve(&a.SaveOptions, KindReport, now)
 	if terr != nil {
 		return nil, terr
 	}
@@ -453,24 +398,6 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 }
 
 // --- stat_resource, delete_resource ---------------------------------------------
-
-// uriArgs are delete_resource's arguments.
-type uriArgs struct {
-	URI     string `json:"uri"`
-	IfMatch string `json:"ifMatch,omitempty" schema:"pattern=^[0-9a-f]{64}$"`
-}
-
-// statArgs are stat_resource's arguments.
-type statArgs struct {
-	URI string `json:"uri" jsonschema:"A resource URI, e.g. report://<tenant>/<path>."`
-	linkOptions
-}
-
-// deletedValue is delete_resource's success value.
-type deletedValue struct {
-	Status string `json:"status"`
-	URI    string `json:"uri"`
-}
 
 // parseToolURI validates a URI argument. A malformed URI is a
 // validation_error; a scheme we do not serve is simply not found.
@@ -562,7 +489,7 @@ func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.
 	default:
 		return nil, s.storeFailure(ctx, "store delete", err)
 	}
-	return &toolValue{value: deletedValue{"deleted", a.URI}}, nil
+	return &toolValue{value: deletedValue{Status: "deleted", URI: a.URI}}, nil
 }
 
 // --- list_resources ------------------------------------------------------------
@@ -571,21 +498,6 @@ const (
 	defaultListLimit = 50
 	maxListLimit     = 100
 )
-
-// listArgs are list_resources' arguments.
-type listArgs struct {
-	Scheme string `json:"scheme,omitempty" jsonschema:"Only this scheme, e.g. report."`
-	Prefix string `json:"prefix,omitempty" jsonschema:"Only paths starting with this (needs scheme)."`
-	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page."`
-	Limit  *int   `json:"limit,omitempty" schema:"minimum=1;maximum=maxListLimit;default=defaultListLimit"`
-}
-
-// listValue is list_resources' success value.
-type listValue struct {
-	Status     string      `json:"status"`
-	Items      []metaValue `json:"items"`
-	NextCursor string      `json:"nextCursor,omitempty"`
-}
 
 func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
 	var a listArgs
