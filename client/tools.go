@@ -3,11 +3,12 @@ package resourced
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"iter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/toolapi"
 )
 
 // callTool calls a tool and decodes its structuredContent into out. An
@@ -64,24 +65,20 @@ func toolError(tool string, res *mcp.CallToolResult) *ToolError {
 }
 
 func (c *Client) save(ctx context.Context, tool string, args any) (*Saved, error) {
-	var w wireMeta
+	var w toolapi.Metadata
 	link, err := c.callTool(ctx, mutating, tool, args, &w)
 	if err != nil {
 		return nil, err
 	}
-	return &Saved{Metadata: w.metadata(), Status: SaveStatus(w.Status), Link: link}, nil
+	return &Saved{Metadata: metadataOf(&w), Status: SaveStatus(w.Status), Link: link}, nil
 }
 
 // SaveSearchSnapshot stores s as an immutable JSON snapshot
 // {query, total, hits} under a server-chosen id, e.g.
 // search://acme/results/01J…, and returns its metadata and resource_link.
 func (c *Client) SaveSearchSnapshot(ctx context.Context, s *SearchSnapshot) (*Saved, error) {
-	hits := s.Hits
-	if hits == nil {
-		hits = []Hit{}
-	}
-	return c.save(ctx, "save_search_snapshot", snapshotArgs{
-		Query: s.Query, Hits: hits, Title: s.Title, Description: s.Description, saveArgs: s.SaveOptions.args(),
+	return c.save(ctx, "save_search_snapshot", toolapi.SearchSnapshotArgs{
+		Query: s.Query, Hits: wireHits(s.Hits), Title: s.Title, Description: s.Description, SaveOptions: s.SaveOptions.args(),
 	})
 }
 
@@ -89,9 +86,9 @@ func (c *Client) SaveSearchSnapshot(ctx context.Context, s *SearchSnapshot) (*Sa
 // default, replacing with r.IfMatch or r.Overwrite. An existing path gives
 // a *ToolError matching ErrConflict.
 func (c *Client) SaveReport(ctx context.Context, r *Report) (*Saved, error) {
-	a := reportArgs{
+	a := toolapi.ReportArgs{
 		Path: r.Path, MIMEType: r.MIMEType, Title: r.Title, Description: r.Description,
-		IfMatch: r.IfMatch, Overwrite: r.Overwrite, saveArgs: r.SaveOptions.args(),
+		IfMatch: r.IfMatch, Overwrite: r.Overwrite, SaveOptions: r.SaveOptions.args(),
 	}
 	if r.Blob != nil {
 		b := base64.StdEncoding.EncodeToString(r.Blob)
@@ -107,11 +104,11 @@ func (c *Client) SaveReport(ctx context.Context, r *Report) (*Saved, error) {
 // Stat returns the metadata of the resource at uri without its body. A URI
 // the caller cannot read gives an error matching ErrNotFound.
 func (c *Client) Stat(ctx context.Context, uri string) (*Metadata, error) {
-	var w wireMeta
-	if _, err := c.callTool(ctx, idempotent, "stat_resource", map[string]string{"uri": uri}, &w); err != nil {
+	var w toolapi.Metadata
+	if _, err := c.callTool(ctx, idempotent, "stat_resource", toolapi.StatArgs{URI: uri}, &w); err != nil {
 		return nil, err
 	}
-	m := w.metadata()
+	m := metadataOf(&w)
 	return &m, nil
 }
 
@@ -121,22 +118,18 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) (*ListPage, error)
 	if opts == nil {
 		opts = &ListOptions{}
 	}
-	args := struct {
-		Scheme string `json:"scheme,omitempty"`
-		Prefix string `json:"prefix,omitempty"`
-		Cursor string `json:"cursor,omitempty"`
-		Limit  int    `json:"limit,omitempty"`
-	}{opts.Scheme, opts.Prefix, opts.Cursor, opts.Limit}
-	var v struct {
-		Items      []wireMeta `json:"items"`
-		NextCursor string     `json:"nextCursor"`
+	args := toolapi.ListArgs{Scheme: opts.Scheme, Prefix: opts.Prefix, Cursor: opts.Cursor}
+	if opts.Limit != 0 {
+		limit := opts.Limit
+		args.Limit = &limit
 	}
+	var v toolapi.ListResult
 	if _, err := c.callTool(ctx, idempotent, "list_resources", args, &v); err != nil {
 		return nil, err
 	}
 	page := &ListPage{Items: make([]Metadata, 0, len(v.Items)), NextCursor: v.NextCursor}
 	for i := range v.Items {
-		page.Items = append(page.Items, v.Items[i].metadata())
+		page.Items = append(page.Items, metadataOf(&v.Items[i]))
 	}
 	return page, nil
 }
@@ -179,11 +172,11 @@ type DeleteOptions struct {
 // read gives an error matching ErrNotFound. Deletes are not retried after
 // an ambiguous failure: the first attempt may have deleted it.
 func (c *Client) Delete(ctx context.Context, uri string, opts *DeleteOptions) error {
-	args := map[string]string{"uri": uri}
-	if opts != nil && opts.IfMatch != "" {
-		args["ifMatch"] = opts.IfMatch
+	args := toolapi.DeleteArgs{URI: uri}
+	if opts != nil {
+		args.IfMatch = opts.IfMatch
 	}
-	var v json.RawMessage
+	var v toolapi.DeleteResult
 	_, err := c.callTool(ctx, mutating, "delete_resource", args, &v)
 	return err
 }

@@ -2,9 +2,12 @@ package resourced
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/toolapi"
 )
 
 // Visibility says who may read a resource.
@@ -34,7 +37,8 @@ type SaveOptions struct {
 	Scheme string
 }
 
-// Hit is one search hit of a snapshot.
+// Hit is one search hit of a snapshot. It is sent as a toolapi.Hit; an
+// empty URL is left out.
 type Hit struct {
 	ID      string   `json:"id"`
 	Title   string   `json:"title"`
@@ -150,31 +154,18 @@ type Resource struct {
 	CacheScope string
 }
 
-// wireMeta is the metadata as the tools send it.
-type wireMeta struct {
-	Status       string `json:"status"`
-	URI          string `json:"uri"`
-	Name         string `json:"name"`
-	Title        string `json:"title"`
-	Description  string `json:"description"`
-	MIMEType     string `json:"mimeType"`
-	Size         int64  `json:"size"`
-	SHA256       string `json:"sha256"`
-	Total        int    `json:"total"`
-	CreatedAt    string `json:"createdAt"`
-	LastModified string `json:"lastModified"`
-	ExpiresAt    string `json:"expiresAt"`
-	Listed       bool   `json:"listed"`
-	Visibility   string `json:"visibility"`
-}
-
-func (w *wireMeta) metadata() Metadata {
-	return Metadata{
+// metadataOf converts the metadata a tool sends.
+func metadataOf(w *toolapi.Metadata) Metadata {
+	m := Metadata{
 		URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description, MIMEType: w.MIMEType,
-		Size: w.Size, SHA256: w.SHA256, Total: w.Total,
+		Size: w.Size, SHA256: w.SHA256,
 		CreatedAt: parseTime(w.CreatedAt), LastModified: parseTime(w.LastModified), ExpiresAt: parseTime(w.ExpiresAt),
 		Listed: w.Listed, Visibility: Visibility(w.Visibility),
 	}
+	if w.Total != nil {
+		m.Total = *w.Total
+	}
+	return m
 }
 
 func parseTime(s string) time.Time {
@@ -185,41 +176,27 @@ func parseTime(s string) time.Time {
 	return t
 }
 
-// saveArgs are the options shared by both save tools, as sent.
-type saveArgs struct {
-	Retention  *int64 `json:"retention,omitempty"`
-	Listed     bool   `json:"listed,omitempty"`
-	Visibility string `json:"visibility,omitempty"`
-	Scheme     string `json:"scheme,omitempty"`
-}
-
-func (o *SaveOptions) args() saveArgs {
-	a := saveArgs{Listed: o.Listed, Visibility: string(o.Visibility), Scheme: o.Scheme}
+// args are the options shared by both save tools, as sent: retention in
+// whole seconds, rounded up.
+func (o *SaveOptions) args() toolapi.SaveOptions {
+	a := toolapi.SaveOptions{Listed: o.Listed, Visibility: string(o.Visibility), Scheme: o.Scheme}
 	if o.Retention > 0 {
 		secs := int64((o.Retention + time.Second - 1) / time.Second)
-		a.Retention = &secs
+		a.Retention = json.RawMessage(strconv.FormatInt(secs, 10))
 	}
 	return a
 }
 
-type snapshotArgs struct {
-	Query       string `json:"query"`
-	Hits        []Hit  `json:"hits"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	saveArgs
-}
-
-type reportArgs struct {
-	Path        string  `json:"path"`
-	MIMEType    string  `json:"mimeType"`
-	Text        *string `json:"text,omitempty"`
-	BlobBase64  *string `json:"blobBase64,omitempty"`
-	Title       string  `json:"title,omitempty"`
-	Description string  `json:"description,omitempty"`
-	IfMatch     string  `json:"ifMatch,omitempty"`
-	Overwrite   bool    `json:"overwrite,omitempty"`
-	saveArgs
+// wireHits converts hits to the wire form; an empty URL is not sent.
+func wireHits(hits []Hit) []toolapi.Hit {
+	out := make([]toolapi.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = toolapi.Hit{ID: h.ID, Title: h.Title, Snippet: h.Snippet, Score: h.Score}
+		if h.URL != "" {
+			out[i].URL = &h.URL
+		}
+	}
+	return out
 }
 
 // decodeStructured decodes a result's structuredContent into v.

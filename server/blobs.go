@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,22 +116,9 @@ func (s *Server) linkTTL(include bool, raw json.RawMessage) (time.Duration, *too
 	if !given {
 		return s.links.defaultTTL, nil
 	}
-	var secs float64
-	var d time.Duration
-	if err := json.Unmarshal(raw, &secs); err == nil {
-		if secs < 1 || secs > math.MaxInt64/float64(time.Second) {
-			return 0, invalidField("downloadUrlTtl", "must be at least 1 second")
-		}
-		d = time.Duration(secs * float64(time.Second))
-	} else {
-		var str string
-		ok := json.Unmarshal(raw, &str) == nil
-		if ok {
-			d, ok = parseISODuration(str)
-		}
-		if !ok || d < time.Second {
-			return 0, invalidField("downloadUrlTtl", "must be a number of seconds or an ISO-8601 duration such as \"PT10M\", at least 1 second")
-		}
+	d, terr := parseDuration("downloadUrlTtl", raw)
+	if terr != nil {
+		return 0, terr
 	}
 	return min(d, s.links.maxTTL), nil
 }
@@ -245,7 +231,47 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(m.Size))
 	}
+	if rg := r.Header.Get("Range"); rg != "" {
+		r.Header.Set("Range", unsatisfiableAsPastEnd(rg, m.Size))
+	}
 	http.ServeContent(w, r, "", m.Modified, body)
+}
+
+// unsatisfiableAsPastEnd rewrites the byte ranges of a Range header that
+// RFC 9110 §14.1.1 calls unsatisfiable but http.ServeContent would serve as
+// an empty 206 ("bytes 20-19/20"): a suffix range of length 0 ("-0"), and
+// any suffix range of an empty body. Each becomes "<size>-", which
+// ServeContent treats as starting past the end, so a request of only such
+// ranges gets 416 with "Content-Range: bytes */<size>" (for an empty body
+// ServeContent ignores the Range and answers 200, as RFC 9110 allows), and
+// one that also has satisfiable ranges gets those. If-Range and the other conditionals
+// keep their meaning: ServeContent still evaluates them.
+func unsatisfiableAsPastEnd(h string, size int64) string {
+	const unit = "bytes="
+	if !strings.HasPrefix(h, unit) {
+		return h
+	}
+	specs := strings.Split(h[len(unit):], ",")
+	changed := false
+	for i, spec := range specs {
+		first, last, ok := strings.Cut(strings.Trim(spec, " \t"), "-")
+		if !ok || strings.TrimRight(first, " \t") != "" {
+			continue
+		}
+		last = strings.TrimLeft(last, " \t")
+		n, err := strconv.ParseInt(last, 10, 64)
+		if last == "" || last[0] == '-' || err != nil {
+			continue // ServeContent refuses it as malformed
+		}
+		if n == 0 || size == 0 {
+			specs[i] = strconv.FormatInt(size, 10) + "-"
+			changed = true
+		}
+	}
+	if !changed {
+		return h
+	}
+	return unit + strings.Join(specs, ",")
 }
 
 func (s *Server) setOutcome(r *http.Request, outcome string) {

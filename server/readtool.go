@@ -15,6 +15,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
 )
 
 // read_resource: the body of a resource as a tool result, one window at a
@@ -30,41 +31,13 @@ import (
 // embedded resource with a base64 blob for anything else (including text
 // windows that are not valid UTF-8).
 
-type readArgs struct {
-	URI                string          `json:"uri"`
-	Offset             *int64          `json:"offset"`
-	Length             *int64          `json:"length"`
-	StartLine          *int64          `json:"startLine"`
-	LineCount          *int64          `json:"lineCount"`
-	IncludeDownloadURL bool            `json:"includeDownloadUrl"`
-	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl"`
-}
+type (
+	readArgs  = toolapi.ReadArgs
+	readRange = toolapi.ReadRange
+	readValue = toolapi.ReadResult
+)
 
-// readRange is the part of the body a window holds.
-type readRange struct {
-	Offset    int64  `json:"offset"`
-	Length    int64  `json:"length"`
-	StartLine *int64 `json:"startLine,omitempty"`
-	LineCount *int64 `json:"lineCount,omitempty"`
-}
-
-type readValue struct {
-	Status               string    `json:"status"`
-	URI                  string    `json:"uri"`
-	MIMEType             string    `json:"mimeType"`
-	Encoding             string    `json:"encoding"` // "text" or "base64"
-	TotalSize            int64     `json:"totalSize"`
-	SHA256               string    `json:"sha256"`
-	LastModified         string    `json:"lastModified"`
-	Range                readRange `json:"range"`
-	NextOffset           *int64    `json:"nextOffset,omitempty"`
-	NextLine             *int64    `json:"nextLine,omitempty"`
-	Truncated            bool      `json:"truncated"`
-	DownloadURL          string    `json:"downloadUrl,omitempty"`
-	DownloadURLExpiresAt string    `json:"downloadUrlExpiresAt,omitempty"`
-}
-
-func (s *Server) readResourceToolDef() toolDef {
+func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	boolp := func(b bool) *bool { return &b }
 	return toolDef{
 		scope: auth.ScopeRead,
@@ -78,43 +51,12 @@ func (s *Server) readResourceToolDef() toolDef {
 				"lines end with \\n); without them it starts at the beginning. A result holds at most %d characters: a longer window is cut "+
 				"(truncated: true) and you continue with offset: nextOffset or startLine: nextLine; both are absent at the end. "+
 				"A single line longer than the limit comes in parts with nextOffset only. Text windows never split a UTF-8 character.", s.limits.MaxReadChars),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-			InputSchema: inputSchema(`
-    "uri": {"type": "string", "description": "A resource URI, e.g. report://<tenant>/<path>."},
-    "offset": {"type": "integer", "minimum": 0, "description": "First byte of the window (default 0). Not with startLine/lineCount."},
-    "length": {"type": "integer", "minimum": 1, "description": "Bytes wanted (default: as many as fit)."},
-    "startLine": {"type": "integer", "minimum": 1, "description": "First line of the window, from 1 (textual bodies only)."},
-    "lineCount": {"type": "integer", "minimum": 1, "description": "Lines wanted (default: as many as fit)."},`+linkInputProps, `"uri"`),
-			OutputSchema: outputSchema(objectSchema(`
-    "status": {"const": "ok"},
-    "uri": {"type": "string"},
-    "mimeType": {"type": "string"},
-    "encoding": {"enum": ["text", "base64"], "description": "How the window item carries the bytes: a text item, or an embedded resource with a base64 blob."},
-    "totalSize": {"type": "integer", "minimum": 0, "description": "Size of the whole body in bytes."},
-    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the whole body."},
-    "lastModified": {"type": "string", "format": "date-time"},
-    "range": {"type": "object", "properties": {
-        "offset": {"type": "integer", "minimum": 0}, "length": {"type": "integer", "minimum": 0},
-        "startLine": {"type": "integer", "minimum": 1}, "lineCount": {"type": "integer", "minimum": 0}},
-        "required": ["offset", "length"], "description": "The bytes (and lines) the window holds."},
-    "nextOffset": {"type": "integer", "minimum": 0, "description": "Byte offset of the next window; absent at the end."},
-    "nextLine": {"type": "integer", "minimum": 1, "description": "Line of the next window (line windows only); absent at the end."},
-    "truncated": {"type": "boolean", "description": "The window was cut to fit the result size limit."},`+linkOutputProps,
-				`"status", "uri", "mimeType", "encoding", "totalSize", "sha256", "lastModified", "range", "truncated"`)),
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
+			InputSchema:  inputSchemaOf[readArgs](limits),
+			OutputSchema: outputSchemaOf(successSchema[readValue](limits, []string{"ok"})),
 		},
 	}
 }
-
-// linkInputProps are the input properties of tools that can return a
-// signed download link.
-const linkInputProps = `
-    "includeDownloadUrl": {"type": "boolean", "default": false, "description": "Also return downloadUrl: a signed HTTPS link to the raw body that works without a token until downloadUrlExpiresAt."},
-    "downloadUrlTtl": {"type": ["string", "number"], "description": "Life of the download link: seconds or an ISO-8601 duration (\"PT10M\"); capped by the server's maximum and the resource's expiry."}`
-
-// linkOutputProps are the matching output properties.
-const linkOutputProps = `
-    "downloadUrl": {"type": "string", "format": "uri", "description": "Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires."},
-    "downloadUrlExpiresAt": {"type": "string", "format": "date-time"}`
 
 // readWindow is the window chosen, before it is rendered.
 type readWindow struct {

@@ -272,6 +272,14 @@ func TestLinkTTLArgument(t *testing.T) {
 		{true, "60", time.Minute, false},
 		{true, `"PT2M"`, 2 * time.Minute, false},
 		{true, "86400", 10 * time.Minute, false}, // capped at the maximum
+		{true, "1e12", 10 * time.Minute, false},
+		{true, "9223372036854775808", 10 * time.Minute, false},
+		{true, `"P99999999999D"`, 10 * time.Minute, false},
+		{true, `"PT1.5S"`, 1500 * time.Millisecond, false},
+		{true, "-1", 0, true},
+		{true, "0", 0, true},
+		{true, `"soon"`, 0, true},
+		{true, "true", 0, true},
 		{true, "0.5", 0, true},
 		{true, `"P1M"`, 0, true},
 		{false, "60", 0, true}, // a ttl without includeDownloadUrl

@@ -2,16 +2,34 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
 )
 
-// The tools' JSON Schemas are written out by hand: they are part of the
-// contract, read by models, and each outputSchema is an anyOf of the
-// success value and the failure value, which no struct reflection gives.
+// The tools' JSON Schemas are generated from their argument and result
+// structs (jsonschema.For), so a schema cannot drift from what the
+// decoder accepts. The structs carry the whole contract in their tags:
+//
+//   - json: the property name; a field without omitempty is required.
+//   - jsonschema: the property's description (go-sdk's convention).
+//   - schema: further keywords, ';'-separated: minLength, maxLength,
+//     minimum, maximum, maxItems, default (a JSON literal, else a string),
+//     enum ('|'-separated strings), pattern, format, contentEncoding. A
+//     number may be the name of a limit (schemaLimits), filled in from the
+//     server's configuration when the tools are registered.
+//
+// Input schemas admit no unknown property, like decodeArgs; output schemas
+// stay open. An outputSchema is an anyOf of the success value and the
+// failure value; a tool's own status value is set by toolDefs.
 
+// failureSchema is the failure value of every tool (toolError).
 const failureSchema = `{
   "type": "object",
   "description": "A failed call (isError: true).",
@@ -25,42 +43,181 @@ const failureSchema = `{
   "required": ["status", "errorKind", "message", "retrySafe"]
 }`
 
-// metaProps are the properties of a resource's metadata.
-const metaProps = `
-    "uri": {"type": "string", "description": "Resource URI; read it with resources/read."},
-    "name": {"type": "string"},
-    "title": {"type": "string"},
-    "description": {"type": "string"},
-    "mimeType": {"type": "string"},
-    "size": {"type": "integer", "minimum": 0, "description": "Body length in bytes, before any encoding."},
-    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the body; pass it as ifMatch to replace or delete."},
-    "total": {"type": "integer", "minimum": 0},
-    "createdAt": {"type": "string", "format": "date-time"},
-    "lastModified": {"type": "string", "format": "date-time"},
-    "expiresAt": {"type": "string", "format": "date-time", "description": "When the resource is deleted (retention); not a cache hint."},
-    "listed": {"type": "boolean"},
-    "visibility": {"enum": ["private", "public"]},` + linkOutputProps
-
-const metaRequired = `"uri", "name", "title", "description", "mimeType", "size", "sha256", "createdAt", "lastModified", "listed", "visibility"`
-
-const saveOptionProps = `
-    "retention": {"type": ["string", "number"], "description": "How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."},
-    "listed": {"type": "boolean", "default": false, "description": "Show it in resources/list. Unlisted resources are still readable by URI."},
-    "visibility": {"enum": ["private", "public"], "default": "private", "description": "public: readable by any authenticated caller and cacheable across users."},
-    "scheme": {"type": "string", "description": "URI scheme to save under; defaults to the server's scheme of this kind."},` + linkInputProps
-
-func objectSchema(props, required string) string {
-	return `{"type": "object", "properties": {` + props + `}, "required": [` + required + `]}`
+// schemaLimits are the limit names a schema tag may use.
+func (s *Server) schemaLimits() map[string]int {
+	return map[string]int{
+		"maxHits":             s.limits.MaxHits,
+		"maxTitleBytes":       s.limits.MaxTitleBytes,
+		"maxDescriptionBytes": s.limits.MaxDescriptionBytes,
+		"maxPathBytes":        s.limits.MaxPathBytes,
+		"maxListLimit":        maxListLimit,
+		"defaultListLimit":    defaultListLimit,
+	}
 }
 
-// inputSchema is an object schema that, like the argument decoder, admits
-// no unknown properties.
-func inputSchema(props, required string) json.RawMessage {
-	return json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {` + props + `}, "required": [` + required + `]}`)
+// durationSchema is the schema of a duration argument (parseDuration).
+var durationSchema = &jsonschema.Schema{Types: []string{"string", "number"}}
+
+// schemaOf generates the schema of values of type t, with the keywords of
+// its schema tags and the limits filled in. It panics on a struct the
+// generator cannot describe or a malformed tag: both are programming
+// errors that every test run would hit.
+func schemaOf(t reflect.Type, limits map[string]int, input bool) *jsonschema.Schema {
+	sch, err := jsonschema.ForType(t, &jsonschema.ForOptions{
+		TypeSchemas: map[reflect.Type]*jsonschema.Schema{rawMessageType: durationSchema},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("server: schema of %v: %v", t, err))
+	}
+	refine(sch, t, limits, input)
+	return sch
 }
 
+// refine walks the schema generated for t next to t: it drops the "null"
+// jsonschema.For allows for pointers and slices (the decoder takes null
+// as absent; the hand-written schemas before never offered it), opens
+// output objects, and applies each field's schema tag.
+func refine(sch *jsonschema.Schema, t reflect.Type, limits map[string]int, input bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if i := indexOf(sch.Types, "null"); i >= 0 {
+		sch.Types = append(sch.Types[:i:i], sch.Types[i+1:]...)
+		if len(sch.Types) == 1 {
+			sch.Type, sch.Types = sch.Types[0], nil
+		}
+	}
+	switch {
+	case t == rawMessageType:
+	case t.Kind() == reflect.Slice && sch.Items != nil:
+		refine(sch.Items, t.Elem(), limits, input)
+	case t.Kind() == reflect.Struct:
+		if !input {
+			sch.AdditionalProperties = nil
+		}
+		for _, f := range reflect.VisibleFields(t) {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			p := sch.Properties[name]
+			if f.Anonymous || p == nil {
+				continue
+			}
+			refine(p, f.Type, limits, input)
+			if tag, ok := f.Tag.Lookup("schema"); ok {
+				applyTag(p, t.Name()+"."+f.Name, tag, limits)
+			}
+		}
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// applyTag sets the keywords of one schema tag on p.
+func applyTag(p *jsonschema.Schema, field, tag string, limits map[string]int) {
+	for kv := range strings.SplitSeq(tag, ";") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			panic(fmt.Sprintf("server: schema tag of %s: %q has no value", field, kv))
+		}
+		num := func() int {
+			if n, ok := limits[v]; ok {
+				return n
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				panic(fmt.Sprintf("server: schema tag of %s: %s=%q is neither a number nor a limit", field, k, v))
+			}
+			return n
+		}
+		switch k {
+		case "minLength":
+			p.MinLength = jsonschema.Ptr(num())
+		case "maxLength":
+			p.MaxLength = jsonschema.Ptr(num())
+		case "maxItems":
+			p.MaxItems = jsonschema.Ptr(num())
+		case "minimum":
+			p.Minimum = jsonschema.Ptr(float64(num()))
+		case "maximum":
+			p.Maximum = jsonschema.Ptr(float64(num()))
+		case "default":
+			if n, ok := limits[v]; ok {
+				v = strconv.Itoa(n)
+			}
+			if json.Valid([]byte(v)) {
+				p.Default = json.RawMessage(v)
+			} else {
+				p.Default, _ = json.Marshal(v)
+			}
+		case "enum":
+			p.Enum = nil
+			for e := range strings.SplitSeq(v, "|") {
+				p.Enum = append(p.Enum, e)
+			}
+		case "pattern":
+			p.Pattern = v
+		case "format":
+			p.Format = v
+		case "contentEncoding":
+			p.ContentEncoding = v
+		default:
+			panic(fmt.Sprintf("server: schema tag of %s: unknown keyword %q", field, k))
+		}
+	}
+}
+
+// inputSchemaOf is the inputSchema of the arguments of type T.
+func inputSchemaOf[T any](limits map[string]int) json.RawMessage {
+	return mustMarshal(schemaOf(reflect.TypeFor[T](), limits, true))
+}
+
+// successSchema is the schema of a success value of type T whose status
+// is one of statuses, with extra required properties.
+func successSchema[T any](limits map[string]int, statuses []string, required ...string) *jsonschema.Schema {
+	sch := schemaOf(reflect.TypeFor[T](), limits, false)
+	if st := sch.Properties["status"]; st != nil {
+		st.Type = ""
+		if len(statuses) == 1 {
+			c := any(statuses[0])
+			st.Const = &c
+		} else {
+			st.Enum = nil
+			for _, v := range statuses {
+				st.Enum = append(st.Enum, v)
+			}
+		}
+		required = append([]string{"status"}, required...)
+	}
+	for _, r := range required {
+		if indexOf(sch.Required, r) < 0 {
+			sch.Required = append(sch.Required, r)
+		}
+	}
+	return sch
+}
+
+func mustMarshal(sch *jsonschema.Schema) json.RawMessage {
+	b, err := json.Marshal(sch)
+	if err != nil {
+		panic(fmt.Sprintf("server: marshalling a schema: %v", err))
+	}
+	return b
+}
+
+// outputSchema is the anyOf of a success schema and failureSchema.
 func outputSchema(success string) json.RawMessage {
 	return json.RawMessage(`{"type": "object", "anyOf": [` + success + `, ` + failureSchema + `]}`)
+}
+
+// outputSchemaOf is outputSchema of a generated success schema.
+func outputSchemaOf(success *jsonschema.Schema) json.RawMessage {
+	return outputSchema(string(mustMarshal(success)))
 }
 
 type toolDef struct {
@@ -70,10 +227,10 @@ type toolDef struct {
 }
 
 func (s *Server) toolDefs() []toolDef {
-	metaOut := func(status string) string {
-		return objectSchema(`"status": {"const": "`+status+`"},`+metaProps, `"status", `+metaRequired)
-	}
+	lim := s.schemaLimits()
 	boolp := func(b bool) *bool { return &b }
+	list := successSchema[listValue](lim, []string{"ok"})
+	delete(list.Properties["items"].Items.Properties, "status") // items carry no status
 	return []toolDef{
 		{
 			scope: auth.ScopeWrite,
@@ -83,16 +240,9 @@ func (s *Server) toolDefs() []toolDef {
 				Title: "Save a search result snapshot",
 				Description: "Stores search hits as an immutable JSON snapshot {query,total,hits} and returns a resource_link to it. " +
 					"Return that link instead of the hits when they are too large to inline; the client reads it with resources/read.",
-				Annotations: &mcp.ToolAnnotations{DestructiveHint: boolp(false), IdempotentHint: false, OpenWorldHint: boolp(false)},
-				InputSchema: inputSchema(`
-    "query": {"type": "string", "minLength": 1, "description": "The search query the hits answer."},
-    "hits": {"type": "array", "maxItems": 10000, "items": {"type": "object", "properties": {
-        "id": {"type": "string", "minLength": 1}, "title": {"type": "string"}, "snippet": {"type": "string"},
-        "url": {"type": "string"}, "score": {"type": "number"}}, "required": ["id", "title", "snippet"], "additionalProperties": false}},
-    "total": {"type": "integer", "minimum": 0, "description": "Optional check: must equal the number of hits."},
-    "title": {"type": "string", "description": "Display title; default: derived from the query."},
-    "description": {"type": "string"},`+saveOptionProps, `"query", "hits"`),
-				OutputSchema: outputSchema(objectSchema(`"status": {"const": "created"},`+metaProps, `"status", "total", "expiresAt", `+metaRequired)),
+				Annotations:  &mcp.ToolAnnotations{DestructiveHint: boolp(false), IdempotentHint: false, OpenWorldHint: boolp(false)},
+				InputSchema:  inputSchemaOf[snapshotArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[metaValue](lim, []string{"created"}, "total", "expiresAt")),
 			},
 		},
 		{
@@ -103,17 +253,9 @@ func (s *Server) toolDefs() []toolDef {
 				Title: "Save a report",
 				Description: "Stores a report (text or binary) at a path you choose and returns a resource_link to it. " +
 					"Create-only by default; to replace pass ifMatch with the current sha256, or overwrite: true.",
-				Annotations: &mcp.ToolAnnotations{DestructiveHint: boolp(true), IdempotentHint: false, OpenWorldHint: boolp(false)},
-				InputSchema: inputSchema(`
-    "path": {"type": "string", "description": "Path below your tenant, e.g. billing/2026-11/import-dry-run: /-separated segments of A-Z a-z 0-9 . _ ~ -"},
-    "mimeType": {"type": "string", "description": "Media type of the body, e.g. text/markdown, text/csv, application/pdf."},
-    "text": {"type": "string", "description": "The body as text. Exactly one of text and blobBase64."},
-    "blobBase64": {"type": "string", "contentEncoding": "base64", "description": "The body as standard base64. Exactly one of text and blobBase64."},
-    "title": {"type": "string"},
-    "description": {"type": "string"},
-    "ifMatch": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "Replace only if the current body has this sha256."},
-    "overwrite": {"type": "boolean", "default": false, "description": "Create or replace unconditionally."},`+saveOptionProps, `"path", "mimeType"`),
-				OutputSchema: outputSchema(objectSchema(`"status": {"enum": ["created", "replaced"]},`+metaProps, `"status", "expiresAt", `+metaRequired)),
+				Annotations:  &mcp.ToolAnnotations{DestructiveHint: boolp(true), IdempotentHint: false, OpenWorldHint: boolp(false)},
+				InputSchema:  inputSchemaOf[reportArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[metaValue](lim, []string{"created", "replaced"}, "expiresAt")),
 			},
 		},
 		{
@@ -124,8 +266,8 @@ func (s *Server) toolDefs() []toolDef {
 				Title:        "Describe a stored resource",
 				Description:  "Returns the metadata of a resource (size, sha256, dates, visibility) without its body.",
 				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchema(`"uri": {"type": "string", "description": "A resource URI, e.g. report://<tenant>/<path>."},`+linkInputProps, `"uri"`),
-				OutputSchema: outputSchema(metaOut("found")),
+				InputSchema:  inputSchemaOf[statArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[metaValue](lim, []string{"found"})),
 			},
 		},
 		{
@@ -136,32 +278,23 @@ func (s *Server) toolDefs() []toolDef {
 				Title: "List your stored resources",
 				Description: "Lists all of your resources, listed or not, in URI order, with metadata and a resource_link each. " +
 					"Page with nextCursor.",
-				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema: inputSchema(`
-    "scheme": {"type": "string", "description": "Only this scheme, e.g. report."},
-    "prefix": {"type": "string", "description": "Only paths starting with this (needs scheme)."},
-    "cursor": {"type": "string", "description": "nextCursor of the previous page."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}`, ``),
-				OutputSchema: outputSchema(objectSchema(`
-    "status": {"const": "ok"},
-    "items": {"type": "array", "items": `+objectSchema(metaProps, metaRequired)+`},
-    "nextCursor": {"type": "string"}`, `"status", "items"`)),
+				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
+				InputSchema:  inputSchemaOf[listArgs](lim),
+				OutputSchema: outputSchemaOf(list),
 			},
 		},
 		{
 			scope: auth.ScopeWrite,
 			fn:    s.deleteResource,
 			tool: &mcp.Tool{
-				Name:        "delete_resource",
-				Title:       "Delete a stored resource",
-				Description: "Deletes one of your resources; with ifMatch only if its body still has that sha256.",
-				Annotations: &mcp.ToolAnnotations{DestructiveHint: boolp(true), IdempotentHint: true, OpenWorldHint: boolp(false)},
-				InputSchema: inputSchema(`
-    "uri": {"type": "string"},
-    "ifMatch": {"type": "string", "pattern": "^[0-9a-f]{64}$"}`, `"uri"`),
-				OutputSchema: outputSchema(objectSchema(`"status": {"const": "deleted"}, "uri": {"type": "string"}`, `"status", "uri"`)),
+				Name:         "delete_resource",
+				Title:        "Delete a stored resource",
+				Description:  "Deletes one of your resources; with ifMatch only if its body still has that sha256.",
+				Annotations:  &mcp.ToolAnnotations{DestructiveHint: boolp(true), IdempotentHint: true, OpenWorldHint: boolp(false)},
+				InputSchema:  inputSchemaOf[uriArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[deletedValue](lim, []string{"deleted"})),
 			},
 		},
-		s.readResourceToolDef(),
+		s.readResourceToolDef(lim),
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
 	"github.com/resourced/resourced/uri"
 )
 
@@ -72,26 +73,20 @@ func resourceLink(m *store.Meta) *mcp.ResourceLink {
 	}
 }
 
-// metaValue is a resource's metadata as tools return it.
-type metaValue struct {
-	Status       string `json:"status,omitempty"`
-	URI          string `json:"uri"`
-	Name         string `json:"name"`
-	Title        string `json:"title"`
-	Description  string `json:"description"`
-	MIMEType     string `json:"mimeType"`
-	Size         int64  `json:"size"`
-	SHA256       string `json:"sha256"`
-	Total        *int   `json:"total,omitempty"`
-	CreatedAt    string `json:"createdAt"`
-	LastModified string `json:"lastModified"`
-	ExpiresAt    string `json:"expiresAt,omitempty"`
-	Listed       bool   `json:"listed"`
-	Visibility   string `json:"visibility"`
-	// A signed link to the body, when the caller asked (blobs.go).
-	DownloadURL          string `json:"downloadUrl,omitempty"`
-	DownloadURLExpiresAt string `json:"downloadUrlExpiresAt,omitempty"`
-}
+// The tools' wire types live in toolapi, shared with the Go client; the
+// server calls them by these names.
+type (
+	metaValue    = toolapi.Metadata
+	saveOptions  = toolapi.SaveOptions
+	hit          = toolapi.Hit
+	snapshotArgs = toolapi.SearchSnapshotArgs
+	reportArgs   = toolapi.ReportArgs
+	uriArgs      = toolapi.DeleteArgs
+	statArgs     = toolapi.StatArgs
+	deletedValue = toolapi.DeleteResult
+	listArgs     = toolapi.ListArgs
+	listValue    = toolapi.ListResult
+)
 
 func metaValueOf(status string, m *store.Meta) metaValue {
 	v := metaValue{
@@ -112,17 +107,6 @@ func metaValueOf(status string, m *store.Meta) metaValue {
 		v.ExpiresAt = formatTime(m.Expires)
 	}
 	return v
-}
-
-// saveOptions are the arguments both save tools share.
-type saveOptions struct {
-	Scheme     string          `json:"scheme"`
-	Retention  json.RawMessage `json:"retention"`
-	Listed     bool            `json:"listed"`
-	Visibility string          `json:"visibility"`
-	// IncludeDownloadURL asks for a signed link in the result (blobs.go).
-	IncludeDownloadURL bool            `json:"includeDownloadUrl"`
-	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl"`
 }
 
 // resolve checks the shared save options against the scheme of kind and
@@ -207,23 +191,6 @@ func (s *Server) put(ctx context.Context, obj *store.Object, cond store.Cond) (s
 
 // --- save_search_snapshot ---------------------------------------------------
 
-type hit struct {
-	ID      string   `json:"id"`
-	Title   string   `json:"title"`
-	Snippet string   `json:"snippet"`
-	URL     *string  `json:"url,omitempty"`
-	Score   *float64 `json:"score,omitempty"`
-}
-
-type snapshotArgs struct {
-	Query       string `json:"query"`
-	Hits        []hit  `json:"hits"`
-	Total       *int   `json:"total"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	saveOptions
-}
-
 // snapshotDoc is the stored body of a search snapshot.
 type snapshotDoc struct {
 	Query string `json:"query"`
@@ -264,7 +231,7 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 		return nil, terr
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	sc, expires, vis, terr := s.resolve(&a.saveOptions, KindSearch, now)
+	sc, expires, vis, terr := s.resolve(&a.SaveOptions, KindSearch, now)
 	if terr != nil {
 		return nil, terr
 	}
@@ -328,18 +295,6 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // --- save_report --------------------------------------------------------------
 
-type reportArgs struct {
-	Path        string  `json:"path"`
-	MIMEType    string  `json:"mimeType"`
-	Text        *string `json:"text"`
-	BlobBase64  *string `json:"blobBase64"`
-	Title       string  `json:"title"`
-	Description string  `json:"description"`
-	IfMatch     string  `json:"ifMatch"`
-	Overwrite   bool    `json:"overwrite"`
-	saveOptions
-}
-
 func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
 	var a reportArgs
 	if terr := decodeArgs(raw, &a); terr != nil {
@@ -391,7 +346,7 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 		cond = store.Cond{Kind: store.Always}
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	sc, expires, vis, terr := s.resolve(&a.saveOptions, KindReport, now)
+	sc, expires, vis, terr := s.resolve(&a.SaveOptions, KindReport, now)
 	if terr != nil {
 		return nil, terr
 	}
@@ -444,11 +399,6 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 
 // --- stat_resource, delete_resource ---------------------------------------------
 
-type uriArgs struct {
-	URI     string `json:"uri"`
-	IfMatch string `json:"ifMatch"`
-}
-
 // parseToolURI validates a URI argument. A malformed URI is a
 // validation_error; a scheme we do not serve is simply not found.
 func (s *Server) parseToolURI(raw string) (uri.URI, *toolError) {
@@ -477,11 +427,7 @@ func notFoundTool(raw string) *toolError {
 }
 
 func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a struct {
-		URI                string          `json:"uri"`
-		IncludeDownloadURL bool            `json:"includeDownloadUrl"`
-		DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl"`
-	}
+	var a statArgs
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
@@ -543,10 +489,7 @@ func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.
 	default:
 		return nil, s.storeFailure(ctx, "store delete", err)
 	}
-	return &toolValue{value: struct {
-		Status string `json:"status"`
-		URI    string `json:"uri"`
-	}{"deleted", a.URI}}, nil
+	return &toolValue{value: deletedValue{Status: "deleted", URI: a.URI}}, nil
 }
 
 // --- list_resources ------------------------------------------------------------
@@ -557,12 +500,7 @@ const (
 )
 
 func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a struct {
-		Scheme string `json:"scheme"`
-		Prefix string `json:"prefix"`
-		Cursor string `json:"cursor"`
-		Limit  *int   `json:"limit"`
-	}
+	var a listArgs
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
@@ -613,11 +551,7 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 		}
 		q.After = page.Next
 	}
-	v := struct {
-		Status     string      `json:"status"`
-		Items      []metaValue `json:"items"`
-		NextCursor string      `json:"nextCursor,omitempty"`
-	}{Status: "ok", Items: items}
+	v := listValue{Status: "ok", Items: items}
 	if q.After != (store.Position{}) {
 		v.NextCursor = encodeCursor(p.Tenant, binding, cursorBody{Scheme: q.After.Scheme, Path: q.After.Path})
 	}

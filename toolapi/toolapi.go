@@ -1,0 +1,159 @@
+// Package toolapi holds the arguments and results of resourced's tools as
+// they travel in JSON: what a tools/call sends as arguments and what a
+// result carries as structuredContent. The server decodes into these
+// types and generates the tools' inputSchema and outputSchema from them;
+// the Go client (package resourced in client/) encodes and decodes with
+// them, so the two cannot disagree about a name or a type.
+//
+// The struct tags are the contract: json names the property (a field
+// without omitempty is required), jsonschema is its description, and
+// schema lists further JSON Schema keywords (see server/schemas.go, which
+// reads them; a number there may name a configured limit such as maxHits).
+//
+// It imports only the standard library.
+package toolapi
+
+import "encoding/json"
+
+// Metadata is a resource's metadata as the save tools, stat_resource and
+// list_resources return it.
+type Metadata struct {
+	Status       string `json:"status,omitempty"`
+	URI          string `json:"uri" jsonschema:"Resource URI; read it with resources/read."`
+	Name         string `json:"name"`
+	Title        string `json:"title"`
+	Description  string `json:"description"`
+	MIMEType     string `json:"mimeType"`
+	Size         int64  `json:"size" jsonschema:"Body length in bytes, before any encoding." schema:"minimum=0"`
+	SHA256       string `json:"sha256" jsonschema:"SHA-256 of the body; pass it as ifMatch to replace or delete." schema:"pattern=^[0-9a-f]{64}$"`
+	Total        *int   `json:"total,omitempty" schema:"minimum=0"`
+	CreatedAt    string `json:"createdAt" schema:"format=date-time"`
+	LastModified string `json:"lastModified" schema:"format=date-time"`
+	ExpiresAt    string `json:"expiresAt,omitempty" jsonschema:"When the resource is deleted (retention); not a cache hint." schema:"format=date-time"`
+	Listed       bool   `json:"listed"`
+	Visibility   string `json:"visibility" schema:"enum=private|public"`
+	DownloadLink
+}
+
+// DownloadLink is the signed link to the body a result carries when the
+// caller asked for one (includeDownloadUrl).
+type DownloadLink struct {
+	DownloadURL          string `json:"downloadUrl,omitempty" jsonschema:"Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires." schema:"format=uri"`
+	DownloadURLExpiresAt string `json:"downloadUrlExpiresAt,omitempty" schema:"format=date-time"`
+}
+
+// LinkOptions are the arguments of tools that can return a signed
+// download link.
+type LinkOptions struct {
+	IncludeDownloadURL bool            `json:"includeDownloadUrl,omitempty" jsonschema:"Also return downloadUrl: a signed HTTPS link to the raw body that works without a token until downloadUrlExpiresAt." schema:"default=false"`
+	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl,omitempty" jsonschema:"Life of the download link: seconds or an ISO-8601 duration (\"PT10M\"); capped by the server's maximum and the resource's expiry."`
+}
+
+// SaveOptions are the arguments both save tools share.
+type SaveOptions struct {
+	Retention  json.RawMessage `json:"retention,omitempty" jsonschema:"How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."`
+	Listed     bool            `json:"listed,omitempty" jsonschema:"Show it in resources/list. Unlisted resources are still readable by URI." schema:"default=false"`
+	Visibility string          `json:"visibility,omitempty" jsonschema:"public: readable by any authenticated caller and cacheable across users." schema:"enum=private|public;default=private"`
+	Scheme     string          `json:"scheme,omitempty" jsonschema:"URI scheme to save under; defaults to the server's scheme of this kind."`
+	LinkOptions
+}
+
+// Hit is one search hit of a snapshot.
+type Hit struct {
+	ID      string   `json:"id" schema:"minLength=1"`
+	Title   string   `json:"title"`
+	Snippet string   `json:"snippet"`
+	URL     *string  `json:"url,omitempty"`
+	Score   *float64 `json:"score,omitempty"`
+}
+
+// SearchSnapshotArgs are save_search_snapshot's arguments.
+type SearchSnapshotArgs struct {
+	Query       string `json:"query" jsonschema:"The search query the hits answer." schema:"minLength=1"`
+	Hits        []Hit  `json:"hits" schema:"maxItems=maxHits"`
+	Total       *int   `json:"total,omitempty" jsonschema:"Optional check: must equal the number of hits." schema:"minimum=0"`
+	Title       string `json:"title,omitempty" jsonschema:"Display title; default: derived from the query." schema:"maxLength=maxTitleBytes"`
+	Description string `json:"description,omitempty" schema:"maxLength=maxDescriptionBytes"`
+	SaveOptions
+}
+
+// ReportArgs are save_report's arguments.
+type ReportArgs struct {
+	Path        string  `json:"path" jsonschema:"Path below your tenant, e.g. billing/2026-11/import-dry-run: /-separated segments of A-Z a-z 0-9 . _ ~ -" schema:"maxLength=maxPathBytes"`
+	MIMEType    string  `json:"mimeType" jsonschema:"Media type of the body, e.g. text/markdown, text/csv, application/pdf."`
+	Text        *string `json:"text,omitempty" jsonschema:"The body as text. Exactly one of text and blobBase64."`
+	BlobBase64  *string `json:"blobBase64,omitempty" jsonschema:"The body as standard base64. Exactly one of text and blobBase64." schema:"contentEncoding=base64"`
+	Title       string  `json:"title,omitempty" schema:"maxLength=maxTitleBytes"`
+	Description string  `json:"description,omitempty" schema:"maxLength=maxDescriptionBytes"`
+	IfMatch     string  `json:"ifMatch,omitempty" jsonschema:"Replace only if the current body has this sha256." schema:"pattern=^[0-9a-f]{64}$"`
+	Overwrite   bool    `json:"overwrite,omitempty" jsonschema:"Create or replace unconditionally." schema:"default=false"`
+	SaveOptions
+}
+
+// DeleteArgs are delete_resource's arguments.
+type DeleteArgs struct {
+	URI     string `json:"uri"`
+	IfMatch string `json:"ifMatch,omitempty" schema:"pattern=^[0-9a-f]{64}$"`
+}
+
+// StatArgs are stat_resource's arguments.
+type StatArgs struct {
+	URI string `json:"uri" jsonschema:"A resource URI, e.g. report://<tenant>/<path>."`
+	LinkOptions
+}
+
+// DeleteResult is delete_resource's success value.
+type DeleteResult struct {
+	Status string `json:"status"`
+	URI    string `json:"uri"`
+}
+
+// ListArgs are list_resources' arguments.
+type ListArgs struct {
+	Scheme string `json:"scheme,omitempty" jsonschema:"Only this scheme, e.g. report."`
+	Prefix string `json:"prefix,omitempty" jsonschema:"Only paths starting with this (needs scheme)."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page."`
+	Limit  *int   `json:"limit,omitempty" schema:"minimum=1;maximum=maxListLimit;default=defaultListLimit"`
+}
+
+// ListResult is list_resources' success value.
+type ListResult struct {
+	Status     string     `json:"status"`
+	Items      []Metadata `json:"items"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// ReadArgs are read_resource's arguments.
+type ReadArgs struct {
+	URI       string `json:"uri" jsonschema:"A resource URI, e.g. report://<tenant>/<path>."`
+	Offset    *int64 `json:"offset,omitempty" jsonschema:"First byte of the window (default 0). Not with startLine/lineCount." schema:"minimum=0"`
+	Length    *int64 `json:"length,omitempty" jsonschema:"Bytes wanted (default: as many as fit)." schema:"minimum=1"`
+	StartLine *int64 `json:"startLine,omitempty" jsonschema:"First line of the window, from 1 (textual bodies only)." schema:"minimum=1"`
+	LineCount *int64 `json:"lineCount,omitempty" jsonschema:"Lines wanted (default: as many as fit)." schema:"minimum=1"`
+	LinkOptions
+}
+
+// ReadRange is the part of the body a window holds.
+type ReadRange struct {
+	Offset    int64  `json:"offset" schema:"minimum=0"`
+	Length    int64  `json:"length" schema:"minimum=0"`
+	StartLine *int64 `json:"startLine,omitempty" schema:"minimum=1"`
+	LineCount *int64 `json:"lineCount,omitempty" schema:"minimum=0"`
+}
+
+// ReadResult is read_resource's success value (the window itself is a
+// separate content item).
+type ReadResult struct {
+	Status       string    `json:"status"`
+	URI          string    `json:"uri"`
+	MIMEType     string    `json:"mimeType"`
+	Encoding     string    `json:"encoding" jsonschema:"How the window item carries the bytes: a text item, or an embedded resource with a base64 blob." schema:"enum=text|base64"`
+	TotalSize    int64     `json:"totalSize" jsonschema:"Size of the whole body in bytes." schema:"minimum=0"`
+	SHA256       string    `json:"sha256" jsonschema:"SHA-256 of the whole body." schema:"pattern=^[0-9a-f]{64}$"`
+	LastModified string    `json:"lastModified" schema:"format=date-time"`
+	Range        ReadRange `json:"range" jsonschema:"The bytes (and lines) the window holds."`
+	NextOffset   *int64    `json:"nextOffset,omitempty" jsonschema:"Byte offset of the next window; absent at the end." schema:"minimum=0"`
+	NextLine     *int64    `json:"nextLine,omitempty" jsonschema:"Line of the next window (line windows only); absent at the end." schema:"minimum=1"`
+	Truncated    bool      `json:"truncated" jsonschema:"The window was cut to fit the result size limit."`
+	DownloadLink
+}
