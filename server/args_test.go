@@ -66,7 +66,7 @@ func TestOversizedDurationsAreCapped(t *testing.T) {
 			t.Errorf("save_report with retention and downloadUrlTtl %s: %v %v", v, rerr, res["structuredContent"])
 			continue
 		}
-		sc := structured(t, res)
+		sc := structuredOf(t, res)
 		if want := e.clock.Add(8760 * time.Hour).Format(time.RFC3339); sc["expiresAt"] != want {
 			t.Errorf("retention %s: expiresAt %v, want %s (maxRetention)", v, sc["expiresAt"], want)
 		}

@@ -68,8 +68,8 @@ func (b *Budgets) applyDefaults() {
 	}
 }
 
-// at is the time n bytes take at rate bytes per second, plus grace.
-func at(grace time.Duration, n, rate int64) time.Duration {
+// budgetAt is the time n bytes take at rate bytes per second, plus grace.
+func budgetAt(grace time.Duration, n, rate int64) time.Duration {
 	if n <= 0 {
 		return grace
 	}
@@ -117,9 +117,9 @@ func (w *guardWriter) begin() {
 func (w *guardWriter) apply(n int64) {
 	var d time.Time
 	if w.stream {
-		d = time.Now().Add(at(w.b.WriteGrace, n, w.b.WriteMinRate))
+		d = time.Now().Add(budgetAt(w.b.WriteGrace, n, w.b.WriteMinRate))
 	} else {
-		d = w.first.Add(at(w.b.WriteGrace, w.size, w.b.WriteMinRate))
+		d = w.first.Add(budgetAt(w.b.WriteGrace, w.size, w.b.WriteMinRate))
 		if !w.deadline.IsZero() && d.Sub(w.deadline) < deadlineStep {
 			return
 		}
@@ -229,7 +229,7 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	n, err := d.ReadCloser.Read(p)
 	d.read += int64(n)
 	if d.moving && n > 0 {
-		if next := d.start.Add(at(d.b.BodyGrace, d.read, d.b.BodyMinRate)); next.Sub(d.set) >= deadlineStep {
+		if next := d.start.Add(budgetAt(d.b.BodyGrace, d.read, d.b.BodyMinRate)); next.Sub(d.set) >= deadlineStep {
 			d.set = next
 			_ = d.rc.SetReadDeadline(next)
 		}
@@ -266,7 +266,7 @@ func (s *Server) withDeadlines(gw *guardWriter, r *http.Request) *http.Request {
 	}
 	now := time.Now()
 	d := &deadlineBody{ReadCloser: r.Body, rc: gw.rc, b: &s.budgets, start: now, moving: r.ContentLength < 0}
-	d.set = now.Add(at(s.budgets.BodyGrace, max(r.ContentLength, 0), s.budgets.BodyMinRate))
+	d.set = now.Add(budgetAt(s.budgets.BodyGrace, max(r.ContentLength, 0), s.budgets.BodyMinRate))
 	if err := gw.rc.SetReadDeadline(d.set); err != nil {
 		return r // no deadlines on this writer (not a net/http connection)
 	}

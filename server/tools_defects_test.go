@@ -47,8 +47,8 @@ func (e *linkEnv) callRaw(t *testing.T, tool string, args []byte) (map[string]an
 	return env.Result, env.Error
 }
 
-// structured returns the structuredContent of a tool result.
-func structured(t *testing.T, res map[string]any) map[string]any {
+// structuredOf returns the structuredContent of a tool result.
+func structuredOf(t *testing.T, res map[string]any) map[string]any {
 	t.Helper()
 	sc, _ := res["structuredContent"].(map[string]any)
 	if sc == nil {
@@ -67,6 +67,7 @@ func newToolsEnv(t *testing.T) *linkEnv {
 	s, err := New(Options{
 		Store: e.st, BaseURL: "http://links.test", Auth: tenantAuth{}, Fixtures: true,
 		Now:     func() time.Time { return *e.clock },
+		Budgets: Budgets{SaveRate: -1}, // calls every tool with every kind of value, fast
 		LinkKey: testLinkKey, LinkTTL: 5 * time.Minute, LinkMaxTTL: 10 * time.Minute,
 		Schemes: []Scheme{
 			{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 720 * time.Hour, MaxBytes: 1 << 20},
@@ -113,7 +114,7 @@ func TestInvalidUnicodeArgumentsRefused(t *testing.T) {
 			t.Errorf("%s %q: JSON-RPC error %v", tc.tool, tc.args, rerr)
 			continue
 		}
-		sc := structured(t, res)
+		sc := structuredOf(t, res)
 		fe, _ := sc["fieldErrors"].([]any)
 		if res["isError"] != true || sc["errorKind"] != kindValidation || len(fe) != 1 || fe[0].(map[string]any)["field"] != tc.field {
 			t.Errorf("%s %q = %v, want a validation_error naming %s", tc.tool, tc.args, sc, tc.field)
@@ -223,7 +224,7 @@ func TestArgumentErrorsNameThePath(t *testing.T) {
 		if rerr != nil {
 			t.Fatal(rerr)
 		}
-		sc := structured(t, res)
+		sc := structuredOf(t, res)
 		fe, _ := sc["fieldErrors"].([]any)
 		if len(fe) != 1 || fe[0].(map[string]any)["field"] != tc.field || !strings.Contains(fe[0].(map[string]any)["message"].(string), tc.msg) {
 			t.Errorf("%s(%s) = %v, want %s: %s…", tc.tool, tc.args, sc, tc.field, tc.msg)
