@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -30,7 +32,7 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-var subcommands = []string{"serve", "token", "fsck", "backup", "check", "version"}
+var subcommands = []string{"serve", "token", "fsck", "backup", "check", "health", "version"}
 
 // TestHelpEveryCommand: --help and -h, on the top level and on every
 // subcommand, print usage to stdout, nothing to stderr, and exit 0; the
@@ -78,6 +80,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"backup"},
 		{"version", "--nope"},
 		{"check", "--nope"},
+		{"health", "stray"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, _, stderr := runCmd(t, args...)
@@ -282,4 +285,24 @@ func TestTokenAudience(t *testing.T) {
 			t.Errorf("--listen unlike the running server's: stderr %q has no warning", stderr)
 		}
 	})
+}
+
+// TestHealth: health succeeds on a 200 from /healthz and fails otherwise.
+func TestHealth(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer ok.Close()
+	if code, stdout, stderr := runCmd(t, "health", "--url", ok.URL+"/healthz"); code != 0 || stdout != "ok\n" {
+		t.Errorf("health of a healthy server: exit %d, %q %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runCmd(t, "health", "--url", ok.URL+"/nope"); code != 1 || !strings.Contains(stderr, "404") {
+		t.Errorf("health of a 404: exit %d, %q; want 1", code, stderr)
+	}
+	ok.Close()
+	if code, _, _ := runCmd(t, "health", "--url", ok.URL+"/healthz", "--timeout", "1s"); code != 1 {
+		t.Errorf("health of a stopped server: exit %d, want 1", code)
+	}
 }

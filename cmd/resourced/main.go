@@ -108,6 +108,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return backup(args, getenv, stdout, stderr)
 	case "check":
 		return check(ctx, args, stdout, stderr)
+	case "health":
+		return health(args, stdout, stderr)
 	case "version":
 		fs := newFlagSet("version", "resourced version", "Prints the version, VCS revision and Go version of this build.")
 		if err := parseFlags(fs, args, stdout, stderr); err != nil {
@@ -144,6 +146,8 @@ usage:
   resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25]
                   [--json FILE] [--markdown FILE] [--timeout 30s] [--list]
                                         check any MCP server against the protocol and contract
+  resourced health [--url http://127.0.0.1:8765/healthz]
+                                        exit 0 if a server's /healthz answers 200 (container healthchecks)
   resourced version                     print the version (also: --version, -v)
   resourced help [COMMAND]              this overview, or a command's flags (also: COMMAND --help)
 
