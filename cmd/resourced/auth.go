@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -136,54 +137,107 @@ func audiences(cfg *config.Config) []string {
 	return []string{cfg.CanonicalBaseURL()}
 }
 
-// token mints a token with the configured HMAC key:
+// token mints a token with the configured HMAC key, for the server that
+// the same --config, --listen, --base-url, --data-dir and environment as
+// serve's describe. When a server runs on that data directory, its answer
+// on the admin socket (the issuer and audience it verifies) wins over the
+// config, environment and defaults; --listen and --base-url on the command
+// line win over it, with a warning when they differ. It says on stderr
+// which audience it used and why. It never creates a key: a data directory
+// without one has had no server started on it.
 //
-//	resourced token --tenant T --scope "resources:read resources:write" --ttl 1h [--config FILE] [--data-dir DIR]
+//	resourced token --tenant T --scope "resources:read resources:write" --ttl 1h [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
 func token(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var path, dataDir, tenant, scope, subject string
+	fs := newFlagSet("token", "resourced token [--tenant T] [--scope SCOPES] [--ttl 1h] [--subject S] [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]",
+		"Mints a token with the HMAC key of the server's data directory. Its audience and issuer are the\n"+
+			"server's canonical URL, derived as serve derives it (--base-url, baseURL, http://<listen>), or\n"+
+			"asked from the server running on that data directory. The token goes to stdout, what it is for\n"+
+			"to stderr.")
+	sf := addServerFlags(fs, getenv)
+	var tenant, scope, subject string
 	var ttl time.Duration
-	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
-	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
 	fs.StringVar(&tenant, "tenant", auth.DefaultTenant, "tenant the token acts for")
 	fs.StringVar(&scope, "scope", auth.ScopeRead+" "+auth.ScopeWrite, "space-separated scopes")
 	fs.StringVar(&subject, "subject", "resourced-token", "sub claim")
 	fs.DurationVar(&ttl, "ttl", time.Hour, "lifetime")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	cfg, err := loadFile(path, getenv)
+	cfg, err := sf.load(getenv)
 	if err != nil {
 		return err
 	}
-	cfg.Apply(config.Overrides{DataDir: dataDir})
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
 	if cfg.Auth.Mode != "jwt" {
 		return errors.New("auth.mode is not jwt: this server accepts no tokens")
 	}
-	if cfg.Auth.JWKSURL != "" || len(cfg.Auth.PublicKeyFiles) > 0 {
+	if externalKeys(cfg) {
 		return errors.New("this server verifies tokens of an external issuer (jwksURL or publicKeyFiles): mint tokens there")
 	}
-	keyPath := cfg.Auth.HMACSecretFile
-	var key []byte
-	if keyPath != "" {
-		key, err = auth.LoadHMACKey(keyPath)
-	} else {
-		key, _, err = auth.LoadOrCreateHMACKey(cfg.DefaultHMACKeyFile())
-	}
+	key, err := tokenKey(cfg)
 	if err != nil {
 		return err
 	}
+	iss, aud, why := tokenAudience(cfg, sf, getenv, stderr)
 	tok, err := auth.Mint(key, auth.MintClaims{
-		Issuer: issuer(cfg), Audience: audiences(cfg)[0], Tenant: tenant, TenantClaim: cfg.Auth.TenantClaim,
+		Issuer: iss, Audience: aud, Tenant: tenant, TenantClaim: cfg.Auth.TenantClaim,
 		Subject: subject, Scopes: strings.Fields(scope), TTL: ttl, Now: time.Now(),
 	})
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stderr, "resourced token: for audience %s (%s), tenant %q, valid %s\n", aud, why, tenant, ttl)
 	fmt.Fprintln(stdout, tok)
 	return nil
+}
+
+// tokenKey loads the HMAC key serve would verify with. The data
+// directory's key must exist: a fresh one would sign tokens no server
+// accepts.
+func tokenKey(cfg *config.Config) ([]byte, error) {
+	if cfg.Auth.HMACSecretFile != "" {
+		return auth.LoadHMACKey(cfg.Auth.HMACSecretFile)
+	}
+	path := cfg.DefaultHMACKeyFile()
+	key, err := auth.LoadHMACKey(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Stat(cfg.DataDir); errors.Is(derr, fs.ErrNotExist) {
+			return nil, missingError("there is no data directory %s: no server has been started there, so there is no key to sign with "+
+				"(is --data-dir right? Start `resourced serve` once to create it)", cfg.DataDir)
+		}
+		return nil, missingError("there is no signing key %s: the server has not been started on %s yet "+
+			"(start `resourced serve` once to create it, or pass the --data-dir or --config of your server)", path, cfg.DataDir)
+	}
+	return key, err
+}
+
+// tokenAudience is the issuer and audience to mint for, and why.
+func tokenAudience(cfg *config.Config, sf *serverFlags, getenv func(string) string, stderr io.Writer) (iss, aud, why string) {
+	iss, aud = issuer(cfg), audiences(cfg)[0]
+	explicit := sf.baseURL != "" || sf.o.Listen != ""
+	running, ok := runningVerifier(cfg)
+	switch {
+	case ok && !explicit:
+		return running.Issuer, running.Audience, "asked the server running on " + cfg.DataDir
+	case ok && (running.Audience != aud || running.Issuer != iss):
+		fmt.Fprintf(stderr, "resourced token: warning: the server running on %s verifies audience %s and issuer %s; it will refuse this token\n",
+			cfg.DataDir, running.Audience, running.Issuer)
+	}
+	switch {
+	case len(cfg.Auth.Audiences) > 0:
+		why = "auth.audiences"
+	case sf.baseURL != "":
+		why = "--base-url"
+	case sf.o.Listen != "":
+		why = "--listen"
+	case cfg.BaseURL != "":
+		why = "baseURL of the config"
+	case getenv("RESOURCED_LISTEN") != "":
+		why = "RESOURCED_LISTEN; no server is running on " + cfg.DataDir
+	default:
+		why = "listen address of the config or the default; no server is running on " + cfg.DataDir
+	}
+	return iss, aud, why
 }

@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/resourced/resourced/config"
@@ -21,7 +23,9 @@ import (
 // The admin socket: a Unix socket in the data directory, mode 0600, served
 // while the server runs with the bbolt backend. Whoever may open it may
 // read the database file anyway, so the file mode is its authentication.
-// It serves GET /backup: an online backup from one read transaction.
+// It serves GET /backup, an online backup from one read transaction, and
+// GET /baseurl, the canonical URL, token issuer and audience the running
+// server verifies (adminVerifier), which `resourced token` mints for.
 
 const adminSocketName = "resourced.sock"
 
@@ -32,12 +36,43 @@ type backuper interface {
 	Backup(w io.Writer) (int64, error)
 }
 
-// serveAdmin starts the admin socket when the store supports backups; the
-// returned func stops it.
-func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (func(), error) {
+// adminVerifier is the answer of GET /baseurl.
+type adminVerifier struct {
+	BaseURL  string `json:"baseURL"`
+	Issuer   string `json:"issuer"`
+	Audience string `json:"audience"`
+}
+
+// adminServer is a running admin socket. A nil *adminServer (no socket)
+// ignores every call.
+type adminServer struct {
+	hs       *http.Server
+	path     string
+	verifier atomic.Pointer[adminVerifier]
+}
+
+// setVerifier publishes what GET /baseurl answers, once the server knows
+// its canonical URL (after it listens: port 0 is chosen then). Until then
+// GET /baseurl is 503.
+func (a *adminServer) setVerifier(issuer, audience, baseURL string) {
+	if a != nil {
+		a.verifier.Store(&adminVerifier{BaseURL: baseURL, Issuer: issuer, Audience: audience})
+	}
+}
+
+func (a *adminServer) stop() {
+	if a != nil {
+		a.hs.Close()
+		os.Remove(a.path)
+	}
+}
+
+// serveAdmin starts the admin socket when the store supports backups (nil,
+// nil when it does not).
+func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (*adminServer, error) {
 	b, ok := st.(backuper)
 	if !ok {
-		return func() {}, nil
+		return nil, nil
 	}
 	path := adminSocketPath(cfg)
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
@@ -52,6 +87,7 @@ func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (func(),
 	if adminListened != nil {
 		adminListened(path)
 	}
+	a := &adminServer{path: path}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
@@ -62,9 +98,47 @@ func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (func(),
 		}
 		log.Info("backup written", "bytes", n)
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	return func() { hs.Close(); os.Remove(path) }, nil
+	mux.HandleFunc("GET /baseurl", func(w http.ResponseWriter, r *http.Request) {
+		v := a.verifier.Load()
+		if v == nil {
+			http.Error(w, "the server is starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	})
+	a.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go a.hs.Serve(ln)
+	return a, nil
+}
+
+// adminClient is an HTTP client whose every request goes to the admin
+// socket of cfg's data directory.
+func adminClient(cfg *config.Config, timeout time.Duration) *http.Client {
+	sock := adminSocketPath(cfg)
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+}
+
+// runningVerifier asks the server running on cfg's data directory, if
+// any, what it verifies; ok is false when none answers.
+func runningVerifier(cfg *config.Config) (v adminVerifier, ok bool) {
+	c := adminClient(cfg, 5*time.Second)
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("http://resourced/baseurl")
+	if err != nil {
+		return v, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return v, false
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&v); err != nil || v.BaseURL == "" {
+		return adminVerifier{}, false
+	}
+	return v, true
 }
 
 // adminListened, when set (by tests), is called as soon as the admin
@@ -104,21 +178,27 @@ func listenPrivate(path string) (net.Listener, error) {
 }
 
 // backup writes an online backup of the bbolt file to --out: through the
-// running server's admin socket, or, when no server runs, from the file.
+// running server's admin socket, or, when no server runs, from the file. It
+// never creates a database: with no server answering and no file at the
+// path, it fails. It writes a temporary file next to --out and moves it
+// into place only when complete; an existing --out is kept unless --force.
 //
-//	resourced backup --out FILE [--config FILE] [--data-dir DIR]
+//	resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
 func backup(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("backup", "resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]",
+		"Writes a consistent copy of the bbolt database: online through the running server's admin\n"+
+			"socket (<dataDir>/resourced.sock), or from the file when no server runs on it.")
 	var path, dataDir, out string
+	var force bool
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
 	fs.StringVar(&out, "out", "", "file to write the backup to (required)")
-	if err := fs.Parse(args); err != nil {
+	fs.BoolVar(&force, "force", false, "replace --out if it exists")
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if out == "" {
-		return errors.New("--out FILE is required")
+		return usageError(errors.New("backup: --out FILE is required"))
 	}
 	cfg, err := loadFile(path, getenv)
 	if err != nil {
@@ -128,11 +208,16 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	if cfg.Store.Backend != "bbolt" {
 		return fmt.Errorf("backup works on the bbolt backend; store.backend is %q (back up the bucket with your S3 tools)", cfg.Store.Backend)
 	}
-	tmp := out + ".partial"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
+	if !force {
+		if _, err := os.Lstat(out); err == nil {
+			return usageError(fmt.Errorf("backup: %s exists; pass --force to replace it", out))
+		}
 	}
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".partial-*") // mode 0600
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	tmp := f.Name()
 	defer os.Remove(tmp)
 	n, how, err := writeBackup(cfg, f)
 	if err == nil {
@@ -142,22 +227,38 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		err = cerr
 	}
 	if err != nil {
+		var e *exitError
+		if errors.As(err, &e) {
+			return err
+		}
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := place(tmp, out, force); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d bytes to %s (%s)\n", n, out, how)
 	return nil
 }
 
+// place moves the complete file tmp to out: with force by rename (an
+// existing out is replaced), else by a hard link, which fails rather than
+// replace a file that appeared at out meanwhile.
+func place(tmp, out string, force bool) error {
+	if force {
+		return os.Rename(tmp, out)
+	}
+	if err := os.Link(tmp, out); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return usageError(fmt.Errorf("backup: %s exists; pass --force to replace it", out))
+		}
+		return fmt.Errorf("backup: %w", err)
+	}
+	return nil
+}
+
 func writeBackup(cfg *config.Config, w io.Writer) (int64, string, error) {
 	sock := adminSocketPath(cfg)
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-	resp, err := client.Get("http://resourced/backup")
+	resp, err := adminClient(cfg, 0).Get("http://resourced/backup")
 	if err == nil {
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
@@ -166,12 +267,32 @@ func writeBackup(cfg *config.Config, w io.Writer) (int64, string, error) {
 		n, err := io.Copy(w, resp.Body)
 		return n, "online, from the running server", err
 	}
-	// No server runs on this data directory: read the file itself.
-	st, oerr := boltstore.Open(cfg.BboltPath(), boltstore.Options{Timeout: time.Second})
+	// No server runs on this data directory: read the file itself, if
+	// there is one (opening a missing file would create an empty one).
+	file := cfg.BboltPath()
+	if err := requireDatabase(cfg); err != nil {
+		return 0, "", err
+	}
+	st, oerr := boltstore.Open(file, boltstore.Options{Timeout: time.Second})
 	if oerr != nil {
 		return 0, "", fmt.Errorf("no running server answered on %s (%v), and the file cannot be opened: %w", sock, err, oerr)
 	}
 	defer st.Close()
 	n, err := st.Backup(w)
 	return n, "offline, from the file", err
+}
+
+// requireDatabase is a missingError when cfg's bbolt file does not exist,
+// naming what is missing: the data directory, or the database in it.
+func requireDatabase(cfg *config.Config) error {
+	file := cfg.BboltPath()
+	_, err := os.Stat(file)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // there is something there; opening it says what is wrong with it
+	}
+	dir := filepath.Dir(file)
+	if _, derr := os.Stat(dir); errors.Is(derr, fs.ErrNotExist) {
+		return missingError("there is no directory %s, so no database %s: is --data-dir (or store.bbolt.path) right?", dir, file)
+	}
+	return missingError("there is no database %s: is --data-dir (or store.bbolt.path) right? A server creates it on its first start", file)
 }

@@ -43,7 +43,7 @@ func TestAdminSocketPrivateFromTheStart(t *testing.T) {
 	}
 	defer func() { adminListened = nil }()
 	cfg := &config.Config{DataDir: dir}
-	stop, err := serveAdmin(cfg, st, slog.New(slog.DiscardHandler))
+	admin, err := serveAdmin(cfg, st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("serveAdmin = %v", err)
 	}
@@ -76,7 +76,7 @@ func TestAdminSocketPrivateFromTheStart(t *testing.T) {
 	}
 	client.CloseIdleConnections()
 
-	stop()
+	admin.stop()
 	if _, err := os.Lstat(adminSocketPath(cfg)); !os.IsNotExist(err) {
 		t.Errorf("admin socket after stop: %v, want it removed", err)
 	}

@@ -24,11 +24,11 @@ const (
 	checkCommand = "resourced check --url URL [--header \"Name: value\"]... [--protocol auto|2026-07-28|2025-11-25] [--json FILE] [--markdown FILE] [--timeout 30s] [--list]"
 )
 
-// check runs `resourced check` and exits with its code when that is not 0:
-// run's callers exit 1 on any error, and check needs 1 and 2 apart.
+// check runs `resourced check`; its error carries the exit code (check
+// needs 1 and 2 apart) and no message: runCheck has said what happened.
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if code := runCheck(ctx, args, stdout, stderr); code != checkOK {
-		os.Exit(code)
+		return &exitError{code: code}
 	}
 	return nil
 }
@@ -57,9 +57,8 @@ func (f *headerFlag) Set(s string) error {
 // runCheck is `resourced check` with its exit code.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\nChecks any MCP server over Streamable HTTP: universal rows for every server, store-contract rows\n"+
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nChecks any MCP server over Streamable HTTP: universal rows for every server, store-contract rows\n"+
 			"for servers with resourced's tools, acceptance-sheet rows for servers with the fixture tools.\n"+
 			"Exit code 0: every normative row passes; 1: a normative row fails; 2: usage or connection error.\n\n", checkCommand)
 		fs.PrintDefaults()
@@ -78,14 +77,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&mdOut, "markdown", "", "write the report as Markdown to FILE")
 	fs.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "timeout of each request")
 	fs.BoolVar(&listRows, "list", false, "print the catalogue of rows and exit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return checkOK
 		}
-		return checkCannot
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "resourced check: unexpected arguments %q\nusage: %s\n", fs.Args(), checkCommand)
+		fmt.Fprintf(stderr, "resourced check: %v\nusage: %s\n", err, checkCommand)
 		return checkCannot
 	}
 	if listRows {

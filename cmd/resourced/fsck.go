@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -13,16 +12,18 @@ import (
 
 // fsck verifies the bbolt file of a stopped server: bbolt's own
 // consistency check, every record's size and sha256 against its body, its
-// indexes and usage, and every stored encoded form against its body.
+// indexes and usage, and every stored encoded form against its body. It
+// never creates a database: a path with none is an error.
 //
 //	resourced fsck [--config FILE] [--data-dir DIR]
 func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("fsck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("fsck", "resourced fsck [--config FILE] [--data-dir DIR]",
+		"Checks the bbolt database of a stopped server: bbolt's consistency check, every record's size and\n"+
+			"sha256 against its body, its indexes and usage, and each stored JSON form against its body.")
 	var path, dataDir string
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	cfg, err := loadFile(path, getenv)
@@ -36,6 +37,9 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 		return fmt.Errorf("fsck works on the bbolt backend; store.backend is %q", cfg.Store.Backend)
 	}
 	file := cfg.BboltPath()
+	if err := requireDatabase(cfg); err != nil {
+		return err
+	}
 	st, err := boltstore.Open(file, boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
 	if errors.Is(err, boltstore.ErrDamaged) {
 		// Open's own quick check found it; say what, not "run fsck".

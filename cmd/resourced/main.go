@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -15,7 +16,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,20 +30,72 @@ import (
 	"github.com/resourced/resourced/store/s3store"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; when it
+// is not, main takes it from the build information (buildVersion).
+var version = ""
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "resourced:", err)
-		os.Exit(1)
+	version = buildVersion(version, debug.ReadBuildInfo)
+	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitError is an error with the exit code it ends the process with:
+// usageError and missingError are 2 (a wrong command line, or a path with
+// nothing there); every other error is 1. With err nil the command has
+// already said what happened.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
 	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a command line that cannot be run as written.
+func usageError(err error) error { return &exitError{2, err} }
+
+// missingError is an operator command pointed at a path where the state it
+// works on does not exist; nothing was created there.
+func missingError(format string, a ...any) error { return &exitError{2, fmt.Errorf(format, a...)} }
+
+// exitCode prints err (if any) to stderr and returns the exit status:
+// 0 for none and for --help (flag.ErrHelp: the help was printed).
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var e *exitError
+	if errors.As(err, &e) && e.err == nil {
+		return e.code
+	}
+	fmt.Fprintln(stderr, "resourced:", err)
+	if e != nil {
+		return e.code
+	}
+	return 1
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && !isFlag(args[0]) {
-		cmd, args = args[0], args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			fmt.Fprint(stdout, usage)
+			return nil
+		case "-v", "-version", "--version":
+			fmt.Fprintln(stdout, versionLine())
+			return nil
+		}
+		if !isFlag(args[0]) {
+			cmd, args = args[0], args[1:]
+		}
 	}
 	switch cmd {
 	case "serve":
@@ -53,54 +108,192 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return backup(args, getenv, stdout, stderr)
 	case "check":
 		return check(ctx, args, stdout, stderr)
+	case "health":
+		return health(args, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "resourced", version)
+		fs := newFlagSet("version", "resourced version", "Prints the version, VCS revision and Go version of this build.")
+		if err := parseFlags(fs, args, stdout, stderr); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, versionLine())
 		return nil
 	case "help":
-		fmt.Fprintln(stdout, usage)
+		if len(args) == 1 && args[0] != "help" {
+			return run(ctx, []string{args[0], "--help"}, getenv, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+		fmt.Fprint(stderr, usage)
+		return usageError(fmt.Errorf("unknown command %q (resourced --help lists the commands)", cmd))
 	}
 }
 
-const usage = `usage:
-  resourced [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--backend bbolt|s3|memory] [--log-level LEVEL]
-  resourced fsck [--config FILE] [--data-dir DIR]      (consistency check of a stopped server's bbolt file)
-  resourced backup --out FILE [--config FILE] [--data-dir DIR]   (online backup of the bbolt file)
-  resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--config FILE] [--data-dir DIR]
-  resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25] [--json FILE] [--markdown FILE]
-  resourced version
+const usage = `resourced stores large MCP tool results (search snapshots, reports) and serves them
+by resources/read over Streamable HTTP.
+
+usage:
+  resourced [serve] [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
+                    [--backend bbolt|s3|memory] [--log-level LEVEL] [--fixtures]
+                                        run the server (the default command)
+  resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--subject S]
+                  [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
+                                        mint a token with the server's HMAC key
+  resourced fsck [--config FILE] [--data-dir DIR]
+                                        check a stopped server's bbolt database
+  resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
+                                        online backup of the bbolt database
+  resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25]
+                  [--json FILE] [--markdown FILE] [--timeout 30s] [--list]
+                                        check any MCP server against the protocol and contract
+  resourced health [--url http://127.0.0.1:8765/healthz]
+                                        exit 0 if a server's /healthz answers 200 (container healthchecks)
+  resourced version                     print the version (also: --version, -v)
+  resourced help [COMMAND]              this overview, or a command's flags (also: COMMAND --help)
+
 environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
-(flags win over environment, environment over the config file)`
+(flags win over environment, environment over the config file)
+exit status: 0 success, 1 failure, 2 usage error or no such data directory/database/key
+`
 
 func isFlag(s string) bool { return len(s) > 0 && s[0] == '-' }
 
-// loadConfig reads the config file named by --config or RESOURCED_CONFIG
-// (none: defaults), then applies environment and flag overrides, and
-// validates the result.
-func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config.Config, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+// newFlagSet is a subcommand's flag set whose usage names the command, says
+// what it does, and lists its flags.
+func newFlagSet(name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n\n%s\n", synopsis, about)
+		if hasFlags(fs) {
+			fmt.Fprintln(fs.Output(), "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// parseFlags parses args with fs. --help and -h print the usage to stdout
+// and return flag.ErrHelp (exit 0); a bad flag or a stray argument prints
+// the problem and the usage to stderr and is a usageError (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
 	fs.SetOutput(stderr)
-	var path string
-	var flags config.Overrides
-	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
-	fs.StringVar(&flags.Listen, "listen", "", "address to listen on (default 127.0.0.1:8765)")
-	fs.StringVar(&flags.DataDir, "data-dir", "", "data directory (default ./data)")
-	fs.StringVar(&flags.Backend, "backend", "", "storage backend: bbolt, s3 or memory")
-	fs.StringVar(&flags.LogLevel, "log-level", "", "debug, info, warn or error")
-	fixtures := fs.Bool("fixtures", false, "add the fixture tools for testing MCP hosts (docs/fixtures.md); same as fixtures: true")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = out.WriteTo(stdout)
+		return flag.ErrHelp
+	}
+	_, _ = out.WriteTo(stderr)
+	if err != nil {
+		return usageError(err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError(fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args()))
 	}
-	cfg, err := loadFile(path, getenv)
+	return nil
+}
+
+// serverFlags are the flags that say which server a command is for, the
+// same for serve and token, so that both derive the same baseURL (and so
+// the same token audience and issuer) from the same command line.
+type serverFlags struct {
+	config  string
+	o       config.Overrides
+	baseURL string
+}
+
+func addServerFlags(fs *flag.FlagSet, getenv func(string) string) *serverFlags {
+	f := &serverFlags{}
+	fs.StringVar(&f.config, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
+	fs.StringVar(&f.o.Listen, "listen", "", "address to listen on (default 127.0.0.1:8765)")
+	fs.StringVar(&f.baseURL, "base-url", "", "canonical URL: token audience and issuer, RFC 9728 resource, signed links (default http://<listen>)")
+	fs.StringVar(&f.o.DataDir, "data-dir", "", "data directory (default ./data)")
+	fs.StringVar(&f.o.Backend, "backend", "", "storage backend: bbolt, s3 or memory")
+	return f
+}
+
+// load reads the config file named by --config or RESOURCED_CONFIG (none:
+// defaults), then applies environment and flag overrides.
+func (f *serverFlags) load(getenv func(string) string) (*config.Config, error) {
+	cfg, err := loadFile(f.config, getenv)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Apply(flags)
+	cfg.Apply(f.o)
+	if f.baseURL != "" {
+		cfg.BaseURL = f.baseURL
+	}
+	return cfg, nil
+}
+
+// buildVersion is stamped (set with -ldflags) when set; else the module
+// version of the build (a release tag for `go install ...@v1.2.3`, a
+// pseudo-version for builds from a checkout); else "devel".
+func buildVersion(stamped string, readBuildInfo func() (*debug.BuildInfo, bool)) string {
+	if stamped != "" {
+		return stamped
+	}
+	if bi, ok := readBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// versionLine is what `resourced version` prints: the version, then the
+// VCS revision, commit time and whether the tree was modified (builds from
+// a checkout), and the Go version.
+func versionLine() string { return formatVersion(version, debug.ReadBuildInfo) }
+
+func formatVersion(v string, readBuildInfo func() (*debug.BuildInfo, bool)) string {
+	bi, ok := readBuildInfo()
+	if !ok {
+		return "resourced " + v
+	}
+	var details []string
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		details = append(details, "revision "+rev)
+	}
+	if t := settings["vcs.time"]; t != "" {
+		details = append(details, t)
+	}
+	if settings["vcs.modified"] == "true" {
+		details = append(details, "modified")
+	}
+	details = append(details, bi.GoVersion)
+	return fmt.Sprintf("resourced %s (%s)", v, strings.Join(details, ", "))
+}
+
+// loadConfig parses serve's flags: the config file named by --config or
+// RESOURCED_CONFIG (none: defaults), then environment and flag overrides;
+// and validates the result.
+func loadConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) (*config.Config, error) {
+	fs := newFlagSet("serve", "resourced [serve] [flags]",
+		"Runs the server: MCP at POST /mcp, signed links, uploads, /healthz, /readyz, /metrics.\n"+
+			"On its first start with no key configured it creates the token key in the data directory\n"+
+			"and prints one token for tenant \"default\".")
+	sf := addServerFlags(fs, getenv)
+	var logLevel string
+	fs.StringVar(&logLevel, "log-level", "", "debug, info, warn or error")
+	fixtures := fs.Bool("fixtures", false, "add the fixture tools for testing MCP hosts (docs/fixtures.md); same as fixtures: true")
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return nil, err
+	}
+	sf.o.LogLevel = logLevel
+	cfg, err := sf.load(getenv)
+	if err != nil {
+		return nil, err
+	}
 	if *fixtures {
 		cfg.Fixtures = true
 	}
@@ -188,7 +381,7 @@ func schemes(cfg *config.Config) []server.Scheme {
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(args, getenv, stderr)
+	cfg, err := loadConfig(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -199,10 +392,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
 	}
 	defer st.Close()
-	if stopAdmin, err := serveAdmin(cfg, st, log); err != nil {
+	admin, err := serveAdmin(cfg, st, log)
+	if err != nil {
 		log.Warn("no admin socket: online backups need the server stopped", "err", err)
 	} else {
-		defer stopAdmin()
+		defer admin.stop()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -213,6 +407,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		// The canonical URL is where we really listen (also for port 0).
 		cfg.BaseURL = "http://" + ln.Addr().String()
 	}
+	admin.setVerifier(issuer(cfg), audiences(cfg)[0], cfg.CanonicalBaseURL()) // for resourced token
 	authn, closeAuth, err := authenticator(ctx, cfg, log, stdout)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@
 // integration/ts_test.go (TestTypeScriptClient).
 
 import { Buffer } from 'node:buffer';
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual, inspect } from 'node:util';
 
 import { Client, ProtocolError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -170,7 +171,9 @@ async function main() {
 
     // --- binary report round trip ---------------------------------------------
     const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
-    const path = `ts/${mode}/bin`;
+    // A fresh path per run: save_report is create-only, so a second run
+    // against the same server would otherwise be a conflict (by design).
+    const path = `ts/${mode}/${randomUUID()}/bin`;
     const rep = await client.callTool({
         name: 'save_report',
         arguments: { path, mimeType: 'application/octet-stream', blobBase64: bytes.toString('base64') }
