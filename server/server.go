@@ -249,9 +249,8 @@ func New(opts Options) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{Subscribe: true},
-			// go-sdk answers prompts/list (with no prompts) whether or not
-			// the capability is declared; declare it so the two agree.
-			Prompts: &mcp.PromptCapabilities{},
+			// No prompts capability: resourced serves no prompts (go-sdk
+			// still answers prompts/list, with none, to a client that asks).
 		},
 		SetCacheable:       s.setCacheable,
 		SubscribeHandler:   s.subscribe,
