@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,34 @@ type faultProxy struct {
 	rng    *rand.Rand
 	counts map[string]int
 	late   sync.WaitGroup // slow requests still to be forwarded
+	start  time.Time
+	trace  []string // one line per request, for a failing test
+}
+
+// record adds a line to the trace.
+func (p *faultProxy) record(r *http.Request, began time.Time, fault string, status int) {
+	line := fmt.Sprintf("%9.3fms %9.3fms %-10s %s %s if-match=%q if-none-match=%q range=%q → %d",
+		float64(began.Sub(p.start))/1e6, float64(time.Since(p.start))/1e6, fault, r.Method, r.URL.RequestURI(),
+		r.Header.Get("If-Match"), r.Header.Get("If-None-Match"), r.Header.Get("Range"), status)
+	p.mu.Lock()
+	p.trace = append(p.trace, line)
+	p.mu.Unlock()
+}
+
+// WriteTrace writes the trace to a temporary file and logs its path.
+func (p *faultProxy) WriteTrace(t *testing.T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.CreateTemp("", "resourced-linear-s3-*.log")
+	if err != nil {
+		t.Logf("S3 trace: %v", err)
+		return
+	}
+	defer f.Close()
+	for _, l := range p.trace {
+		fmt.Fprintln(f, l)
+	}
+	t.Logf("S3 requests as the proxy saw them (start, end, fault, request → status): %s", f.Name())
 }
 
 // The faults.
@@ -66,6 +95,7 @@ func startFaultProxy(t *testing.T, target string, seed uint64) *faultProxy {
 		counts: map[string]int{},
 		Slow:   1500 * time.Millisecond,
 		Rates:  map[string]int{},
+		start:  time.Now(),
 	}
 	p.srv = &http.Server{Handler: p}
 	go p.srv.Serve(l)
@@ -121,7 +151,10 @@ func writeS3Error(w http.ResponseWriter) {
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
 	fault := p.choose()
+	status := 0
+	defer func() { p.record(r, began, fault, status) }()
 	if fault == faultError {
 		writeS3Error(w)
 		return
@@ -152,6 +185,7 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
+	status = resp.StatusCode
 	respBody, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
