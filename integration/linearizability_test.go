@@ -222,7 +222,7 @@ func TestSidecarModeViolationIsCaught(t *testing.T) {
 	for round := 1; time.Now().Before(deadline); round++ {
 		a := startServerEnv(t, s3LinConfig("http://"+vs.addr, "faults", "side-"+randomHex(6), 3*time.Second), env...)
 		b := linPeer(t, a)
-		w := workload{Seed: uint64(round), Keys: 1, Clients: 8, Ops: 60, Mix: mix, Deadline: 5 * time.Second, Timeout: 20 * time.Second}
+		w := workload{Seed: uint64(round), Keys: 1, Clients: 8, Ops: 30, Mix: mix, Deadline: 5 * time.Second, Timeout: 20 * time.Second}
 		h := w.run(t, a, b)
 		ops := h.finish()
 		t.Logf("round %d:%s", round, h.summary())
