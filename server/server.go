@@ -249,8 +249,12 @@ func New(opts Options) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{},
 			Resources: &mcp.ResourceCapabilities{Subscribe: true},
-			// No prompts capability: resourced serves no prompts (go-sdk
-			// still answers prompts/list, with none, to a client that asks).
+			// go-sdk answers prompts/list (with no prompts) whether or not
+			// the capability is declared, and the official conformance suite
+			// requires a server that answers prompts/list to declare it
+			// (sep-2575-server-declares-prompts-in-discover): declare it so
+			// the two agree (docs/decisions.md).
+			Prompts: &mcp.PromptCapabilities{},
 		},
 		SetCacheable:       s.setCacheable,
 		SubscribeHandler:   s.subscribe,
