@@ -81,6 +81,9 @@ type Budgets struct {
 	// saves (429 with Retry-After).
 	TenantSaveRate  float64 `yaml:"tenantSaveRate"`
 	TenantSaveBurst int     `yaml:"tenantSaveBurst"`
+	// TenantSaveWait: a save that gets its token within it waits for it
+	// instead of being refused (negative: never wait).
+	TenantSaveWait Duration `yaml:"tenantSaveWait"`
 	// StorePanicHold is how long /readyz answers 503 after the storage
 	// backend panicked.
 	StorePanicHold Duration `yaml:"storePanicHold"`
@@ -491,6 +494,9 @@ func (c *Config) validateBudgets(p *problems) {
 	}
 	if b.WriteMinRate < 0 || b.WriteMinRate > 0 && b.WriteMinRate < 1024 {
 		p.bad("budgets.writeMinRate", "want at least 1KiB (bytes per second)")
+	}
+	if b.TenantSaveWait > Duration(time.Minute) {
+		p.bad("budgets.tenantSaveWait", "want at most 1m")
 	}
 	for key, d := range map[string]Duration{"budgets.bodyGrace": b.BodyGrace, "budgets.writeGrace": b.WriteGrace, "budgets.storePanicHold": b.StorePanicHold} {
 		if d < 0 || d > Duration(time.Hour) {

@@ -58,6 +58,11 @@ type Budgets struct {
 	// SaveRate: no limit). Past it: 429 with the seconds until a token.
 	SaveRate  float64
 	SaveBurst int
+	// SaveWait is how long a save past the rate may wait for its token
+	// instead of being refused (default 1s; negative: never wait). A
+	// tenant slightly over its rate is slowed to it; the wait counts as in
+	// flight.
+	SaveWait time.Duration
 	// MaxUploads caps the uploads spooling their bodies at once, over all
 	// tenants (each holds a connection and a temporary file; default 64;
 	// negative: no cap). Past it: 503 with Retry-After.

@@ -63,6 +63,12 @@ func (b *Budgets) applyDefaults() {
 	if b.SaveBurst <= 0 {
 		b.SaveBurst = DefaultSaveBurst
 	}
+	switch {
+	case b.SaveWait == 0:
+		b.SaveWait = DefaultSaveWait
+	case b.SaveWait < 0:
+		b.SaveWait = 0
+	}
 	if b.MaxUploads == 0 {
 		b.MaxUploads = DefaultMaxUploads
 	}

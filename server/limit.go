@@ -28,6 +28,7 @@ const (
 	DefaultMaxInflight = 64
 	DefaultSaveRate    = 100 // saves per second
 	DefaultSaveBurst   = 200
+	DefaultSaveWait    = time.Second
 	DefaultMaxUploads  = 64
 )
 
@@ -54,6 +55,7 @@ type tenantLimiter struct {
 	maxInflight int        // < 0: no cap
 	rate        rate.Limit // rate.Inf: no save limit
 	burst       int
+	maxWait     time.Duration // a save that would get a token within this waits for it
 	now         func() time.Time
 
 	mu      sync.Mutex
@@ -66,7 +68,8 @@ type tenantState struct {
 }
 
 func newTenantLimiter(b *Budgets, now func() time.Time) *tenantLimiter {
-	l := &tenantLimiter{maxInflight: b.MaxInflight, rate: rate.Limit(b.SaveRate), burst: b.SaveBurst, now: now, tenants: map[string]*tenantState{}}
+	l := &tenantLimiter{maxInflight: b.MaxInflight, rate: rate.Limit(b.SaveRate), burst: b.SaveBurst, maxWait: b.SaveWait,
+		now: now, tenants: map[string]*tenantState{}}
 	if b.SaveRate < 0 {
 		l.rate = rate.Inf
 	}
@@ -75,9 +78,13 @@ func newTenantLimiter(b *Budgets, now func() time.Time) *tenantLimiter {
 
 // acquire admits one request of tenant carrying saves saves, counting it in
 // flight when inflight is true. When it is admitted, release must be
-// called once the request is done. When it is not, retryAfter says when
-// to try again (at least a second) and reason which limit refused it.
-func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (release func(), retryAfter time.Duration, reason string, ok bool) {
+// called once the request is done, and the caller first waits wait (the
+// time until its saves' tokens, at most maxWait: a tenant a little over
+// its rate is slowed to it rather than refused, and a client that floods
+// is held instead of looping on cheap refusals). When it is not,
+// retryAfter says when to try again (at least a second) and reason which
+// limit refused it.
+func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (release func(), wait, retryAfter time.Duration, reason string, ok bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,24 +96,26 @@ func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (releas
 	if inflight && l.maxInflight >= 0 && st.inflight >= l.maxInflight {
 		// Requests finish in well under a second when the server is
 		// healthy; a tenant at its cap waits for some of its own.
-		return nil, time.Second, limitInflight, false
+		return nil, 0, time.Second, limitInflight, false
 	}
 	if saves > 0 && l.rate != rate.Inf {
 		r := st.saves.ReserveN(now, saves)
 		if !r.OK() {
 			// More saves in one request than the bucket holds.
 			l.dropIdle(tenant, st, now)
-			return nil, time.Duration(math.Ceil(float64(saves)/float64(l.rate))) * time.Second, limitSaveRate, false
+			return nil, 0, time.Duration(math.Ceil(float64(saves)/float64(l.rate))) * time.Second, limitSaveRate, false
 		}
-		if d := r.DelayFrom(now); d > 0 {
+		if d := r.DelayFrom(now); d > l.maxWait {
 			r.CancelAt(now)
 			l.dropIdle(tenant, st, now)
-			return nil, d, limitSaveRate, false
+			return nil, 0, d, limitSaveRate, false
+		} else {
+			wait = d
 		}
 	}
 	if !inflight {
 		l.dropIdle(tenant, st, now)
-		return func() {}, 0, "", true
+		return func() {}, wait, 0, "", true
 	}
 	st.inflight++
 	var once sync.Once
@@ -117,7 +126,7 @@ func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (releas
 			st.inflight--
 			l.dropIdle(tenant, st, l.now())
 		})
-	}, 0, "", true
+	}, wait, 0, "", true
 }
 
 // dropIdle forgets tenant when it holds nothing: no request in flight and
@@ -169,9 +178,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, tenant string, bo
 	if listen {
 		streamResponse(w)
 	}
-	release, retry, reason, ok := s.limiter.acquire(tenant, saves, !listen)
+	release, wait, retry, reason, ok := s.limiter.acquire(tenant, saves, !listen)
 	if ok {
-		return release, true
+		return release, s.waitForTokens(w, r, release, wait)
 	}
 	s.refuseLimited(w, r, reason, retry, body, len(msgs) == 1)
 	return nil, false
@@ -180,9 +189,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, tenant string, bo
 // admitUpload applies the save rate of tenant to an upload, answering 429
 // when it is refused.
 func (s *Server) admitUpload(w http.ResponseWriter, r *http.Request, tenant string) (func(), bool) {
-	release, retry, reason, ok := s.limiter.acquire(tenant, 1, true)
+	release, wait, retry, reason, ok := s.limiter.acquire(tenant, 1, true)
 	if ok {
-		return release, true
+		return release, s.waitForTokens(w, r, release, wait)
 	}
 	s.metrics.limited.WithLabelValues(reason).Inc()
 	s.setOutcome(r, "limited:"+reason)
@@ -190,6 +199,25 @@ func (s *Server) admitUpload(w http.ResponseWriter, r *http.Request, tenant stri
 	terr := failure(kindUnavailable, s.limitMessage(reason, retry)+". Nothing was stored.")
 	writeJSON(w, http.StatusTooManyRequests, terr)
 	return nil, false
+}
+
+// waitForTokens waits wait before an admitted request goes on, and reports
+// false (after releasing it) when the client went away meanwhile.
+func (s *Server) waitForTokens(w http.ResponseWriter, r *http.Request, release func(), wait time.Duration) bool {
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		release()
+		s.setOutcome(r, "client_gone")
+		w.WriteHeader(http.StatusRequestTimeout)
+		return false
+	}
 }
 
 // refuseLimited answers a /mcp request refused by a limit: 429, Retry-After

@@ -115,7 +115,7 @@ func TestTenantLimiterForgetsIdleTenants(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := newTenantLimiter(&Budgets{MaxInflight: 1, SaveRate: 10, SaveBurst: 10}, func() time.Time { return now })
 	for i := range 100 {
-		rel, _, _, ok := l.acquire("t"+strconv.Itoa(i), 0, true)
+		rel, _, _, _, ok := l.acquire("t"+strconv.Itoa(i), 0, true)
 		if !ok {
 			t.Fatal("refused")
 		}
@@ -125,18 +125,42 @@ func TestTenantLimiterForgetsIdleTenants(t *testing.T) {
 	if n := l.size(); n != 0 {
 		t.Errorf("%d tenants kept after reads", n)
 	}
-	rel, _, _, _ := l.acquire("s", 1, true)
+	rel, _, _, _, _ := l.acquire("s", 1, true)
 	rel()
 	if n := l.size(); n != 1 {
 		t.Errorf("%d tenants kept after a save, want 1 (its bucket is not full)", n)
 	}
-	if _, _, reason, ok := l.acquire("s", 11, true); ok || reason != limitSaveRate {
+	if _, _, _, reason, ok := l.acquire("s", 11, true); ok || reason != limitSaveRate {
 		t.Errorf("a request with more saves than the burst = %v %q", ok, reason)
 	}
 	now = now.Add(time.Second)
-	rel, _, _, _ = l.acquire("x", 0, true)
+	rel, _, _, _, _ = l.acquire("x", 0, true)
 	rel()
-	if _, _, _, ok := l.acquire("s", 0, false); !ok || l.size() != 0 {
+	if _, _, _, _, ok := l.acquire("s", 0, false); !ok || l.size() != 0 {
 		t.Errorf("refilled tenant still kept: %d", l.size())
+	}
+}
+
+// TestSaveSlightlyOverTheRateWaits: a save that gets its token within
+// SaveWait waits for it instead of being refused, so a tenant a little
+// over its rate is slowed to it and a flooding client is held, not
+// answered at once.
+func TestSaveSlightlyOverTheRateWaits(t *testing.T) {
+	e := newGuardEnv(t, nil, Budgets{SaveRate: 10, SaveBurst: 1, SaveWait: 500 * time.Millisecond})
+	if code, _, v := e.save("t1", "first"); code != 200 {
+		t.Fatalf("first save = %d %v", code, v)
+	}
+	start := time.Now()
+	code, _, v := e.save("t1", "second") // its token comes 100 ms later
+	if code != 200 || structured(t, v)["status"] != "created" {
+		t.Fatalf("save 100 ms over the rate = %d %v, want it to wait and succeed", code, v)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("the save over the rate returned after %v: it did not wait for its token", d)
+	}
+	e2 := newGuardEnv(t, nil, Budgets{SaveRate: 1, SaveBurst: 1, SaveWait: 500 * time.Millisecond})
+	e2.save("t1", "first")
+	if code, _, _ := e2.save("t1", "second"); code != http.StatusTooManyRequests {
+		t.Errorf("save a second over the rate, with 500 ms of wait = %d, want 429", code)
 	}
 }

@@ -41,6 +41,7 @@ func TestConfigExampleMatchesDefaults(t *testing.T) {
 		WriteMinRate: server.DefaultWriteMinRate, WriteGrace: config.Duration(server.DefaultWriteGrace),
 		MaxConnections: server.DefaultMaxConns, MaxUploads: server.DefaultMaxUploads,
 		TenantInflight: server.DefaultMaxInflight, TenantSaveRate: server.DefaultSaveRate, TenantSaveBurst: server.DefaultSaveBurst,
+		TenantSaveWait: config.Duration(server.DefaultSaveWait),
 		StorePanicHold: config.Duration(server.DefaultStorePanicHold),
 	}
 	if diff := cmp.Diff(want, c, cmpopts.EquateEmpty()); diff != "" {

@@ -515,7 +515,7 @@ func budgets(cfg *config.Config) server.Budgets {
 	return server.Budgets{
 		BodyMinRate: int64(b.BodyMinRate), BodyGrace: b.BodyGrace.Std(),
 		WriteMinRate: int64(b.WriteMinRate), WriteGrace: b.WriteGrace.Std(),
-		MaxInflight: b.TenantInflight, SaveRate: b.TenantSaveRate, SaveBurst: b.TenantSaveBurst,
+		MaxInflight: b.TenantInflight, SaveRate: b.TenantSaveRate, SaveBurst: b.TenantSaveBurst, SaveWait: b.TenantSaveWait.Std(),
 		MaxUploads: b.MaxUploads, StorePanicHold: b.StorePanicHold.Std(),
 	}
 }
