@@ -66,6 +66,7 @@ func Run(t *testing.T, newDriver NewFunc) {
 		{"InvalidKey", testInvalidKey},
 		{"RoundTrip", testRoundTrip},
 		{"PutRejectsMismatch", testPutRejectsMismatch},
+		{"PutComputesDigest", testPutComputesDigest},
 		{"CreateOnly", testCreateOnly},
 		{"IfMatch", testIfMatch},
 		{"Always", testAlways},
@@ -513,6 +514,22 @@ func testPutRejectsMismatch(t *testing.T, h *harness) {
 		t.Errorf("Put(%s) with a foreign sha256 = nil error, want an error", k)
 	}
 	h.wantBody(t, k, []byte("good"))
+}
+
+// testPutComputesDigest: a Put with neither Size nor SHA256 is hashed by
+// the store, once, and reads back with both.
+func testPutComputesDigest(t *testing.T, h *harness) {
+	k := store.MustKey("t1", "report", "unhashed")
+	o := h.obj(k, "body")
+	o.Size, o.SHA256 = 0, ""
+	m, _ := h.put(t, o, store.Cond{})
+	if m.Size != 4 || m.SHA256 != store.Sum([]byte("body")) {
+		t.Errorf("Put(%s) without a digest = size %d, sha256 %q; want 4, the body's", k, m.Size, m.SHA256)
+	}
+	if st, err := h.b.Stat(h.ctx, k); err != nil || st.SHA256 != m.SHA256 || st.Size != 4 {
+		t.Errorf("Stat(%s) = %+v, %v; want the computed digest", k, st, err)
+	}
+	h.wantBody(t, k, []byte("body"))
 }
 
 func testCreateOnly(t *testing.T, h *harness) {
