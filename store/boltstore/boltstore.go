@@ -1,5 +1,9 @@
-// Package boltstore owns the bbolt store.Backend, the default storage of
+// Package boltstore owns the bbolt store.Driver, the default storage of
 // resourced: one file, fsync on every commit, one bucket tree per tenant.
+// Open returns Store, the portable store.Bucket over the Driver (which
+// validates input, hashes, normalises times, hides expired objects from
+// point reads and passes its clock to every write, list and sweep here)
+// with the driver's View, PutStream and Open, and Backup and Check.
 //
 // Layout of the file:
 //
@@ -160,7 +164,8 @@ const maxSweepScan = 4
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
-	// Now is the clock used for expiry; nil means time.Now.
+	// Now is the clock used for expiry (the Bucket's, passed to the
+	// Driver on every call); nil means time.Now.
 	Now func() time.Time
 	// Timeout is how long Open waits for another process's lock on the
 	// file; zero or negative means DefaultTimeout. bbolt's "wait forever"

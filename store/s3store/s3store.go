@@ -1,7 +1,13 @@
-// Package s3store owns the S3 store.Backend: every object is one S3 object
+// Package s3store owns the S3 store.Driver: every object is one S3 object
 // in one bucket, written with conditional requests so that create-only and
 // hash-bound replaces hold across processes, and read back with the same
-// semantics as the bbolt backend (proven by store/storetest).
+// semantics as the bbolt backend (proven by store/storetest). Open returns
+// Store, the portable store.Bucket over the Driver (which validates input,
+// hashes, normalises times, hides expired objects from point reads and
+// passes its clock to every call here that judges expiry) with the
+// driver's streaming; S3 objects keep no encoded form, so Store is not a
+// store.EncodedViewer. Get below means the Driver's Read, on which the
+// Bucket builds Get.
 //
 // # Layout
 //
@@ -296,7 +302,8 @@ type Options struct {
 	// CallTimeout bounds every S3 call, retries included. Zero means
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
-	// Now is the clock used for expiry; nil means time.Now.
+	// Now is the clock used for expiry (the Bucket's, passed to the
+	// Driver on every call); nil means time.Now.
 	Now func() time.Time
 	// SpoolDir holds the temporary files of PutStream (unlinked at once);
 	// "" means os.TempDir().
