@@ -490,12 +490,10 @@ func (s *Driver) fail(ctx context.Context, op string, what any, err error) error
 	return fmt.Errorf("s3store: %s %v: %w", op, what, err)
 }
 
-func notFound(op string, k store.Key) error {
-	return fmt.Errorf("s3store: %s %s: %w", op, k, store.ErrNotFound)
-}
-
-func conflict(op string, k store.Key, why string) error {
-	return fmt.Errorf("s3store: %s %s: %s: %w", op, k, why, store.ErrPreconditionFailed)
+// conflict is the error of a failed condition; the Bucket names the
+// operation and the key.
+func conflict(why string) error {
+	return fmt.Errorf("%s: %w", why, store.ErrPreconditionFailed)
 }
 
 // apiError returns the HTTP status and S3 error code of err, if any.
@@ -659,7 +657,7 @@ func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, b
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return notFound("get", k)
+		return store.ErrNotFound
 	}
 	var c *cached
 	if !s.noConditionalGet.Load() {
@@ -689,7 +687,7 @@ func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, b
 			return fn(&m, c.body)
 		case isMissing(err):
 			s.cache.remove(objKey)
-			return notFound("get", k)
+			return store.ErrNotFound
 		}
 		return s.fail(ctx, "get", k, err)
 	}
@@ -717,14 +715,14 @@ func (s *Driver) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return store.Meta{}, notFound("stat", k)
+		return store.Meta{}, store.ErrNotFound
 	}
 	h, err := s.readHead(ctx, objKey)
 	if err != nil {
 		return store.Meta{}, s.fail(ctx, "stat", k, err)
 	}
 	if h == nil {
-		return store.Meta{}, notFound("stat", k)
+		return store.Meta{}, store.ErrNotFound
 	}
 	return h.meta(k), nil
 }
@@ -940,7 +938,7 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 		case h == nil:
 			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
 		case !h.rec.meta.Expired(w.now()):
-			return store.Meta{}, conflict("put", w.k, "exists")
+			return store.Meta{}, conflict("exists")
 		case h.etag == "":
 			time.Sleep(etagRetryDelay) // see etagRetryDelay
 			continue
@@ -948,7 +946,7 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 			pc = putCond{ifMatch: h.etag} // an expired object: replace exactly it
 		}
 	}
-	return store.Meta{}, conflict("put", w.k, "changed during every attempt")
+	return store.Meta{}, conflict("changed during every attempt")
 }
 
 // replace is Put with IfMatch sha.
@@ -962,9 +960,9 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 			w.mayHaveMarker = true
 			return m, nil
 		case h == nil || h.rec.meta.Expired(w.now()):
-			return store.Meta{}, conflict("put", w.k, "does not exist")
+			return store.Meta{}, conflict("does not exist")
 		case h.rec.meta.SHA256 != sha:
-			return store.Meta{}, conflict("put", w.k, "has another body")
+			return store.Meta{}, conflict("has another body")
 		case h.etag == "":
 			time.Sleep(etagRetryDelay) // see etagRetryDelay
 			continue
@@ -979,7 +977,7 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
 		}
 	}
-	return store.Meta{}, conflict("put", w.k, "changed during every attempt")
+	return store.Meta{}, conflict("changed during every attempt")
 }
 
 // always is Put with Always.
@@ -1027,7 +1025,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return notFound("delete", k)
+		return store.ErrNotFound
 	}
 	for range maxAttempts {
 		h, err := s.readHead(ctx, objKey)
@@ -1035,12 +1033,12 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 			return s.fail(ctx, "delete", k, err)
 		}
 		if h == nil || h.rec.meta.Expired(now()) {
-			return notFound("delete", k)
+			return store.ErrNotFound
 		}
 		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
 		if cond.Kind == store.IfMatch {
 			if h.rec.meta.SHA256 != cond.SHA256 {
-				return conflict("delete", k, "has another body")
+				return conflict("has another body")
 			}
 			if h.etag == "" {
 				time.Sleep(etagRetryDelay)
@@ -1065,7 +1063,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 			return s.fail(ctx, "delete", k, err)
 		}
 	}
-	return conflict("delete", k, "changed during every attempt")
+	return conflict("changed during every attempt")
 }
 
 func (s *Driver) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {

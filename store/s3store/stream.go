@@ -108,7 +108,7 @@ func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeek
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return store.Meta{}, nil, notFound("open", k)
+		return store.Meta{}, nil, store.ErrNotFound
 	}
 	var h *head
 	for attempt := 1; ; attempt++ {
@@ -117,7 +117,7 @@ func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeek
 			return store.Meta{}, nil, s.fail(ctx, "open", k, err)
 		}
 		if h == nil {
-			return store.Meta{}, nil, notFound("open", k)
+			return store.Meta{}, nil, store.ErrNotFound
 		}
 		if h.etag != "" {
 			break
