@@ -82,8 +82,8 @@
 // the record is. Stat and List decode the metadata only and never copy the
 // body or the encoded form.
 //
-// Times are kept to the millisecond, in UTC. Put returns the metadata as it
-// will read back.
+// Times are kept to the millisecond, in UTC (the Bucket hands them over
+// so). Put returns the metadata as it will read back.
 //
 // Durability: bbolt fsyncs every commit (NoSync is never set). Put and Delete
 // go through DB.Batch, so concurrent writers share commits; a batch function
@@ -138,7 +138,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // DefaultTimeout is how long Open waits for the file lock by default.
@@ -548,7 +547,7 @@ func storedMeta(sb *bolt.Bucket, k store.Key) (*store.Meta, []byte, error) {
 // Put implements store.Driver.
 func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	body, encoded := obj.Body, obj.Encoded
-	return s.write(obj.Key, metacodec.Normalize(obj.Meta), cond, now, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
+	return s.write(obj.Key, obj.Meta, cond, now, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
 }
 
 // write stores at k, if cond holds, the record that encode returns for the

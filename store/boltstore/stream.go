@@ -11,7 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // PutStream implements store.StreamDriver; the package doc says how.
@@ -22,7 +21,7 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
 	}
 	defer sp.Close()
-	want := metacodec.Normalize(*meta)
+	want := *meta
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
 	bound := headerBound(&want)
 	if sp.Size > math.MaxInt32-int64(bound) {

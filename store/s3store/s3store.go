@@ -73,7 +73,7 @@
 // SHA-256. Stat and every precondition read only the header: a ranged GET
 // of the first 4 KiB, and a second one (bound to the first's ETag) in the
 // rare case the header is longer. Times are kept to the millisecond, in
-// UTC.
+// UTC (the Bucket hands them over so).
 //
 // # Preconditions
 //
@@ -267,7 +267,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // DefaultCallTimeout is the CallTimeout of a zero Options.
@@ -805,7 +804,7 @@ func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, no
 	if err != nil {
 		return store.Meta{}, false, err
 	}
-	want := metacodec.Normalize(obj.Meta)
+	want := obj.Meta
 	want.Key = store.Key{}
 	w := &write{s: s, now: now, k: k, objKey: objKey, want: want, id: newWriteID(), body: memPayload(obj.Body)}
 	return w.run(ctx, cond)

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // payload is the body of a write: in memory, or in a spooled file.
@@ -93,7 +92,7 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w", k, err)
 	}
 	defer sp.Close()
-	want := metacodec.Normalize(*meta)
+	want := *meta
 	want.Key = store.Key{}
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
 	w := &write{s: s, now: now, k: k, objKey: objKey, want: want, id: newWriteID(), body: payload{r: sp.ReaderAt(), n: sp.Size}}
