@@ -208,8 +208,6 @@ func (c *checker) meta(id, pageSize uint64) (meta, error) {
 	switch {
 	case ne.Uint64(h) != id || ne.Uint16(h[8:])&metaPage == 0:
 		return meta{}, fmt.Errorf("meta page %d: bad page header", id)
-	case m.txid%2 != id:
-		return meta{}, fmt.Errorf("meta page %d: holds transaction %d, whose meta belongs on page %d", id, m.txid, m.txid%2)
 	case m.pageSize < minPageSize || m.pageSize > 1<<26:
 		return meta{}, fmt.Errorf("meta page %d: page size %d", id, m.pageSize)
 	case m.hwm < 3 || m.root < 2 || m.root >= m.hwm:
