@@ -21,7 +21,7 @@ import (
 // ending the process.
 //
 // The wrapper has exactly the optional interfaces (store.EncodedViewer,
-// store.Streamer, store.PublicLister) of the backend it wraps, since the
+// store.Streamer) of the backend it wraps, since the
 // server picks its read and upload paths by them.
 type guardedStore struct {
 	b        store.Backend
@@ -50,34 +50,14 @@ func (s *Server) guardStore(b store.Backend, holdDown time.Duration) store.Backe
 	g := &guardedStore{b: b, s: s, holdDown: holdDown}
 	v, isV := b.(store.EncodedViewer)
 	st, isS := b.(store.Streamer)
-	pl, isP := b.(store.PublicLister)
-	gv, gs, gp := guardedViewer{g, v}, guardedStreamer{g, st}, guardedLister{g, pl}
+	gv, gs := guardedViewer{g, v}, guardedStreamer{g, st}
 	switch {
-	case isV && isS && isP:
-		return struct {
-			*guardedStore
-			guardedViewer
-			guardedStreamer
-			guardedLister
-		}{g, gv, gs, gp}
 	case isV && isS:
 		return struct {
 			*guardedStore
 			guardedViewer
 			guardedStreamer
 		}{g, gv, gs}
-	case isV && isP:
-		return struct {
-			*guardedStore
-			guardedViewer
-			guardedLister
-		}{g, gv, gp}
-	case isS && isP:
-		return struct {
-			*guardedStore
-			guardedStreamer
-			guardedLister
-		}{g, gs, gp}
 	case isV:
 		return struct {
 			*guardedStore
@@ -88,11 +68,6 @@ func (s *Server) guardStore(b store.Backend, holdDown time.Duration) store.Backe
 			*guardedStore
 			guardedStreamer
 		}{g, gs}
-	case isP:
-		return struct {
-			*guardedStore
-			guardedLister
-		}{g, gp}
 	}
 	return g
 }
@@ -240,13 +215,8 @@ func (gr *guardedReader) Close() (err error) {
 	return gr.r.Close()
 }
 
-// guardedLister adds store.PublicLister.
-type guardedLister struct {
-	g  *guardedStore
-	pl store.PublicLister
-}
-
-func (gl guardedLister) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (p store.PublicPage, err error) {
-	defer gl.g.catch(ctx, "list public", &err)
-	return gl.pl.ListPublic(ctx, after, limit)
+// ListPublic is part of every store.Backend.
+func (g *guardedStore) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (p store.PublicPage, err error) {
+	defer g.catch(ctx, "list public", &err)
+	return g.b.ListPublic(ctx, after, limit)
 }

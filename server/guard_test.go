@@ -246,7 +246,6 @@ func mustJSON(v any) []byte {
 func TestGuardedStoreKeepsOptionalInterfaces(t *testing.T) {
 	m := memstore.New(memstore.Options{})
 	var v store.EncodedViewer = m
-	var p store.PublicLister = m
 	var st store.Streamer = streamerOnly{}
 	for _, b := range []store.Backend{
 		struct{ store.Backend }{m},
@@ -260,29 +259,9 @@ func TestGuardedStoreKeepsOptionalInterfaces(t *testing.T) {
 		}{m, st},
 		struct {
 			store.Backend
-			store.PublicLister
-		}{m, p},
-		struct {
-			store.Backend
 			store.EncodedViewer
 			store.Streamer
 		}{m, v, st},
-		struct {
-			store.Backend
-			store.EncodedViewer
-			store.PublicLister
-		}{m, v, p},
-		struct {
-			store.Backend
-			store.Streamer
-			store.PublicLister
-		}{m, st, p},
-		struct {
-			store.Backend
-			store.EncodedViewer
-			store.Streamer
-			store.PublicLister
-		}{m, v, st, p},
 		m,
 	} {
 		s := &Server{log: slog.New(slog.DiscardHandler), now: time.Now, metrics: newMetrics(nil, "test")}
@@ -290,7 +269,6 @@ func TestGuardedStoreKeepsOptionalInterfaces(t *testing.T) {
 		for name, has := range map[string]func(store.Backend) bool{
 			"EncodedViewer": func(x store.Backend) bool { _, ok := x.(store.EncodedViewer); return ok },
 			"Streamer":      func(x store.Backend) bool { _, ok := x.(store.Streamer); return ok },
-			"PublicLister":  func(x store.Backend) bool { _, ok := x.(store.PublicLister); return ok },
 		} {
 			if has(g) != has(b) {
 				t.Errorf("%T: wrapped has %s %v, backend %v", b, name, has(g), has(b))

@@ -137,13 +137,9 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 			return res, nil
 		}
 	}
-	pl, ok := s.store.(store.PublicLister)
-	if !ok {
-		return res, nil
-	}
 	after := store.PublicPosition{Tenant: cur.PTenant, Scheme: cur.Scheme, Path: cur.Path}
 	for len(res.Resources) < listPageSize {
-		page, err := pl.ListPublic(ctx, after, listPageSize-len(res.Resources))
+		page, err := s.store.ListPublic(ctx, after, listPageSize-len(res.Resources))
 		if err != nil {
 			return nil, s.internal(ctx, "resources/list", err)
 		}

@@ -1,9 +1,17 @@
-// Package store defines the storage contract of resourced: a Backend keeps
-// resource bodies with their metadata, keyed by tenant, scheme and path.
+// Package store defines the storage contract of resourced and its portable
+// layer: a Backend keeps resource bodies with their metadata, keyed by
+// tenant, scheme and path.
 //
-// The package owns the contract only. Backends live in sub-packages
-// (memstore, boltstore, s3store) and all of them pass the one conformance
-// suite in storetest. Nothing here knows about MCP, URIs as text or tokens.
+// The package owns the contract and the one implementation of what is the
+// same for every storage: Bucket, a Backend over a small Driver (in the
+// manner of gocloud.dev/blob's Bucket over driver.Bucket). The Bucket
+// validates input, hashes a body the caller did not hash, normalises times
+// to milliseconds in UTC, judges expiry with its one clock and wraps driver
+// errors; Driver (driver.go) says what is left to a driver. Drivers live in
+// sub-packages (memstore, boltstore, s3store), each of which returns a
+// Bucket over its driver, and every driver passes the one conformance
+// suite in storetest, run against a Bucket over it. Nothing here knows
+// about MCP, URIs as text or tokens.
 //
 // Error contract, for every method of every Backend:
 //   - a missing or expired object is reported with an error for which
@@ -12,6 +20,10 @@
 //     different or missing body) gives ErrPreconditionFailed;
 //   - a canceled or expired context gives an error wrapping ctx.Err();
 //   - anything else is a backend failure the caller may retry.
+//
+// A Bucket builds every error of a keyed call as "store: <op> <key>: "
+// followed by the driver's error or the sentinel, so the key is named once
+// whatever the driver.
 //
 // Bodies are []byte: resourced returns them inline in resources/read, so the
 // largest body is bounded by configuration (16 MiB by default). Backends that
@@ -32,7 +44,7 @@ import (
 	"github.com/resourced/resourced/grammar"
 )
 
-// Sentinel errors; backends wrap them with the key they concern.
+// Sentinel errors; a Bucket wraps them with the key they concern.
 var (
 	// ErrNotFound: the object does not exist, or has expired.
 	ErrNotFound = errors.New("not found")
@@ -272,9 +284,10 @@ type Backend interface {
 	// Put stores obj at obj.Key if cond holds. The backend keeps obj.Created
 	// of a live object it replaces and sets Modified to obj.Modified; it
 	// returns the stored metadata and whether an existing live object was
-	// replaced. The caller fills Size and SHA256; Put rejects an object whose
-	// Size or SHA256 disagree with its Body (ErrInvalidKey is not used for
-	// that: it is a plain error).
+	// replaced. The caller may leave both Size and SHA256 unset, and Put
+	// computes them (the returned metadata carries them); when either is
+	// set, Put rejects an object whose Size or SHA256 disagree with its
+	// Body (ErrInvalidKey is not used for that: it is a plain error).
 	Put(ctx context.Context, obj *Object, cond Cond) (meta Meta, replaced bool, err error)
 
 	// Get returns the object at k. The returned Body is owned by the caller.
@@ -307,6 +320,10 @@ type Backend interface {
 	// ErrQuotaUnsupported.
 	Usage(ctx context.Context, tenant string) (Usage, error)
 
+	// ListPublic lists the public listed objects of every tenant; see
+	// PublicLister. Every Backend has it: resources/list relies on it.
+	ListPublic(ctx context.Context, after PublicPosition, limit int) (PublicPage, error)
+
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error
 
@@ -314,44 +331,21 @@ type Backend interface {
 	Close() error
 }
 
-// CheckPut validates what a Put needs before touching storage. Backends call
-// it first so that all of them reject the same inputs.
-func CheckPut(obj *Object, cond Cond) error {
-	if obj == nil || obj.Key.IsZero() {
-		return fmt.Errorf("%w: zero key", ErrInvalidKey)
-	}
-	if int64(len(obj.Body)) != obj.Size {
-		return fmt.Errorf("store: put %s: size %d does not match body length %d", obj.Key, obj.Size, len(obj.Body))
-	}
-	if Sum(obj.Body) != obj.SHA256 {
-		return fmt.Errorf("store: put %s: sha256 does not match body", obj.Key)
-	}
-	switch cond.Kind {
-	case Always, IfNone:
-	case IfMatch:
-		if cond.SHA256 == "" {
-			return fmt.Errorf("store: put %s: IfMatch without a hash", obj.Key)
-		}
-	default:
-		return fmt.Errorf("store: put %s: unknown condition %d", obj.Key, cond.Kind)
-	}
-	return nil
-}
-
 // CheckCond evaluates cond against the live object cur (nil when absent),
-// returning a wrapped ErrPreconditionFailed when it does not hold.
-func CheckCond(k Key, cur *Meta, cond Cond) error {
+// returning a wrapped ErrPreconditionFailed when it does not hold. Drivers
+// call it inside their write (see Driver).
+func CheckCond(cur *Meta, cond Cond) error {
 	switch cond.Kind {
 	case IfNone:
 		if cur != nil {
-			return fmt.Errorf("store: %s exists: %w", k, ErrPreconditionFailed)
+			return fmt.Errorf("an object exists: %w", ErrPreconditionFailed)
 		}
 	case IfMatch:
 		if cur == nil {
-			return fmt.Errorf("store: %s does not exist: %w", k, ErrPreconditionFailed)
+			return fmt.Errorf("no object exists: %w", ErrPreconditionFailed)
 		}
 		if cur.SHA256 != cond.SHA256 {
-			return fmt.Errorf("store: %s has another body: %w", k, ErrPreconditionFailed)
+			return fmt.Errorf("the object has another body: %w", ErrPreconditionFailed)
 		}
 	}
 	return nil
@@ -383,7 +377,7 @@ type PublicPage struct {
 	More bool
 }
 
-// PublicLister is implemented by every backend resourced ships: it lists
+// PublicLister is part of every Backend (a Driver must implement it): it lists
 // the live objects of all tenants that are both Listed and Public, in
 // (tenant, scheme, path) byte order, strictly after after, at most limit
 // (> 0) of them. It costs O(limit + objects skipped), not O(all objects):
@@ -396,7 +390,7 @@ type PublicLister interface {
 }
 
 // EncodedViewer is implemented by backends that keep Object.Encoded
-// (boltstore and memstore).
+// (boltstore and memstore): a Bucket whose driver is a ViewDriver.
 type EncodedViewer interface {
 	// View looks up the live object at k, with Get's errors, and calls fn
 	// once with its metadata, the Encoded form its last Put stored (nil
@@ -407,7 +401,8 @@ type EncodedViewer interface {
 	View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) error
 }
 
-// Streamer is the optional streaming path of a Backend, for bodies larger
+// Streamer is the optional streaming path of a Backend (a Bucket whose
+// driver is a StreamDriver), for bodies larger
 // than one should hold in memory several times over. The server uses it,
 // when the backend implements it, for HTTP uploads and signed downloads, and
 // falls back to Put and Get otherwise. The error contract is the Backend's.

@@ -10,25 +10,6 @@ import (
 	"os"
 )
 
-// CheckStream validates what a PutStream needs before it reads the body:
-// a key and a known condition. Backends call it first, so that all of them
-// reject the same inputs.
-func CheckStream(meta *Meta, cond Cond) error {
-	if meta == nil || meta.Key.IsZero() {
-		return fmt.Errorf("%w: zero key", ErrInvalidKey)
-	}
-	switch cond.Kind {
-	case Always, IfNone:
-	case IfMatch:
-		if cond.SHA256 == "" {
-			return fmt.Errorf("store: put %s: IfMatch without a hash", meta.Key)
-		}
-	default:
-		return fmt.Errorf("store: put %s: unknown condition %d", meta.Key, cond.Kind)
-	}
-	return nil
-}
-
 // Spooled is a body copied to a temporary file, with the size and SHA-256
 // computed while it was copied. The file is unlinked as soon as it is
 // created (on systems that allow it; elsewhere Close removes it), so a

@@ -342,7 +342,8 @@ func newLogger(w io.Writer, level string) (*slog.Logger, *logWriter) {
 	return slog.New(flushingHandler{slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: l}), lw}), lw
 }
 
-// openStore is the one place that knows every backend.
+// openStore is the one place that knows every backend; each returns the
+// portable store.Bucket over its driver (store.Driver).
 func openStore(ctx context.Context, cfg *config.Config) (store.Backend, error) {
 	switch cfg.Store.Backend {
 	case "bbolt":

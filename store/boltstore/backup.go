@@ -11,7 +11,7 @@ import (
 // read transaction, while the store keeps serving reads and writes (bbolt's
 // online backup). The copy is a valid bbolt file; restore it by putting it
 // in place of the database while the server is stopped.
-func (s *Store) Backup(w io.Writer) (int64, error) {
+func (s *Driver) Backup(w io.Writer) (int64, error) {
 	var n int64
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error

@@ -1,5 +1,9 @@
-// Package boltstore owns the bbolt store.Backend, the default storage of
+// Package boltstore owns the bbolt store.Driver, the default storage of
 // resourced: one file, fsync on every commit, one bucket tree per tenant.
+// Open returns Store, the portable store.Bucket over the Driver (which
+// validates input, hashes, normalises times, hides expired objects from
+// point reads and passes its clock to every write, list and sweep here)
+// with the driver's View, PutStream and Open, and Backup and Check.
 //
 // Layout of the file:
 //
@@ -78,8 +82,8 @@
 // the record is. Stat and List decode the metadata only and never copy the
 // body or the encoded form.
 //
-// Times are kept to the millisecond, in UTC. Put returns the metadata as it
-// will read back.
+// Times are kept to the millisecond, in UTC (the Bucket hands them over
+// so). Put returns the metadata as it will read back.
 //
 // Durability: bbolt fsyncs every commit (NoSync is never set). Put and Delete
 // go through DB.Batch, so concurrent writers share commits; a batch function
@@ -134,7 +138,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // DefaultTimeout is how long Open waits for the file lock by default.
@@ -160,7 +163,8 @@ const maxSweepScan = 4
 
 // Options configures Open. The zero value is ready to use.
 type Options struct {
-	// Now is the clock used for expiry; nil means time.Now.
+	// Now is the clock used for expiry (the Bucket's, passed to the
+	// Driver on every call); nil means time.Now.
 	Now func() time.Time
 	// Timeout is how long Open waits for another process's lock on the
 	// file; zero or negative means DefaultTimeout. bbolt's "wait forever"
@@ -181,17 +185,18 @@ type Options struct {
 // DefaultMmapSize is the default of Options.MmapSize.
 const DefaultMmapSize = 1 << 30
 
-// Store is a store.Backend in one bbolt file, safe for concurrent use.
-type Store struct {
+// Driver is the store.Driver in one bbolt file (also a store.ViewDriver
+// and a store.StreamDriver), safe for concurrent use. Open wraps it in the
+// portable store; OpenDriver returns it alone, for storetest.
+type Driver struct {
 	db       *bolt.DB
-	now      func() time.Time
 	spoolDir string
 }
 
 var (
-	_ store.Backend       = (*Store)(nil)
-	_ store.PublicLister  = (*Store)(nil)
-	_ store.EncodedViewer = (*Store)(nil)
+	_ store.Driver       = (*Driver)(nil)
+	_ store.ViewDriver   = (*Driver)(nil)
+	_ store.StreamDriver = (*Driver)(nil)
 )
 
 // Open opens or creates the database at path, creating its directory with
@@ -202,16 +207,23 @@ var (
 // the operator to run resourced fsck and restore a backup: bbolt would
 // otherwise panic on the damaged page later, in the middle of serving.
 func Open(path string, opts Options) (*Store, error) {
+	d, err := OpenDriver(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(d, opts), nil
+}
+
+// OpenDriver is Open without the portable store: the driver alone, which
+// a store.Bucket (store.New) must wrap before anything else calls it.
+// opts.Now is the Bucket's, not the driver's.
+func OpenDriver(path string, opts Options) (*Driver, error) {
 	if path == "" {
 		return nil, errors.New("boltstore: open: empty path")
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: open: %w", err)
@@ -263,7 +275,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if spool == "" {
 		spool = filepath.Dir(path)
 	}
-	return &Store{db: db, now: now, spoolDir: spool}, nil
+	return &Driver{db: db, spoolDir: spool}, nil
 }
 
 // forEachRecord calls fn with the decoded metadata of every object of the
@@ -483,13 +495,6 @@ func indexes(tx *bolt.Tx) (idx, exp, ub *bolt.Bucket, err error) {
 	return idx, exp, ub, nil
 }
 
-func checkKey(op string, k store.Key) error {
-	if k.IsZero() {
-		return fmt.Errorf("boltstore: %s: %w: zero key", op, store.ErrInvalidKey)
-	}
-	return nil
-}
-
 func root(tx *bolt.Tx) (*bolt.Bucket, error) {
 	b := tx.Bucket([]byte(rootBucket))
 	if b == nil {
@@ -511,9 +516,19 @@ func schemeBucket(tx *bolt.Tx, k store.Key) (*bolt.Bucket, error) {
 	return tb.Bucket([]byte(k.Scheme())), nil
 }
 
-// liveMeta returns the metadata of the live object at k in sb (nil when
-// missing or expired) and the raw record.
-func (s *Store) liveMeta(sb *bolt.Bucket, k store.Key) (*store.Meta, []byte, error) {
+// liveMeta returns the metadata of the object at k in sb live at now (nil
+// when missing or expired) and the raw record.
+func liveMeta(sb *bolt.Bucket, k store.Key, now time.Time) (*store.Meta, []byte, error) {
+	m, v, err := storedMeta(sb, k)
+	if m == nil || err != nil || m.Expired(now) {
+		return nil, nil, err
+	}
+	return m, v, nil
+}
+
+// storedMeta returns the metadata of the object stored at k in sb, expired
+// or not (nil when missing), and the raw record.
+func storedMeta(sb *bolt.Bucket, k store.Key) (*store.Meta, []byte, error) {
 	if sb == nil {
 		return nil, nil, nil
 	}
@@ -525,30 +540,21 @@ func (s *Store) liveMeta(sb *bolt.Bucket, k store.Key) (*store.Meta, []byte, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("boltstore: %s: %w", k, err)
 	}
-	if m.Expired(s.now()) {
-		return nil, nil, nil
-	}
 	m.Key = k
 	return &m, v, nil
 }
 
-// Put implements store.Backend.
-func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Meta{}, false, fmt.Errorf("boltstore: put: %w", err)
-	}
-	if err := store.CheckPut(obj, cond); err != nil {
-		return store.Meta{}, false, fmt.Errorf("boltstore: %w", err)
-	}
+// Put implements store.Driver.
+func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	body, encoded := obj.Body, obj.Encoded
-	return s.write(obj.Key, metacodec.Normalize(obj.Meta), cond, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
+	return s.write(obj.Key, obj.Meta, cond, now, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
 }
 
 // write stores at k, if cond holds, the record that encode returns for the
 // final metadata (want with Created kept from a live object it replaces),
 // and updates the indexes and usage, in one batched transaction. encode may
 // be called more than once (bbolt may re-run a batch function).
-func (s *Store) write(k store.Key, want store.Meta, cond store.Cond, encode func(m *store.Meta) []byte) (store.Meta, bool, error) {
+func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func() time.Time, encode func(m *store.Meta) []byte) (store.Meta, bool, error) {
 	var (
 		stored   store.Meta
 		replaced bool
@@ -584,11 +590,11 @@ func (s *Store) write(k store.Key, want store.Meta, cond store.Cond, encode func
 			old = &m
 		}
 		var cur *store.Meta
-		if old != nil && !old.Expired(s.now()) {
+		if old != nil && !old.Expired(now()) {
 			cur = old
 		}
-		if err := store.CheckCond(k, cur, cond); err != nil {
-			return fmt.Errorf("boltstore: put: %w", err)
+		if err := store.CheckCond(cur, cond); err != nil {
+			return err
 		}
 		u, err := readUsage(ub, k.Tenant())
 		if err != nil {
@@ -600,9 +606,8 @@ func (s *Store) write(k store.Key, want store.Meta, cond store.Cond, encode func
 		} else {
 			u.Objects++
 		}
-		if !cond.Quota.IsZero() && u.Exceeds(cond.Quota) {
-			return fmt.Errorf("boltstore: put %s: %w (usage after the write %d bytes in %d objects, quota %d bytes, %d objects)",
-				k, store.ErrQuotaExceeded, u.Bytes, u.Objects, cond.Quota.Bytes, cond.Quota.Objects)
+		if err := store.CheckQuota(u, cond.Quota); err != nil {
+			return err
 		}
 		m := want
 		if cur != nil {
@@ -644,84 +649,50 @@ func (s *Store) write(k store.Key, want store.Meta, cond store.Cond, encode func
 	return stored, replaced, nil
 }
 
-// Get implements store.Backend.
-func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
-	var obj *store.Object
-	err := s.view(ctx, "get", k, func(m *store.Meta, _, body []byte) error {
-		obj = &store.Object{Meta: *m, Body: bytes.Clone(body)} // out of the mmap
-		if obj.Body == nil {
-			obj.Body = []byte{}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
+// Read implements store.Driver on View.
+func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, body []byte) error) error {
+	return s.View(ctx, k, func(m *store.Meta, _, body []byte) error { return fn(m, body) })
 }
 
-// View implements store.EncodedViewer: fn runs inside a read transaction
+// View implements store.ViewDriver: fn runs inside a read transaction
 // and sees the record in bbolt's mmap, so it copies what it keeps and
 // returns soon (a long read transaction delays the remap a growing file
 // needs, and with it every write).
-func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
-	return s.view(ctx, "view", k, fn)
-}
-
-// view looks up the live record at k in a read transaction and calls fn
-// with its parts; op names the caller in errors.
-func (s *Store) view(ctx context.Context, op string, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("boltstore: %s %s: %w", op, k, err)
-	}
-	if err := checkKey(op, k); err != nil {
-		return err
-	}
+func (s *Driver) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		sb, err := schemeBucket(tx, k)
 		if err != nil {
 			return err
 		}
-		m, v, err := s.liveMeta(sb, k)
+		m, v, err := storedMeta(sb, k)
 		if err != nil {
 			return err
 		}
 		if m == nil {
-			return fmt.Errorf("boltstore: %s %s: %w", op, k, store.ErrNotFound)
+			return store.ErrNotFound
 		}
 		rec, err := splitRecord(v)
 		if err != nil {
-			return fmt.Errorf("boltstore: %s %s: %w", op, k, err)
+			return fmt.Errorf("boltstore: %w", err)
 		}
 		return fn(m, rec.encoded, rec.body)
 	})
 }
 
-// Stat implements store.Backend.
-func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
-	return s.stat(ctx, "stat", k)
-}
-
-// stat returns the live metadata at k; op names the caller in errors.
-func (s *Store) stat(ctx context.Context, op string, k store.Key) (store.Meta, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Meta{}, fmt.Errorf("boltstore: %s %s: %w", op, k, err)
-	}
-	if err := checkKey(op, k); err != nil {
-		return store.Meta{}, err
-	}
+// Stat implements store.Driver.
+func (s *Driver) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 	var meta store.Meta
 	err := s.db.View(func(tx *bolt.Tx) error {
 		sb, err := schemeBucket(tx, k)
 		if err != nil {
 			return err
 		}
-		m, _, err := s.liveMeta(sb, k)
+		m, _, err := storedMeta(sb, k)
 		if err != nil {
 			return err
 		}
 		if m == nil {
-			return fmt.Errorf("boltstore: %s %s: %w", op, k, store.ErrNotFound)
+			return store.ErrNotFound
 		}
 		meta = *m
 		return nil
@@ -732,33 +703,10 @@ func (s *Store) stat(ctx context.Context, op string, k store.Key) (store.Meta, e
 	return meta, nil
 }
 
-func checkQuery(q store.ListQuery) error {
-	if err := store.ValidTenant(q.Tenant); err != nil {
-		return fmt.Errorf("boltstore: list: %w", err)
-	}
-	if q.Scheme != "" {
-		if err := store.ValidScheme(q.Scheme); err != nil {
-			return fmt.Errorf("boltstore: list: %w", err)
-		}
-	} else if q.Prefix != "" {
-		return fmt.Errorf("boltstore: list: prefix %q without a scheme", q.Prefix)
-	}
-	if q.Limit <= 0 {
-		return fmt.Errorf("boltstore: list: limit %d, want > 0", q.Limit)
-	}
-	return nil
-}
-
-// List implements store.Backend. It walks the tenant's scheme buckets in
+// List implements store.Driver. It walks the tenant's scheme buckets in
 // order, seeking each to the cursor or the prefix, and peeks past the last
 // item so that More is exact.
-func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Page{}, fmt.Errorf("boltstore: list: %w", err)
-	}
-	if err := checkQuery(q); err != nil {
-		return store.Page{}, err
-	}
+func (s *Driver) List(ctx context.Context, q store.ListQuery, now func() time.Time) (store.Page, error) {
 	var page store.Page
 	err := s.db.View(func(tx *bolt.Tx) error {
 		r, err := root(tx)
@@ -769,7 +717,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error)
 		if tb == nil {
 			return nil
 		}
-		l := lister{q: q, now: s.now(), prefix: []byte(q.Prefix)}
+		l := lister{q: q, now: now(), prefix: []byte(q.Prefix)}
 		if q.Scheme != "" {
 			if q.Scheme < q.After.Scheme {
 				return nil
@@ -848,18 +796,13 @@ func (l *lister) scheme(scheme string, sb *bolt.Bucket) (done bool, err error) {
 	return false, nil
 }
 
-// ListPublic implements store.PublicLister. It seeks the index to after,
+// ListPublic implements store.Driver. It seeks the index to after,
 // reads the metadata of each entry's object and skips expired ones, and
 // peeks past the last item so that More is exact. It costs one index entry
 // and one metadata decode per item or skipped (expired) object.
-func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (store.PublicPage, error) {
-	if err := ctx.Err(); err != nil {
-		return store.PublicPage{}, fmt.Errorf("boltstore: list public: %w", err)
-	}
-	if limit <= 0 {
-		return store.PublicPage{}, fmt.Errorf("boltstore: list public: limit %d, want > 0", limit)
-	}
+func (s *Driver) ListPublic(ctx context.Context, after store.PublicPosition, limit int, clock func() time.Time) (store.PublicPage, error) {
 	var page store.PublicPage
+	now := clock()
 	err := s.db.View(func(tx *bolt.Tx) error {
 		r, err := root(tx)
 		if err != nil {
@@ -889,7 +832,7 @@ func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limi
 			if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
 				sb = tb.Bucket([]byte(k.Scheme()))
 			}
-			m, _, err := s.liveMeta(sb, k)
+			m, _, err := liveMeta(sb, k, now)
 			if err != nil {
 				return err
 			}
@@ -911,21 +854,9 @@ func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limi
 	return page, nil
 }
 
-// Delete implements store.Backend. Removing the last object of a scheme or
+// Delete implements store.Driver. Removing the last object of a scheme or
 // tenant removes its bucket.
-func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("boltstore: delete %s: %w", k, err)
-	}
-	if err := checkKey("delete", k); err != nil {
-		return err
-	}
-	switch {
-	case cond.Kind == store.Always:
-	case cond.Kind == store.IfMatch && cond.SHA256 != "":
-	default:
-		return fmt.Errorf("boltstore: delete %s: invalid condition %+v (want Always or IfMatch with a hash)", k, cond)
-	}
+func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now func() time.Time) error {
 	// Idempotent: it reads everything it decides on from tx.
 	return s.db.Batch(func(tx *bolt.Tx) error {
 		r, err := root(tx)
@@ -937,18 +868,18 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 		if tb != nil {
 			sb = tb.Bucket([]byte(k.Scheme()))
 		}
-		cur, _, err := s.liveMeta(sb, k)
+		cur, _, err := liveMeta(sb, k, now())
 		if err != nil {
 			return err
 		}
 		if cur == nil {
-			return fmt.Errorf("boltstore: delete %s: %w", k, store.ErrNotFound)
+			return store.ErrNotFound
 		}
-		if err := store.CheckCond(k, cur, cond); err != nil {
-			return fmt.Errorf("boltstore: delete: %w", err)
+		if err := store.CheckCond(cur, cond); err != nil {
+			return err
 		}
 		if err := s.remove(tx, r, tb, sb, k, cur); err != nil {
-			return fmt.Errorf("boltstore: delete %s: %w", k, err)
+			return fmt.Errorf("boltstore: %w", err)
 		}
 		return nil
 	})
@@ -957,7 +888,7 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 // remove deletes the object at k, whose metadata is m, from sb (in tb in
 // r), with its index entries and usage; it removes sb and tb when they
 // become empty.
-func (s *Store) remove(tx *bolt.Tx, r, tb, sb *bolt.Bucket, k store.Key, m *store.Meta) error {
+func (s *Driver) remove(tx *bolt.Tx, r, tb, sb *bolt.Bucket, k store.Key, m *store.Meta) error {
 	idx, exp, ub, err := indexes(tx)
 	if err != nil {
 		return err
@@ -995,7 +926,7 @@ func (s *Store) remove(tx *bolt.Tx, r, tb, sb *bolt.Bucket, k store.Key, m *stor
 	return nil
 }
 
-// DeleteExpired implements store.Backend in one write transaction (through
+// DeleteExpired implements store.Driver in one write transaction (through
 // Update, not Batch: it is already a batch of deletions). It walks the
 // expiry index from its start while the expiry is at or before now, and
 // removes each entry's object when its record still carries that expiry;
@@ -1004,13 +935,7 @@ func (s *Store) remove(tx *bolt.Tx, r, tb, sb *bolt.Bucket, k store.Key, m *stor
 // objects, or after maxSweepScan×limit entries. Being one transaction, it
 // cannot remove an object that a concurrent Put made live again: that Put
 // commits before it (and moved the entry) or after it (and creates anew).
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("boltstore: delete expired: %w", err)
-	}
-	if limit <= 0 {
-		return 0, fmt.Errorf("boltstore: delete expired: limit %d, want > 0", limit)
-	}
+func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time.Time) (int, error) {
 	scan := maxSweepScan * limit
 	if limit > math.MaxInt/maxSweepScan {
 		scan = math.MaxInt
@@ -1026,7 +951,7 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return err
 		}
-		now := s.now()
+		now := clock()
 		c := exp.Cursor()
 		ek, _ := c.First()
 		for scanned := 0; ek != nil && removed < limit && scanned < scan; scanned++ {
@@ -1084,14 +1009,8 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 	return removed, nil
 }
 
-// Usage implements store.Backend: one read of the usage bucket.
-func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Usage{}, fmt.Errorf("boltstore: usage: %w", err)
-	}
-	if err := store.ValidTenant(tenant); err != nil {
-		return store.Usage{}, fmt.Errorf("boltstore: usage: %w", err)
-	}
+// Usage implements store.Driver: one read of the usage bucket.
+func (s *Driver) Usage(ctx context.Context, tenant string) (store.Usage, error) {
 	var u store.Usage
 	err := s.db.View(func(tx *bolt.Tx) error {
 		ub, err := topBucket(tx, usageBucket)
@@ -1121,11 +1040,8 @@ func empty(b *bolt.Bucket) bool {
 	return k == nil
 }
 
-// Ping implements store.Backend with a read transaction.
-func (s *Store) Ping(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("boltstore: ping: %w", err)
-	}
+// Ping implements store.Driver with a read transaction.
+func (s *Driver) Ping(ctx context.Context) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		_, err := root(tx)
 		return err
@@ -1133,7 +1049,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close closes the database file. Later calls fail.
-func (s *Store) Close() error {
+func (s *Driver) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore: close: %w", err)
 	}
@@ -1146,13 +1062,13 @@ func (s *Store) Close() error {
 // index holds exactly the objects with an expiry, each under its expiry,
 // and that the usage bucket holds each tenant's sum of sizes and count of
 // objects. It returns the first problem found, or nil.
-func (s *Store) Check() error { return s.CheckEncoded(nil) }
+func (s *Driver) Check() error { return s.CheckEncoded(nil) }
 
 // CheckEncoded is Check, and it also calls verify with the metadata, the
 // encoded form and the body of every record that has an encoded form
 // (store.Object.Encoded; the store cannot judge one, its writer can). A
 // verify error is reported with the record's key.
-func (s *Store) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) error) error {
+func (s *Driver) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
 		for err := range tx.Check() { // drain: the checker blocks on send

@@ -23,8 +23,8 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Backend {
-		s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{Now: now})
+	storetest.Run(t, func(t *testing.T) store.Driver {
+		s, err := boltstore.OpenDriver(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
 		if err != nil {
 			t.Fatalf("Open = %v", err)
 		}

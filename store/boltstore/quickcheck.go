@@ -208,9 +208,6 @@ func (c *checker) meta(id, pageSize uint64) (meta, error) {
 	switch {
 	case ne.Uint64(h) != id || ne.Uint16(h[8:])&metaPage == 0:
 		return meta{}, fmt.Errorf("meta page %d: bad page header", id)
-	// No rule ties a meta page to its transaction's parity: a commit
-	// writes the page txid%2, but bbolt's Tx.WriteTo (backups) writes both
-	// pages with transactions T and T-1 whatever T's parity.
 	case m.pageSize < minPageSize || m.pageSize > 1<<26:
 		return meta{}, fmt.Errorf("meta page %d: page size %d", id, m.pageSize)
 	case m.hwm < 3 || m.root < 2 || m.root >= m.hwm:

@@ -6,30 +6,22 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
-var _ store.Streamer = (*Store)(nil)
-
-// PutStream implements store.Streamer; the package doc says how.
-func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, cond store.Cond) (store.Meta, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Meta{}, false, fmt.Errorf("boltstore: put: %w", err)
-	}
-	if err := store.CheckStream(meta, cond); err != nil {
-		return store.Meta{}, false, fmt.Errorf("boltstore: %w", err)
-	}
+// PutStream implements store.StreamDriver; the package doc says how.
+func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	k := meta.Key
 	sp, err := store.Spool(ctx, s.spoolDir, r)
 	if err != nil {
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
 	}
 	defer sp.Close()
-	want := metacodec.Normalize(*meta)
+	want := *meta
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
 	bound := headerBound(&want)
 	if sp.Size > math.MaxInt32-int64(bound) {
@@ -42,7 +34,7 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 	if err := ctx.Err(); err != nil {
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
 	}
-	return s.write(k, want, cond, func(m *store.Meta) []byte {
+	return s.write(k, want, cond, now, func(m *store.Meta) []byte {
 		h := appendHeader(make([]byte, 0, bound), m, nil)
 		start := bound - len(h)
 		copy(buf[start:], h)
@@ -50,9 +42,9 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 	})
 }
 
-// Open implements store.Streamer.
-func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
-	meta, err := s.stat(ctx, "open", k)
+// Open implements store.StreamDriver.
+func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
+	meta, err := s.Stat(ctx, k)
 	if err != nil {
 		return store.Meta{}, nil, err
 	}
@@ -61,7 +53,7 @@ func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekC
 
 // reader reads one body, one short View transaction per Read.
 type reader struct {
-	s      *Store
+	s      *Driver
 	ctx    context.Context
 	k      store.Key
 	sha    string

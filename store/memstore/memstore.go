@@ -1,10 +1,13 @@
-// Package memstore owns the in-memory reference store.Backend: a map behind
+// Package memstore owns the in-memory reference store driver: a map behind
 // one mutex, for tests and for `store.backend: memory`. It keeps nothing
-// across restarts. It is the simplest implementation of the contract, so it
+// across restarts. It is the simplest implementation of store.Driver, so it
 // is the one the conformance suite in storetest is checked against first.
+// New returns the portable store.Bucket over it; the Bucket validates,
+// hashes, normalises times and judges expiry, so the driver only keeps
+// what it is given.
 //
-// Bodies are copied in on Put and out on Get; times are kept at full
-// precision, in UTC.
+// Bodies are copied in on Put and out on Get (by the Bucket); times are
+// kept as the Bucket gives them, to the millisecond, in UTC.
 //
 // Expired objects stay in the map, invisible, until a Put replaces them or
 // DeleteExpired removes them; they count in Usage until then. Usage is
@@ -16,7 +19,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -34,10 +36,31 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Store is an in-memory store.Backend, safe for concurrent use.
+// Store is the portable store over a Driver, with its encoded view.
 type Store struct {
-	now func() time.Time
+	*store.Bucket
+	view store.EncodedViewer
+}
 
+var (
+	_ store.Backend       = (*Store)(nil)
+	_ store.EncodedViewer = (*Store)(nil)
+)
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	b := store.NewBucket(NewDriver(), store.Options{Now: opts.Now})
+	return &Store{Bucket: b, view: b.EncodedView()}
+}
+
+// View implements store.EncodedViewer: see Driver.View.
+func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	return s.view.View(ctx, k, fn)
+}
+
+// Driver is the in-memory store.Driver and store.ViewDriver, safe for
+// concurrent use.
+type Driver struct {
 	mu      sync.RWMutex
 	closed  bool
 	tenants map[string]map[store.Position]*entry
@@ -51,19 +74,13 @@ type entry struct {
 }
 
 var (
-	_ store.Backend       = (*Store)(nil)
-	_ store.PublicLister  = (*Store)(nil)
-	_ store.EncodedViewer = (*Store)(nil)
+	_ store.Driver     = (*Driver)(nil)
+	_ store.ViewDriver = (*Driver)(nil)
 )
 
-// New returns an empty Store.
-func New(opts Options) *Store {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{
-		now:     now,
+// NewDriver returns an empty Driver.
+func NewDriver() *Driver {
+	return &Driver{
 		tenants: make(map[string]map[store.Position]*entry),
 		usage:   make(map[string]store.Usage),
 	}
@@ -73,35 +90,20 @@ func posOf(k store.Key) store.Position {
 	return store.Position{Scheme: k.Scheme(), Path: k.Path()}
 }
 
-func checkKey(op string, k store.Key) error {
-	if k.IsZero() {
-		return fmt.Errorf("memstore: %s: %w: zero key", op, store.ErrInvalidKey)
-	}
-	return nil
-}
-
-// live returns the unexpired entry at k, or nil. The caller holds s.mu.
-func (s *Store) live(k store.Key) *entry {
+// live returns the entry at k unexpired at now, or nil. The caller holds
+// s.mu.
+func (s *Driver) live(k store.Key, now time.Time) *entry {
 	e := s.tenants[k.Tenant()][posOf(k)]
-	if e == nil || e.meta.Expired(s.now()) {
+	if e == nil || e.meta.Expired(now) {
 		return nil
 	}
 	return e
 }
 
-// Put implements store.Backend.
-func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Meta{}, false, fmt.Errorf("memstore: put: %w", err)
-	}
-	if err := store.CheckPut(obj, cond); err != nil {
-		return store.Meta{}, false, fmt.Errorf("memstore: %w", err)
-	}
+// Put implements store.Driver.
+func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	k := obj.Key
 	m := obj.Meta
-	m.Created = m.Created.UTC()
-	m.Modified = m.Modified.UTC()
-	m.Expires = m.Expires.UTC()
 	body := bytes.Clone(obj.Body)
 	if body == nil {
 		body = []byte{}
@@ -116,13 +118,13 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	if s.closed {
 		return store.Meta{}, false, errClosed
 	}
-	cur := s.live(k)
+	cur := s.live(k, now())
 	var curMeta *store.Meta
 	if cur != nil {
 		curMeta = &cur.meta
 	}
-	if err := store.CheckCond(k, curMeta, cond); err != nil {
-		return store.Meta{}, false, fmt.Errorf("memstore: put: %w", err)
+	if err := store.CheckCond(curMeta, cond); err != nil {
+		return store.Meta{}, false, err
 	}
 	// The usage after the write: a replaced object, live or expired,
 	// gives back its size and keeps its slot.
@@ -133,9 +135,8 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	} else {
 		u.Objects++
 	}
-	if !cond.Quota.IsZero() && u.Exceeds(cond.Quota) {
-		return store.Meta{}, false, fmt.Errorf("memstore: put %s: %w (usage after the write %d bytes in %d objects, quota %d bytes, %d objects)",
-			k, store.ErrQuotaExceeded, u.Bytes, u.Objects, cond.Quota.Bytes, cond.Quota.Objects)
+	if err := store.CheckQuota(u, cond.Quota); err != nil {
+		return store.Meta{}, false, err
 	}
 	if cur != nil {
 		m.Created = cur.meta.Created
@@ -150,83 +151,51 @@ func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (st
 	return m, cur != nil, nil
 }
 
-// Get implements store.Backend.
-func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
-	var obj *store.Object
-	err := s.view(ctx, "get", k, func(m *store.Meta, _, body []byte) error {
-		obj = &store.Object{Meta: *m, Body: bytes.Clone(body)}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
+// Read implements store.Driver.
+func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, body []byte) error) error {
+	return s.View(ctx, k, func(m *store.Meta, _, body []byte) error { return fn(m, body) })
 }
 
-// View implements store.EncodedViewer. fn runs under the read lock: it
-// sees the entry's own slices, which no Put modifies (a Put replaces the
+// View implements store.ViewDriver. fn runs under the read lock: it sees
+// the entry's own slices, which no Put modifies (a Put replaces the
 // entry).
-func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
-	return s.view(ctx, "view", k, fn)
-}
-
-// view calls fn with the live entry at k under the read lock; op names
-// the caller in errors.
-func (s *Store) view(ctx context.Context, op string, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: %s %s: %w", op, k, err)
-	}
-	if err := checkKey(op, k); err != nil {
-		return err
-	}
+func (s *Driver) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return errClosed
 	}
-	e := s.live(k)
+	e := s.tenants[k.Tenant()][posOf(k)]
 	if e == nil {
-		return fmt.Errorf("memstore: %s %s: %w", op, k, store.ErrNotFound)
+		return store.ErrNotFound
 	}
 	m := e.meta
 	return fn(&m, e.encoded, e.body)
 }
 
-// Stat implements store.Backend.
-func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Meta{}, fmt.Errorf("memstore: stat %s: %w", k, err)
-	}
-	if err := checkKey("stat", k); err != nil {
-		return store.Meta{}, err
-	}
+// Stat implements store.Driver.
+func (s *Driver) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return store.Meta{}, errClosed
 	}
-	e := s.live(k)
+	e := s.tenants[k.Tenant()][posOf(k)]
 	if e == nil {
-		return store.Meta{}, fmt.Errorf("memstore: stat %s: %w", k, store.ErrNotFound)
+		return store.Meta{}, store.ErrNotFound
 	}
 	return e.meta, nil
 }
 
-// List implements store.Backend. It sorts the tenant's keys on every call,
+// List implements store.Driver. It sorts the tenant's keys on every call,
 // which is fine for a reference implementation.
-func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Page{}, fmt.Errorf("memstore: list: %w", err)
-	}
-	if err := checkQuery(q); err != nil {
-		return store.Page{}, err
-	}
+func (s *Driver) List(ctx context.Context, q store.ListQuery, clock func() time.Time) (store.Page, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return store.Page{}, errClosed
 	}
-	now := s.now()
+	now := clock()
 	var match []*entry
 	for pos, e := range s.tenants[q.Tenant] {
 		switch {
@@ -257,40 +226,17 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error)
 	return p, nil
 }
 
-func checkQuery(q store.ListQuery) error {
-	if err := store.ValidTenant(q.Tenant); err != nil {
-		return fmt.Errorf("memstore: list: %w", err)
-	}
-	if q.Scheme != "" {
-		if err := store.ValidScheme(q.Scheme); err != nil {
-			return fmt.Errorf("memstore: list: %w", err)
-		}
-	} else if q.Prefix != "" {
-		return fmt.Errorf("memstore: list: prefix %q without a scheme", q.Prefix)
-	}
-	if q.Limit <= 0 {
-		return fmt.Errorf("memstore: list: limit %d, want > 0", q.Limit)
-	}
-	return nil
-}
-
-// ListPublic implements store.PublicLister. It filters and sorts every
-// object on each call: O(all objects), which is fine for the reference
-// implementation (the index the interface asks for is an optimisation the
-// results do not show).
-func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (store.PublicPage, error) {
-	if err := ctx.Err(); err != nil {
-		return store.PublicPage{}, fmt.Errorf("memstore: list public: %w", err)
-	}
-	if limit <= 0 {
-		return store.PublicPage{}, fmt.Errorf("memstore: list public: limit %d, want > 0", limit)
-	}
+// ListPublic implements store.Driver. It filters and sorts every object on
+// each call: O(all objects), which is fine for the reference
+// implementation (the index store.PublicLister asks for is an
+// optimisation the results do not show).
+func (s *Driver) ListPublic(ctx context.Context, after store.PublicPosition, limit int, clock func() time.Time) (store.PublicPage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return store.PublicPage{}, errClosed
 	}
-	now := s.now()
+	now := clock()
 	var match []store.Meta
 	for _, t := range s.tenants {
 		for _, e := range t {
@@ -327,35 +273,26 @@ func publicPosOf(k store.Key) store.PublicPosition {
 	return store.PublicPosition{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
 }
 
-// Delete implements store.Backend.
-func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: delete %s: %w", k, err)
-	}
-	if err := checkKey("delete", k); err != nil {
-		return err
-	}
-	if err := checkDeleteCond(k, cond); err != nil {
-		return err
-	}
+// Delete implements store.Driver.
+func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now func() time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errClosed
 	}
-	e := s.live(k)
+	e := s.live(k, now())
 	if e == nil {
-		return fmt.Errorf("memstore: delete %s: %w", k, store.ErrNotFound)
+		return store.ErrNotFound
 	}
-	if err := store.CheckCond(k, &e.meta, cond); err != nil {
-		return fmt.Errorf("memstore: delete: %w", err)
+	if err := store.CheckCond(&e.meta, cond); err != nil {
+		return err
 	}
 	s.remove(k, e)
 	return nil
 }
 
 // remove deletes the entry e at k and its usage. The caller holds s.mu.
-func (s *Store) remove(k store.Key, e *entry) {
+func (s *Driver) remove(k store.Key, e *entry) {
 	t := s.tenants[k.Tenant()]
 	delete(t, posOf(k))
 	if len(t) == 0 {
@@ -371,23 +308,17 @@ func (s *Store) remove(k store.Key, e *entry) {
 	}
 }
 
-// DeleteExpired implements store.Backend. It scans the map under the
-// write lock until it has removed limit objects: O(objects scanned), which
-// is fine for the reference implementation. Holding the lock throughout,
-// it cannot race with a Put.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("memstore: delete expired: %w", err)
-	}
-	if limit <= 0 {
-		return 0, fmt.Errorf("memstore: delete expired: limit %d, want > 0", limit)
-	}
+// DeleteExpired implements store.Driver. It scans the map under the write
+// lock until it has removed limit objects: O(objects scanned), which is
+// fine for the reference implementation. Holding the lock throughout, it
+// cannot race with a Put.
+func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return 0, errClosed
 	}
-	now := s.now()
+	now := clock()
 	n := 0
 	for _, t := range s.tenants {
 		for _, e := range t {
@@ -403,14 +334,8 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
-// Usage implements store.Backend.
-func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Usage{}, fmt.Errorf("memstore: usage: %w", err)
-	}
-	if err := store.ValidTenant(tenant); err != nil {
-		return store.Usage{}, fmt.Errorf("memstore: usage: %w", err)
-	}
+// Usage implements store.Driver.
+func (s *Driver) Usage(ctx context.Context, tenant string) (store.Usage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -419,21 +344,8 @@ func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
 	return s.usage[tenant], nil
 }
 
-func checkDeleteCond(k store.Key, cond store.Cond) error {
-	switch {
-	case cond.Kind == store.Always:
-		return nil
-	case cond.Kind == store.IfMatch && cond.SHA256 != "":
-		return nil
-	}
-	return fmt.Errorf("memstore: delete %s: invalid condition %+v (want Always or IfMatch with a hash)", k, cond)
-}
-
-// Ping implements store.Backend.
-func (s *Store) Ping(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memstore: ping: %w", err)
-	}
+// Ping implements store.Driver.
+func (s *Driver) Ping(ctx context.Context) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -443,7 +355,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close drops every object. Later calls fail.
-func (s *Store) Close() error {
+func (s *Driver) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

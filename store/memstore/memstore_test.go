@@ -2,7 +2,6 @@ package memstore_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
@@ -10,7 +9,5 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Backend {
-		return memstore.New(memstore.Options{Now: now})
-	})
+	storetest.Run(t, func(t *testing.T) store.Driver { return memstore.NewDriver() })
 }

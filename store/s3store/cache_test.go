@@ -67,12 +67,11 @@ func TestReadCacheLRU(t *testing.T) {
 
 func TestConformanceWithReadCache(t *testing.T) {
 	base := serverOptions(t)
-	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Backend {
+	storetest.Run(t, func(t *testing.T) store.Driver {
 		opts := base
 		opts.Prefix = uniquePrefix(t)
-		opts.Now = now
 		opts.ReadCache = 1 << 20
-		return openTest(t, opts)
+		return openTest(t, opts).d
 	})
 }
 
@@ -152,7 +151,7 @@ func TestReadCacheScaleOut(t *testing.T) {
 	if _, err := a.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get after another instance deleted = %v, want ErrNotFound", err)
 	}
-	if n, _ := a.cache.stats(); n != 0 {
+	if n, _ := a.d.cache.stats(); n != 0 {
 		t.Errorf("the deleted object is still cached (%d objects)", n)
 	}
 	counter.take()

@@ -17,31 +17,31 @@ const maxKeyLen = 1024
 
 // objectKey returns the S3 key of k:
 // <prefix>/<tenant>/<scheme>!/<path>!
-func (s *Store) objectKey(k store.Key) string {
+func (s *Driver) objectKey(k store.Key) string {
 	return s.tenantPrefix(k.Tenant()) + k.Scheme() + mark + "/" + k.Path() + mark
 }
 
 // tenantPrefix is the key prefix of every object of tenant. It ends with
 // the delimiter, so tenant "t1" never matches the objects of "t10".
-func (s *Store) tenantPrefix(tenant string) string {
+func (s *Driver) tenantPrefix(tenant string) string {
 	return s.base + tenant + "/"
 }
 
 // schemePrefix is the key prefix of every object of one tenant and scheme.
-func (s *Store) schemePrefix(tenant, scheme string) string {
+func (s *Driver) schemePrefix(tenant, scheme string) string {
 	return s.tenantPrefix(tenant) + scheme + mark + "/"
 }
 
 // positionKey returns a key that sorts at or before the key of every
 // object of tenant strictly after pos, and after every object at or before
 // pos except pos itself. List uses it as StartAfter and filters the rest.
-func (s *Store) positionKey(tenant string, pos store.Position) string {
+func (s *Driver) positionKey(tenant string, pos store.Position) string {
 	return s.schemePrefix(tenant, pos.Scheme) + pos.Path
 }
 
 // parseKey returns the key of an object listed under tenant's prefix, and
 // false for keys this package did not write.
-func (s *Store) parseKey(tenant, objKey string) (store.Key, bool) {
+func (s *Driver) parseKey(tenant, objKey string) (store.Key, bool) {
 	rest, ok := strings.CutPrefix(objKey, s.tenantPrefix(tenant))
 	if !ok {
 		return store.Key{}, false
@@ -66,7 +66,7 @@ func (s *Store) parseKey(tenant, objKey string) (store.Key, bool) {
 const publicDir = "!public/"
 
 // publicPrefix is the key prefix of every marker of the public index.
-func (s *Store) publicPrefix() string {
+func (s *Driver) publicPrefix() string {
 	return s.base + publicDir
 }
 
@@ -74,13 +74,13 @@ func (s *Store) publicPrefix() string {
 // <prefix>/!public/<tenant>!/<scheme>!/<path>!
 // The mark after the tenant does for tenants what it does for schemes:
 // "t1" < "t1-x" < "t10" in key order too.
-func (s *Store) markerKey(k store.Key) string {
+func (s *Driver) markerKey(k store.Key) string {
 	return s.publicPrefix() + k.Tenant() + mark + "/" + k.Scheme() + mark + "/" + k.Path() + mark
 }
 
 // parseMarkerKey returns the key of a listed marker, and false for keys this
 // package did not write.
-func (s *Store) parseMarkerKey(key string) (store.Key, bool) {
+func (s *Driver) parseMarkerKey(key string) (store.Key, bool) {
 	rest, ok := strings.CutPrefix(key, s.publicPrefix())
 	if !ok {
 		return store.Key{}, false
@@ -110,7 +110,7 @@ func (s *Store) parseMarkerKey(key string) (store.Key, bool) {
 // a key part cannot contain (mark or below, DEL or above): a position from
 // outside need not be valid, and a cut marker key still sorts below every
 // marker that follows pos.
-func (s *Store) publicStartKey(pos store.PublicPosition) string {
+func (s *Driver) publicStartKey(pos store.PublicPosition) string {
 	var b strings.Builder
 	b.WriteString(s.publicPrefix())
 	for n, part := range []string{pos.Tenant, pos.Scheme, pos.Path} {

@@ -18,8 +18,6 @@ import (
 // This file keeps the public index: one empty marker object per public
 // listed object (see the package doc, "Public index").
 
-var _ store.PublicLister = (*Store)(nil)
-
 // indexed reports whether an object with metadata m should have a marker
 // (expiry aside).
 func indexed(m *store.Meta) bool {
@@ -33,7 +31,7 @@ var emptyMD5 = func() string {
 }()
 
 // putMarker writes k's marker, unconditionally.
-func (s *Store) putMarker(ctx context.Context, k store.Key) error {
+func (s *Driver) putMarker(ctx context.Context, k store.Key) error {
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := s.call(ctx)
 		_, err := s.client.PutObject(cctx, &s3.PutObjectInput{
@@ -62,14 +60,14 @@ func (s *Store) putMarker(ctx context.Context, k store.Key) error {
 // operation after the last write of a public object is then a PUT. The
 // error is non-nil only when the marker may now be missing for an object
 // that needs it.
-func (s *Store) removeMarker(ctx context.Context, k store.Key) error {
+func (s *Driver) removeMarker(ctx context.Context, k store.Key, now func() time.Time) error {
 	// The caller going away must not stop us between the delete and the
 	// write back; every call still has its deadline.
 	ctx = context.WithoutCancel(ctx)
 	// A failed delete leaves the marker, stale at worst.
 	_ = s.deleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.markerKey(k))})
 	h, err := s.readHead(ctx, s.objectKey(k))
-	if err == nil && (h == nil || !indexed(&h.rec.meta) || h.rec.meta.Expired(s.now())) {
+	if err == nil && (h == nil || !indexed(&h.rec.meta) || h.rec.meta.Expired(now())) {
 		return nil
 	}
 	if perr := s.putMarker(ctx, k); perr != nil {
@@ -83,32 +81,29 @@ func (s *Store) removeMarker(ctx context.Context, k store.Key) error {
 
 // syncMarker brings k's marker in line with m, which was just written over
 // an object that may have had a marker when mayHave is set.
-func (s *Store) syncMarker(ctx context.Context, k store.Key, m *store.Meta, mayHave bool) error {
+func (s *Driver) syncMarker(ctx context.Context, k store.Key, m *store.Meta, mayHave bool, now func() time.Time) error {
 	switch {
 	case indexed(m):
 		if err := s.putMarker(context.WithoutCancel(ctx), k); err != nil {
 			return fmt.Errorf("public index: %w", err)
 		}
 	case mayHave:
-		return s.removeMarker(ctx, k)
+		return s.removeMarker(ctx, k, now)
 	}
 	return nil
 }
 
-// ListPublic implements store.PublicLister; the package doc gives its cost.
-func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limit int) (store.PublicPage, error) {
+// ListPublic implements store.Driver; the package doc gives its cost.
+func (s *Driver) ListPublic(ctx context.Context, after store.PublicPosition, limit int, now func() time.Time) (store.PublicPage, error) {
 	const op = "list public"
 	if err := s.begin(ctx, op); err != nil {
 		return store.PublicPage{}, err
-	}
-	if limit <= 0 {
-		return store.PublicPage{}, fmt.Errorf("s3store: %s: limit %d, want > 0", op, limit)
 	}
 	var startAfter *string
 	if after != (store.PublicPosition{}) {
 		startAfter = aws.String(s.publicStartKey(after))
 	}
-	l := publicLister{s: s, after: after, limit: limit, now: s.now()}
+	l := publicLister{s: s, after: after, limit: limit, now: now()}
 	var token *string
 	for {
 		in := &s3.ListObjectsV2Input{
@@ -142,7 +137,7 @@ func (s *Store) ListPublic(ctx context.Context, after store.PublicPosition, limi
 		}
 		token = out.NextContinuationToken
 	}
-	s.cleanMarkers(ctx, l.stale)
+	s.cleanMarkers(ctx, l.stale, now)
 	return l.page, nil
 }
 
@@ -152,7 +147,7 @@ func publicPos(k store.Key) store.PublicPosition {
 
 // publicLister collects one page of ListPublic.
 type publicLister struct {
-	s     *Store
+	s     *Driver
 	after store.PublicPosition
 	limit int
 	now   time.Time
@@ -196,7 +191,7 @@ func (l *publicLister) add(ctx context.Context, cands []store.Key) (done bool, e
 // cleanMarkers removes stale markers that ListPublic came across, best
 // effort: failures leave them for the next ListPublic, and removeMarker
 // keeps a marker that a concurrent Put made current again.
-func (s *Store) cleanMarkers(ctx context.Context, keys []store.Key) {
+func (s *Driver) cleanMarkers(ctx context.Context, keys []store.Key, now func() time.Time) {
 	sem := make(chan struct{}, listConcurrency)
 	var wg sync.WaitGroup
 	for _, k := range keys {
@@ -206,7 +201,7 @@ func (s *Store) cleanMarkers(ctx context.Context, keys []store.Key) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			_ = s.removeMarker(ctx, k)
+			_ = s.removeMarker(ctx, k, now)
 		})
 	}
 	wg.Wait()

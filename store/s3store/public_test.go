@@ -21,14 +21,14 @@ func markers(t *testing.T, s *Store) []store.Key {
 	var keys []store.Key
 	var token *string
 	for {
-		out, err := s.client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{
-			Bucket: aws.String(s.bucket), Prefix: aws.String(s.publicPrefix()), ContinuationToken: token,
+		out, err := s.d.client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{
+			Bucket: aws.String(s.d.bucket), Prefix: aws.String(s.d.publicPrefix()), ContinuationToken: token,
 		})
 		if err != nil {
 			t.Fatalf("listing markers: %v", err)
 		}
 		for _, o := range out.Contents {
-			k, ok := s.parseMarkerKey(aws.ToString(o.Key))
+			k, ok := s.d.parseMarkerKey(aws.ToString(o.Key))
 			if !ok {
 				t.Errorf("foreign key %q under the index prefix", aws.ToString(o.Key))
 				continue
@@ -118,7 +118,7 @@ func TestPublicMarkers(t *testing.T) {
 	// A stale marker (here: written by hand for a private object) is not
 	// listed, and ListPublic removes it.
 	put(a, "a5", store.Private, nil)
-	if err := s.putMarker(ctx, a); err != nil {
+	if err := s.d.putMarker(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	wantMarkers(t, s, "with a stale marker", a, b)
@@ -129,7 +129,7 @@ func TestPublicMarkers(t *testing.T) {
 
 	// A missing marker hides the object until a Put writes it again.
 	put(a, "a6", store.Public, nil)
-	if err := s.deleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.markerKey(a))}); err != nil {
+	if err := s.d.deleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.d.bucket), Key: aws.String(s.d.markerKey(a))}); err != nil {
 		t.Fatal(err)
 	}
 	if got := listPublic(); len(got) != 1 || got[0] != b {

@@ -1,7 +1,13 @@
-// Package s3store owns the S3 store.Backend: every object is one S3 object
+// Package s3store owns the S3 store.Driver: every object is one S3 object
 // in one bucket, written with conditional requests so that create-only and
 // hash-bound replaces hold across processes, and read back with the same
-// semantics as the bbolt backend (proven by store/storetest).
+// semantics as the bbolt backend (proven by store/storetest). Open returns
+// Store, the portable store.Bucket over the Driver (which validates input,
+// hashes, normalises times, hides expired objects from point reads and
+// passes its clock to every call here that judges expiry) with the
+// driver's streaming; S3 objects keep no encoded form, so Store is not a
+// store.EncodedViewer. Get below means the Driver's Read, on which the
+// Bucket builds Get.
 //
 // # Layout
 //
@@ -67,7 +73,7 @@
 // SHA-256. Stat and every precondition read only the header: a ranged GET
 // of the first 4 KiB, and a second one (bound to the first's ETag) in the
 // rare case the header is longer. Times are kept to the millisecond, in
-// UTC.
+// UTC (the Bucket hands them over so).
 //
 // # Preconditions
 //
@@ -261,7 +267,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
 
 // DefaultCallTimeout is the CallTimeout of a zero Options.
@@ -296,7 +301,8 @@ type Options struct {
 	// CallTimeout bounds every S3 call, retries included. Zero means
 	// DefaultCallTimeout.
 	CallTimeout time.Duration
-	// Now is the clock used for expiry; nil means time.Now.
+	// Now is the clock used for expiry (the Bucket's, passed to the
+	// Driver on every call); nil means time.Now.
 	Now func() time.Time
 	// SpoolDir holds the temporary files of PutStream (unlinked at once);
 	// "" means os.TempDir().
@@ -373,13 +379,14 @@ func checkPrefix(p string) string {
 	return ""
 }
 
-// Store is a store.Backend on one S3 bucket, safe for concurrent use.
-type Store struct {
+// Driver is the store.Driver (and store.StreamDriver) on one S3 bucket,
+// safe for concurrent use. Open wraps it in the portable store;
+// OpenDriver returns it alone, for storetest.
+type Driver struct {
 	client  *s3.Client
 	bucket  string
 	base    string // Prefix + "/", or ""
 	timeout time.Duration
-	now     func() time.Time
 	closed  atomic.Bool
 	spool   string     // PutStream's temporary files; "" is os.TempDir()
 	cache   *readCache // nil: off
@@ -395,13 +402,27 @@ type Store struct {
 	}
 }
 
-var _ store.Backend = (*Store)(nil)
+var (
+	_ store.Driver       = (*Driver)(nil)
+	_ store.StreamDriver = (*Driver)(nil)
+)
 
 // Open validates opts and returns a Store that talks to S3 through
 // client, which the caller builds and configures (region, endpoint,
 // path-style addressing, credentials, HTTP transport). It does not contact
 // S3: a missing bucket or bad credentials show in Ping and in every call.
 func Open(client *s3.Client, opts Options) (*Store, error) {
+	d, err := OpenDriver(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(d, opts), nil
+}
+
+// OpenDriver is Open without the portable store: the driver alone, which
+// a store.Bucket (store.New) must wrap before anything else calls it.
+// opts.Now is the Bucket's, not the driver's.
+func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 	if client == nil {
 		return nil, errors.New("s3store: open: a client is required")
 	}
@@ -412,20 +433,15 @@ func Open(client *s3.Client, opts Options) (*Store, error) {
 	if timeout == 0 {
 		timeout = DefaultCallTimeout
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
 	base := opts.Prefix
 	if base != "" {
 		base += "/"
 	}
-	return &Store{
+	return &Driver{
 		client:  client,
 		bucket:  opts.Bucket,
 		base:    base,
 		timeout: timeout,
-		now:     now,
 		spool:   opts.SpoolDir,
 		cache:   newReadCache(opts.ReadCache),
 	}, nil
@@ -445,7 +461,7 @@ func callOptions(o *s3.Options) {
 var errClosed = errors.New("store is closed")
 
 // begin runs the checks every method starts with.
-func (s *Store) begin(ctx context.Context, op string) error {
+func (s *Driver) begin(ctx context.Context, op string) error {
 	if s.closed.Load() {
 		return fmt.Errorf("s3store: %s: %w", op, errClosed)
 	}
@@ -455,22 +471,15 @@ func (s *Store) begin(ctx context.Context, op string) error {
 	return nil
 }
 
-func checkKey(op string, k store.Key) error {
-	if k.IsZero() {
-		return fmt.Errorf("s3store: %s: %w: zero key", op, store.ErrInvalidKey)
-	}
-	return nil
-}
-
 // call returns the context of one S3 call: ctx with the call deadline.
-func (s *Store) call(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *Driver) call(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
 // fail wraps an S3 failure of op on what. A canceled or expired caller
 // context wins over whatever the SDK made of it; the call deadline is a
 // backend failure, not the caller's.
-func (s *Store) fail(ctx context.Context, op string, what any, err error) error {
+func (s *Driver) fail(ctx context.Context, op string, what any, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("s3store: %s %v: %w", op, what, cerr)
 	}
@@ -480,12 +489,10 @@ func (s *Store) fail(ctx context.Context, op string, what any, err error) error 
 	return fmt.Errorf("s3store: %s %v: %w", op, what, err)
 }
 
-func notFound(op string, k store.Key) error {
-	return fmt.Errorf("s3store: %s %s: %w", op, k, store.ErrNotFound)
-}
-
-func conflict(op string, k store.Key, why string) error {
-	return fmt.Errorf("s3store: %s %s: %s: %w", op, k, why, store.ErrPreconditionFailed)
+// conflict is the error of a failed condition; the Bucket names the
+// operation and the key.
+func conflict(why string) error {
+	return fmt.Errorf("%s: %w", why, store.ErrPreconditionFailed)
 }
 
 // apiError returns the HTTP status and S3 error code of err, if any.
@@ -568,7 +575,7 @@ func (h *head) meta(k store.Key) store.Meta {
 
 // readHead returns the header of the object at objKey, or nil when there is
 // none. Expired objects are returned: callers decide.
-func (s *Store) readHead(ctx context.Context, objKey string) (*head, error) {
+func (s *Driver) readHead(ctx context.Context, objKey string) (*head, error) {
 	for range maxAttempts {
 		h, again, err := s.readHeadOnce(ctx, objKey)
 		if !again {
@@ -581,7 +588,7 @@ func (s *Store) readHead(ctx context.Context, objKey string) (*head, error) {
 // readHeadOnce reads the header with a ranged GET, and a second one bound
 // to the first's ETag when the header is longer than headProbe. again
 // reports that the object changed between the two.
-func (s *Store) readHeadOnce(ctx context.Context, objKey string) (h *head, again bool, err error) {
+func (s *Driver) readHeadOnce(ctx context.Context, objKey string) (h *head, again bool, err error) {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	buf, etag, err := s.getRange(cctx, objKey, headProbe, "")
@@ -619,7 +626,7 @@ func (s *Store) readHeadOnce(ctx context.Context, objKey string) (h *head, again
 
 // getRange reads the first n bytes of the object (fewer if it is shorter),
 // if its ETag is ifMatch when that is set.
-func (s *Store) getRange(ctx context.Context, objKey string, n int, ifMatch string) ([]byte, string, error) {
+func (s *Driver) getRange(ctx context.Context, objKey string, n int, ifMatch string) ([]byte, string, error) {
 	in := &s3.GetObjectInput{
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(objKey),
@@ -640,17 +647,16 @@ func (s *Store) getRange(ctx context.Context, objKey string, n int, ifMatch stri
 	return buf, aws.ToString(out.ETag), nil
 }
 
-// Get implements store.Backend.
-func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
+// Read implements store.Driver with one GET, conditional on the ETag of
+// a cached copy when there is one. fn sees the cached body or the fresh
+// buffer's tail; the Bucket copies what it returns.
+func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, body []byte) error) error {
 	if err := s.begin(ctx, "get"); err != nil {
-		return nil, err
-	}
-	if err := checkKey("get", k); err != nil {
-		return nil, err
+		return err
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return nil, notFound("get", k)
+		return store.ErrNotFound
 	}
 	var c *cached
 	if !s.noConditionalGet.Load() {
@@ -675,58 +681,47 @@ func (s *Store) Get(ctx context.Context, k store.Key) (*store.Object, error) {
 	if err != nil {
 		switch {
 		case c != nil && isNotModified(err):
-			if c.rec.meta.Expired(s.now()) {
-				return nil, notFound("get", k)
-			}
 			m := c.rec.meta
 			m.Key = k
-			return &store.Object{Meta: m, Body: bytes.Clone(c.body)}, nil
+			return fn(&m, c.body)
 		case isMissing(err):
 			s.cache.remove(objKey)
-			return nil, notFound("get", k)
+			return store.ErrNotFound
 		}
-		return nil, s.fail(ctx, "get", k, err)
+		return s.fail(ctx, "get", k, err)
 	}
 	defer out.Body.Close()
 	buf, err := readAll(out.Body, aws.ToInt64(out.ContentLength))
 	if err != nil {
-		return nil, s.fail(ctx, "get", k, err)
+		return s.fail(ctx, "get", k, err)
 	}
 	rec, body, err := decodeRecord(buf)
 	if err != nil {
 		s.cache.remove(objKey)
-		return nil, fmt.Errorf("s3store: get %s: %w", k, err)
+		return fmt.Errorf("s3store: get %s: %w", k, err)
 	}
 	if s.cache != nil && !s.noConditionalGet.Load() {
 		s.cache.put(&cached{key: objKey, etag: aws.ToString(out.ETag), rec: rec, body: body})
-		body = bytes.Clone(body) // the cache keeps buf's
-	}
-	if rec.meta.Expired(s.now()) {
-		return nil, notFound("get", k)
 	}
 	rec.meta.Key = k
-	// body is the caller's: a fresh buffer's tail, or a copy of it.
-	return &store.Object{Meta: rec.meta, Body: body}, nil
+	return fn(&rec.meta, body)
 }
 
-// Stat implements store.Backend.
-func (s *Store) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+// Stat implements store.Driver.
+func (s *Driver) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 	if err := s.begin(ctx, "stat"); err != nil {
-		return store.Meta{}, err
-	}
-	if err := checkKey("stat", k); err != nil {
 		return store.Meta{}, err
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return store.Meta{}, notFound("stat", k)
+		return store.Meta{}, store.ErrNotFound
 	}
 	h, err := s.readHead(ctx, objKey)
 	if err != nil {
 		return store.Meta{}, s.fail(ctx, "stat", k, err)
 	}
-	if h == nil || h.rec.meta.Expired(s.now()) {
-		return store.Meta{}, notFound("stat", k)
+	if h == nil {
+		return store.Meta{}, store.ErrNotFound
 	}
 	return h.meta(k), nil
 }
@@ -745,7 +740,7 @@ func newWriteID() string {
 }
 
 // putObject writes rec and body at objKey under pc.
-func (s *Store) putObject(ctx context.Context, objKey string, rec *record, body payload, pc putCond) error {
+func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body payload, pc putCond) error {
 	header := encodeHeader(rec)
 	h := md5.New()
 	if _, err := io.Copy(h, newRecordReader(header, body)); err != nil {
@@ -799,28 +794,25 @@ func isTransientLayout(err error) bool {
 	return code == "ExistingObjectIsDirectory"
 }
 
-// Put implements store.Backend; the package doc explains the conditions.
-func (s *Store) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
+// Put implements store.Driver; the package doc explains the conditions.
+func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	if err := s.begin(ctx, "put"); err != nil {
 		return store.Meta{}, false, err
-	}
-	if err := store.CheckPut(obj, cond); err != nil {
-		return store.Meta{}, false, fmt.Errorf("s3store: %w", err)
 	}
 	k := obj.Key
 	objKey, err := s.putKey(k, cond)
 	if err != nil {
 		return store.Meta{}, false, err
 	}
-	want := metacodec.Normalize(obj.Meta)
+	want := obj.Meta
 	want.Key = store.Key{}
-	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: memPayload(obj.Body)}
+	w := &write{s: s, now: now, k: k, objKey: objKey, want: want, id: newWriteID(), body: memPayload(obj.Body)}
 	return w.run(ctx, cond)
 }
 
 // putKey returns the S3 key of a Put of k under cond, or why there can be
 // none: a quota (unsupported), or a key too long for S3.
-func (s *Store) putKey(k store.Key, cond store.Cond) (string, error) {
+func (s *Driver) putKey(k store.Key, cond store.Cond) (string, error) {
 	if !cond.Quota.IsZero() {
 		return "", fmt.Errorf("s3store: put %s: %w", k, store.ErrQuotaUnsupported)
 	}
@@ -860,7 +852,7 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 		return store.Meta{}, false, err
 	}
 	// The object is stored; now its marker (see "Public index").
-	if err := s.syncMarker(ctx, k, &m, w.mayHaveMarker); err != nil {
+	if err := s.syncMarker(ctx, k, &m, w.mayHaveMarker, w.now); err != nil {
 		return store.Meta{}, false, fmt.Errorf("s3store: put %s: stored, but: %w", k, err)
 	}
 	return m, replaced, nil
@@ -868,7 +860,8 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 
 // write is one Put in progress.
 type write struct {
-	s      *Store
+	s      *Driver
+	now    func() time.Time // the Bucket's clock
 	k      store.Key
 	objKey string
 	want   store.Meta // normalized, without Key
@@ -943,8 +936,8 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 			return m, nil
 		case h == nil:
 			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
-		case !h.rec.meta.Expired(w.s.now()):
-			return store.Meta{}, conflict("put", w.k, "exists")
+		case !h.rec.meta.Expired(w.now()):
+			return store.Meta{}, conflict("exists")
 		case h.etag == "":
 			time.Sleep(etagRetryDelay) // see etagRetryDelay
 			continue
@@ -952,7 +945,7 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 			pc = putCond{ifMatch: h.etag} // an expired object: replace exactly it
 		}
 	}
-	return store.Meta{}, conflict("put", w.k, "changed during every attempt")
+	return store.Meta{}, conflict("changed during every attempt")
 }
 
 // replace is Put with IfMatch sha.
@@ -965,10 +958,10 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		case own: // an earlier attempt of ours landed after all
 			w.mayHaveMarker = true
 			return m, nil
-		case h == nil || h.rec.meta.Expired(w.s.now()):
-			return store.Meta{}, conflict("put", w.k, "does not exist")
+		case h == nil || h.rec.meta.Expired(w.now()):
+			return store.Meta{}, conflict("does not exist")
 		case h.rec.meta.SHA256 != sha:
-			return store.Meta{}, conflict("put", w.k, "has another body")
+			return store.Meta{}, conflict("has another body")
 		case h.etag == "":
 			time.Sleep(etagRetryDelay) // see etagRetryDelay
 			continue
@@ -983,7 +976,7 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
 		}
 	}
-	return store.Meta{}, conflict("put", w.k, "changed during every attempt")
+	return store.Meta{}, conflict("changed during every attempt")
 }
 
 // always is Put with Always.
@@ -998,7 +991,7 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 			w.mayHaveMarker = true
 			return m, replaced, nil
 		}
-		live := h != nil && !h.rec.meta.Expired(w.s.now())
+		live := h != nil && !h.rec.meta.Expired(w.now())
 		created := w.want.Created
 		if live {
 			created = h.rec.meta.Created
@@ -1024,36 +1017,27 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 	}
 }
 
-// Delete implements store.Backend.
-func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error {
+// Delete implements store.Driver.
+func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now func() time.Time) error {
 	if err := s.begin(ctx, "delete"); err != nil {
 		return err
 	}
-	if err := checkKey("delete", k); err != nil {
-		return err
-	}
-	switch {
-	case cond.Kind == store.Always:
-	case cond.Kind == store.IfMatch && cond.SHA256 != "":
-	default:
-		return fmt.Errorf("s3store: delete %s: invalid condition %+v (want Always or IfMatch with a hash)", k, cond)
-	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return notFound("delete", k)
+		return store.ErrNotFound
 	}
 	for range maxAttempts {
 		h, err := s.readHead(ctx, objKey)
 		if err != nil {
 			return s.fail(ctx, "delete", k, err)
 		}
-		if h == nil || h.rec.meta.Expired(s.now()) {
-			return notFound("delete", k)
+		if h == nil || h.rec.meta.Expired(now()) {
+			return store.ErrNotFound
 		}
 		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
 		if cond.Kind == store.IfMatch {
 			if h.rec.meta.SHA256 != cond.SHA256 {
-				return conflict("delete", k, "has another body")
+				return conflict("has another body")
 			}
 			if h.etag == "" {
 				time.Sleep(etagRetryDelay)
@@ -1068,7 +1052,7 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 				return nil
 			}
 			// The object is gone; now its marker (see "Public index").
-			if err := s.removeMarker(ctx, k); err != nil {
+			if err := s.removeMarker(ctx, k, now); err != nil {
 				return fmt.Errorf("s3store: delete %s: deleted, but: %w", k, err)
 			}
 			return nil
@@ -1078,43 +1062,23 @@ func (s *Store) Delete(ctx context.Context, k store.Key, cond store.Cond) error 
 			return s.fail(ctx, "delete", k, err)
 		}
 	}
-	return conflict("delete", k, "changed during every attempt")
+	return conflict("changed during every attempt")
 }
 
-func (s *Store) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {
+func (s *Driver) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	_, err := s.client.DeleteObject(cctx, in, callOptions)
 	return err
 }
 
-func checkQuery(q store.ListQuery) error {
-	if err := store.ValidTenant(q.Tenant); err != nil {
-		return fmt.Errorf("s3store: list: %w", err)
-	}
-	if q.Scheme != "" {
-		if err := store.ValidScheme(q.Scheme); err != nil {
-			return fmt.Errorf("s3store: list: %w", err)
-		}
-	} else if q.Prefix != "" {
-		return fmt.Errorf("s3store: list: prefix %q without a scheme", q.Prefix)
-	}
-	if q.Limit <= 0 {
-		return fmt.Errorf("s3store: list: limit %d, want > 0", q.Limit)
-	}
-	return nil
-}
-
 func posOf(k store.Key) store.Position {
 	return store.Position{Scheme: k.Scheme(), Path: k.Path()}
 }
 
-// List implements store.Backend; the package doc gives its cost.
-func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error) {
+// List implements store.Driver; the package doc gives its cost.
+func (s *Driver) List(ctx context.Context, q store.ListQuery, now func() time.Time) (store.Page, error) {
 	if err := s.begin(ctx, "list"); err != nil {
-		return store.Page{}, err
-	}
-	if err := checkQuery(q); err != nil {
 		return store.Page{}, err
 	}
 	what := "tenant " + q.Tenant
@@ -1127,7 +1091,7 @@ func (s *Store) List(ctx context.Context, q store.ListQuery) (store.Page, error)
 	if q.After != (store.Position{}) {
 		startAfter = aws.String(s.positionKey(q.Tenant, q.After))
 	}
-	l := lister{s: s, q: q, now: s.now()}
+	l := lister{s: s, q: q, now: now()}
 	var token *string
 	for {
 		in := &s3.ListObjectsV2Input{
@@ -1172,7 +1136,7 @@ func maxKeys(limit int) int32 {
 	return int32(limit + 1)
 }
 
-func (s *Store) listObjects(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+func (s *Driver) listObjects(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
 	return s.client.ListObjectsV2(cctx, in, callOptions)
@@ -1180,7 +1144,7 @@ func (s *Store) listObjects(ctx context.Context, in *s3.ListObjectsV2Input) (*s3
 
 // lister collects one page of List.
 type lister struct {
-	s    *Store
+	s    *Driver
 	q    store.ListQuery
 	now  time.Time
 	page store.Page
@@ -1219,13 +1183,13 @@ func (l *lister) add(ctx context.Context, cands []store.Key) (done bool, err err
 
 // readHeads reads the headers of keys, listConcurrency at a time. A key
 // deleted since it was listed gives nil.
-func (s *Store) readHeads(ctx context.Context, keys []store.Key) ([]*head, error) {
+func (s *Driver) readHeads(ctx context.Context, keys []store.Key) ([]*head, error) {
 	return s.readHeadsOpt(ctx, keys, false)
 }
 
 // readHeadsOpt is readHeads; with skipCorrupt, an object whose header does
 // not decode gives nil too, instead of failing the whole read.
-func (s *Store) readHeadsOpt(ctx context.Context, keys []store.Key, skipCorrupt bool) ([]*head, error) {
+func (s *Driver) readHeadsOpt(ctx context.Context, keys []store.Key, skipCorrupt bool) ([]*head, error) {
 	heads := make([]*head, len(keys))
 	errs := make([]error, len(keys))
 	ctx, cancel := context.WithCancel(ctx)
@@ -1264,9 +1228,9 @@ func (s *Store) readHeadsOpt(ctx context.Context, keys []store.Key, skipCorrupt 
 	return heads, nil
 }
 
-// Ping implements store.Backend with HeadBucket: the bucket exists and the
+// Ping implements store.Driver with HeadBucket: the bucket exists and the
 // credentials may use it.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Driver) Ping(ctx context.Context) error {
 	if err := s.begin(ctx, "ping"); err != nil {
 		return err
 	}
@@ -1281,7 +1245,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close marks the store closed. Later calls fail; a second Close does
 // nothing. The SDK's HTTP client keeps no resources but idle connections,
 // which it drops after 90 seconds.
-func (s *Store) Close() error {
+func (s *Driver) Close() error {
 	s.closed.Store(true)
 	return nil
 }

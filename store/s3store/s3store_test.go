@@ -122,18 +122,18 @@ func openTest(t *testing.T, opts testOptions) *Store {
 func removeAll(ctx context.Context, t testing.TB, s *Store) {
 	var token *string
 	for {
-		out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-			Bucket: aws.String(s.bucket), Prefix: aws.String(s.base), ContinuationToken: token,
+		out, err := s.d.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket: aws.String(s.d.bucket), Prefix: aws.String(s.d.base), ContinuationToken: token,
 		})
 		if _, code := apiError(err); code == "NoSuchBucket" {
 			return
 		}
 		if err != nil {
-			t.Errorf("cleanup: list %s: %v", s.base, err)
+			t.Errorf("cleanup: list %s: %v", s.d.base, err)
 			return
 		}
 		for _, o := range out.Contents {
-			if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: o.Key}); err != nil {
+			if _, err := s.d.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.d.bucket), Key: o.Key}); err != nil {
 				t.Errorf("cleanup: delete %s: %v", aws.ToString(o.Key), err)
 			}
 		}
@@ -146,11 +146,10 @@ func removeAll(ctx context.Context, t testing.TB, s *Store) {
 
 func TestConformance(t *testing.T) {
 	base := serverOptions(t)
-	storetest.Run(t, func(t *testing.T, now func() time.Time) store.Backend {
+	storetest.Run(t, func(t *testing.T) store.Driver {
 		opts := base
 		opts.Prefix = uniquePrefix(t)
-		opts.Now = now
-		return openTest(t, opts)
+		return openTest(t, opts).d
 	})
 }
 
@@ -159,8 +158,8 @@ func TestConformance(t *testing.T) {
 func TestServerConditionals(t *testing.T) {
 	s := openTest(t, serverOptions(t))
 	ctx := t.Context()
-	c, bucket := s.client, aws.String(s.bucket)
-	key := aws.String(s.base + "probe")
+	c, bucket := s.d.client, aws.String(s.d.bucket)
+	key := aws.String(s.d.base + "probe")
 	put := func(body string, edit func(*s3.PutObjectInput)) (string, error) {
 		in := &s3.PutObjectInput{Bucket: bucket, Key: key, Body: strings.NewReader(body)}
 		if edit != nil {
@@ -197,7 +196,7 @@ func TestServerConditionals(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PutObject(If-Match: current ETag) = %v", err)
 	}
-	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(s.base + "absent"), Body: strings.NewReader("x"), IfMatch: aws.String(etag1)})
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: aws.String(s.d.base + "absent"), Body: strings.NewReader("x"), IfMatch: aws.String(etag1)})
 	if err == nil {
 		t.Errorf("PutObject(If-Match) of a missing key = nil, want an error")
 	} else {
@@ -209,23 +208,23 @@ func TestServerConditionals(t *testing.T) {
 	}
 
 	// A range beyond the end returns what there is.
-	buf, _, err := s.getRange(ctx, *key, headProbe, "")
+	buf, _, err := s.d.getRange(ctx, *key, headProbe, "")
 	if err != nil || string(buf) != "two" {
 		t.Errorf("GetObject(Range 0-%d) of 3 bytes = %q, %v; want \"two\"", headProbe-1, buf, err)
 	}
-	_, _, err = s.getRange(ctx, *key, headProbe, etag1)
+	_, _, err = s.d.getRange(ctx, *key, headProbe, etag1)
 	wantStatus("GetObject(If-Match: old ETag)", err, http.StatusPreconditionFailed)
 
 	// If-Match on DeleteObject.
 	_, err = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: key, IfMatch: aws.String(etag1)})
 	wantStatus("DeleteObject(If-Match: old ETag)", err, http.StatusPreconditionFailed)
-	if _, _, err := s.getRange(ctx, *key, 10, ""); err != nil {
+	if _, _, err := s.d.getRange(ctx, *key, 10, ""); err != nil {
 		t.Errorf("object gone after a failed DeleteObject(If-Match): %v", err)
 	}
 	if _, err = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: key, IfMatch: aws.String(etag2)}); err != nil {
 		t.Errorf("DeleteObject(If-Match: current ETag) = %v", err)
 	}
-	if _, _, err := s.getRange(ctx, *key, 10, ""); !isMissing(err) {
+	if _, _, err := s.d.getRange(ctx, *key, 10, ""); !isMissing(err) {
 		t.Errorf("GetObject after DeleteObject(If-Match) = %v, want a missing object", err)
 	}
 	_, err = c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: key, IfMatch: aws.String(etag2)})

@@ -13,10 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/internal/metacodec"
 )
-
-var _ store.Streamer = (*Store)(nil)
 
 // payload is the body of a write: in memory, or in a spooled file.
 type payload struct {
@@ -80,13 +77,10 @@ func (r *recordReader) Seek(offset int64, whence int) (int64, error) {
 	return abs, nil
 }
 
-// PutStream implements store.Streamer; the package doc says how.
-func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, cond store.Cond) (store.Meta, bool, error) {
+// PutStream implements store.StreamDriver; the package doc says how.
+func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	if err := s.begin(ctx, "put"); err != nil {
 		return store.Meta{}, false, err
-	}
-	if err := store.CheckStream(meta, cond); err != nil {
-		return store.Meta{}, false, fmt.Errorf("s3store: %w", err)
 	}
 	k := meta.Key
 	objKey, err := s.putKey(k, cond)
@@ -98,25 +92,22 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 		return store.Meta{}, false, fmt.Errorf("s3store: put %s: %w", k, err)
 	}
 	defer sp.Close()
-	want := metacodec.Normalize(*meta)
+	want := *meta
 	want.Key = store.Key{}
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
-	w := &write{s: s, k: k, objKey: objKey, want: want, id: newWriteID(), body: payload{r: sp.ReaderAt(), n: sp.Size}}
+	w := &write{s: s, now: now, k: k, objKey: objKey, want: want, id: newWriteID(), body: payload{r: sp.ReaderAt(), n: sp.Size}}
 	return w.run(ctx, cond)
 }
 
-// Open implements store.Streamer: one header read now, ranged GETs as the
-// body is read.
-func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
+// Open implements store.StreamDriver: one header read now, ranged GETs
+// as the body is read.
+func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
 	if err := s.begin(ctx, "open"); err != nil {
-		return store.Meta{}, nil, err
-	}
-	if err := checkKey("open", k); err != nil {
 		return store.Meta{}, nil, err
 	}
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
-		return store.Meta{}, nil, notFound("open", k)
+		return store.Meta{}, nil, store.ErrNotFound
 	}
 	var h *head
 	for attempt := 1; ; attempt++ {
@@ -124,8 +115,8 @@ func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekC
 		if h, err = s.readHead(ctx, objKey); err != nil {
 			return store.Meta{}, nil, s.fail(ctx, "open", k, err)
 		}
-		if h == nil || h.rec.meta.Expired(s.now()) {
-			return store.Meta{}, nil, notFound("open", k)
+		if h == nil {
+			return store.Meta{}, nil, store.ErrNotFound
 		}
 		if h.etag != "" {
 			break
@@ -141,7 +132,7 @@ func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekC
 
 // objectReader reads one body with ranged GETs bound to one ETag.
 type objectReader struct {
-	s      *Store
+	s      *Driver
 	ctx    context.Context
 	k      store.Key
 	objKey string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -23,13 +24,13 @@ const maxSweepScan = 4
 // the beginning: after every public index marker (<prefix>/!public/...,
 // and 'p' < '~') and before every object, whose tenant starts with a byte
 // above '!'.
-func (s *Store) sweepStart() string {
+func (s *Driver) sweepStart() string {
 	return s.base + "!~"
 }
 
 // parseObjectKey returns the key of an object listed under the prefix, and
 // false for keys this package did not write as objects (markers included).
-func (s *Store) parseObjectKey(objKey string) (store.Key, bool) {
+func (s *Driver) parseObjectKey(objKey string) (store.Key, bool) {
 	rest, ok := strings.CutPrefix(objKey, s.base)
 	if !ok {
 		return store.Key{}, false
@@ -41,19 +42,16 @@ func (s *Store) parseObjectKey(objKey string) (store.Key, bool) {
 	return s.parseKey(tenant, objKey)
 }
 
-// DeleteExpired implements store.Backend; the package doc gives its cost.
+// DeleteExpired implements store.Driver; the package doc gives its cost.
 // It examines at most maxSweepScan×limit listed keys, continuing after the
 // last key the previous call examined, and starts over at the beginning
 // once it reaches the end of the listing (the call that reaches the end
 // returns there). Objects whose header does not decode (not written by
 // this package, or damaged) are skipped, not deleted.
-func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
+func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time.Time) (int, error) {
 	const op = "delete expired"
 	if err := s.begin(ctx, op); err != nil {
 		return 0, err
-	}
-	if limit <= 0 {
-		return 0, fmt.Errorf("s3store: %s: limit %d, want > 0", op, limit)
 	}
 	s.sweep.mu.Lock()
 	defer s.sweep.mu.Unlock()
@@ -72,7 +70,7 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 	if limit > math.MaxInt/maxSweepScan {
 		budget = math.MaxInt
 	}
-	now := s.now()
+	now := clock()
 	removed := 0
 	for budget > 0 && removed < limit {
 		out, err := s.listObjects(ctx, &s3.ListObjectsV2Input{
@@ -118,7 +116,7 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 				if h == nil || !h.rec.meta.Expired(now) || h.etag == "" {
 					continue // gone, live, or not deletable conditionally
 				}
-				ok, err := s.deleteExpired(ctx, k, h)
+				ok, err := s.deleteExpired(ctx, k, h, clock)
 				if ok {
 					removed++
 				}
@@ -140,7 +138,7 @@ func (s *Store) DeleteExpired(ctx context.Context, limit int) (int, error) {
 // deleteExpired deletes the expired object k whose header h was read, if
 // it has not changed since, and then its marker; ok reports that this call
 // deleted it.
-func (s *Store) deleteExpired(ctx context.Context, k store.Key, h *head) (ok bool, err error) {
+func (s *Driver) deleteExpired(ctx context.Context, k store.Key, h *head, now func() time.Time) (ok bool, err error) {
 	err = s.deleteObject(ctx, &s3.DeleteObjectInput{
 		Bucket:  aws.String(s.bucket),
 		Key:     aws.String(s.objectKey(k)),
@@ -158,21 +156,18 @@ func (s *Store) deleteExpired(ctx context.Context, k store.Key, h *head) (ok boo
 		return false, s.fail(ctx, "delete expired", k, err)
 	}
 	if indexed(&h.rec.meta) {
-		if err := s.removeMarker(ctx, k); err != nil {
+		if err := s.removeMarker(ctx, k, now); err != nil {
 			return ok, fmt.Errorf("s3store: delete expired %s: deleted, but: %w", k, err)
 		}
 	}
 	return ok, nil
 }
 
-// Usage implements store.Backend: quotas are not supported (see the
+// Usage implements store.Driver: quotas are not supported (see the
 // package doc).
-func (s *Store) Usage(ctx context.Context, tenant string) (store.Usage, error) {
+func (s *Driver) Usage(ctx context.Context, tenant string) (store.Usage, error) {
 	if err := s.begin(ctx, "usage"); err != nil {
 		return store.Usage{}, err
-	}
-	if err := store.ValidTenant(tenant); err != nil {
-		return store.Usage{}, fmt.Errorf("s3store: usage: %w", err)
 	}
 	return store.Usage{}, fmt.Errorf("s3store: usage of tenant %s: %w", tenant, store.ErrQuotaUnsupported)
 }

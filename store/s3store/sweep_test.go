@@ -20,31 +20,31 @@ import (
 // before every object, and parses back exactly the object keys.
 func TestSweepKeys(t *testing.T) {
 	for _, base := range []string{"", "prod/x/"} {
-		s := &Store{base: base}
-		start := s.sweepStart()
+		s := &Store{d: &Driver{base: base}}
+		start := s.d.sweepStart()
 		for _, k := range []store.Key{
 			store.MustKey("0-0", "a", "a"),
 			store.MustKey("0", "a", "A"),
 			store.MustKey("t1", "a+b", "x/y~"),
 			store.MustKey("zzz", "z", "z"),
 		} {
-			if mk := s.markerKey(k); mk >= start {
+			if mk := s.d.markerKey(k); mk >= start {
 				t.Errorf("base %q: marker key %q does not sort before the sweep start %q", base, mk, start)
 			}
-			ok := s.objectKey(k)
+			ok := s.d.objectKey(k)
 			if ok <= start {
 				t.Errorf("base %q: object key %q does not sort after the sweep start %q", base, ok, start)
 			}
-			got, parsed := s.parseObjectKey(ok)
+			got, parsed := s.d.parseObjectKey(ok)
 			if !parsed || got != k {
 				t.Errorf("parseObjectKey(%q) = %v, %v; want %v", ok, got, parsed, k)
 			}
-			if _, parsed := s.parseObjectKey(s.markerKey(k)); parsed {
-				t.Errorf("parseObjectKey(marker %q) parsed", s.markerKey(k))
+			if _, parsed := s.d.parseObjectKey(s.d.markerKey(k)); parsed {
+				t.Errorf("parseObjectKey(marker %q) parsed", s.d.markerKey(k))
 			}
 		}
 		for _, bad := range []string{base + "t1", base + "t1/x", base + "T1/a!/x!", base + "t1/a!/x", "elsewhere/t1/a!/x!"} {
-			if k, ok := s.parseObjectKey(bad); ok {
+			if k, ok := s.d.parseObjectKey(bad); ok {
 				t.Errorf("base %q: parseObjectKey(%q) = %v, want not ours", base, bad, k)
 			}
 		}
@@ -57,14 +57,14 @@ func rawKeys(t *testing.T, s *Store, sub string) []string {
 	var keys []string
 	var token *string
 	for {
-		out, err := s.client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{
-			Bucket: aws.String(s.bucket), Prefix: aws.String(s.base + sub), ContinuationToken: token,
+		out, err := s.d.client.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{
+			Bucket: aws.String(s.d.bucket), Prefix: aws.String(s.d.base + sub), ContinuationToken: token,
 		})
 		if err != nil {
 			t.Fatalf("ListObjectsV2: %v", err)
 		}
 		for _, o := range out.Contents {
-			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), s.base))
+			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), s.d.base))
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return keys
@@ -115,9 +115,9 @@ func TestDeleteExpiredProgress(t *testing.T) {
 	}
 	// An object under the prefix that is not a record of ours: skipped,
 	// neither deleted nor an error.
-	foreign := s.base + "m/report!/foreign!"
-	if _, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(foreign), Body: strings.NewReader("not a record"),
+	foreign := s.d.base + "m/report!/foreign!"
+	if _, err := s.d.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(s.d.bucket), Key: aws.String(foreign), Body: strings.NewReader("not a record"),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestDeleteExpiredProgress(t *testing.T) {
 		t.Errorf("%d calls of DeleteExpired(1) removed %d objects", calls, len(expired))
 	}
 	for _, k := range expired {
-		if h, err := s.readHead(ctx, s.objectKey(k)); err != nil || h != nil {
+		if h, err := s.d.readHead(ctx, s.d.objectKey(k)); err != nil || h != nil {
 			t.Errorf("%s after the sweep: %v, %v; want gone", k, h, err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestDeleteExpiredProgress(t *testing.T) {
 	var wantMarkers []string
 	for i, k := range live {
 		if i%2 == 0 { // live keys are p00, p03, ...: even i ⇔ even p
-			wantMarkers = append(wantMarkers, strings.TrimPrefix(s.markerKey(k), s.base))
+			wantMarkers = append(wantMarkers, strings.TrimPrefix(s.d.markerKey(k), s.d.base))
 		}
 	}
 	if got := rawKeys(t, s, publicDir); strings.Join(got, " ") != strings.Join(wantMarkers, " ") {
@@ -175,7 +175,7 @@ func TestDeleteExpiredProgress(t *testing.T) {
 	}
 	sweep(len(more))
 	for _, k := range more {
-		if h, err := s.readHead(ctx, s.objectKey(k)); err != nil || h != nil {
+		if h, err := s.d.readHead(ctx, s.d.objectKey(k)); err != nil || h != nil {
 			t.Errorf("%s after the second sweep: %v, %v; want gone", k, h, err)
 		}
 	}
@@ -188,7 +188,7 @@ func TestDeleteExpiredProgress(t *testing.T) {
 	if len(got) != len(live)+len(wantMarkers)+1 {
 		t.Errorf("%d keys left, want %d objects, %d markers and the foreign object: %q", len(got), len(live), len(wantMarkers), got)
 	}
-	if !slices.Contains(got, strings.TrimPrefix(foreign, s.base)) {
+	if !slices.Contains(got, strings.TrimPrefix(foreign, s.d.base)) {
 		t.Errorf("the foreign object %s was deleted", foreign)
 	}
 }

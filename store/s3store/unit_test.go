@@ -28,7 +28,7 @@ func TestValidate(t *testing.T) {
 		want []string // substrings of the error; none: valid
 	}{
 		{"minimal", Options{Bucket: "b-1"}, nil},
-		{"full", Options{Bucket: "my.bucket", Prefix: "prod/resourced", CallTimeout: time.Second, ReadCache: 1 << 20}, nil},
+		{"full", Options{Bucket: "my.d.bucket", Prefix: "prod/resourced", CallTimeout: time.Second, ReadCache: 1 << 20}, nil},
 		{"no bucket", Options{}, []string{"bucket: required"}},
 		{"bad bucket", Options{Bucket: "a/b"}, []string{"bucket: "}},
 		{"short bucket", Options{Bucket: "ab"}, []string{"bucket: "}},
@@ -84,14 +84,14 @@ func TestOpenOffline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open = %v, want nil", err)
 	}
-	if s.base != "p/" || s.timeout != DefaultCallTimeout {
-		t.Errorf("Open: base %q, timeout %v; want \"p/\", %v", s.base, s.timeout, DefaultCallTimeout)
+	if s.d.base != "p/" || s.d.timeout != DefaultCallTimeout {
+		t.Errorf("Open: base %q, timeout %v; want \"p/\", %v", s.d.base, s.d.timeout, DefaultCallTimeout)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("Close = %v", err)
 	}
-	if _, err := s.Stat(t.Context(), store.MustKey("t1", "report", "x")); !errors.Is(err, errClosed) {
-		t.Errorf("Stat after Close = %v, want %v", err, errClosed)
+	if _, err := s.Stat(t.Context(), store.MustKey("t1", "report", "x")); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Stat after Close = %v, want an error saying the store is closed", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
@@ -187,7 +187,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // TestKeyOrder: the byte order of object keys is the (scheme, path) order
 // of positions, a path prefix is a key prefix, and keys parse back.
 func TestKeyOrder(t *testing.T) {
-	s := &Store{base: "pre/fix/"}
+	s := &Store{d: &Driver{base: "pre/fix/"}}
 	r := rand.New(rand.NewPCG(3, 4))
 	schemeChars := "ab+-.z0"
 	pathChars := "aA-._~/0zZ"
@@ -213,7 +213,7 @@ func TestKeyOrder(t *testing.T) {
 		return strings.Compare(a.Path(), b.Path())
 	})
 	byKey := slices.Clone(keys)
-	slices.SortFunc(byKey, func(a, b store.Key) int { return strings.Compare(s.objectKey(a), s.objectKey(b)) })
+	slices.SortFunc(byKey, func(a, b store.Key) int { return strings.Compare(s.d.objectKey(a), s.d.objectKey(b)) })
 	str := func(ks []store.Key) []string {
 		out := make([]string, len(ks))
 		for i, k := range ks {
@@ -225,32 +225,32 @@ func TestKeyOrder(t *testing.T) {
 		t.Errorf("key order differs from position order (-pos +key):\n%s", diff)
 	}
 	for i, k := range keys {
-		if got, ok := s.parseKey("t1", s.objectKey(k)); !ok || got != k {
-			t.Errorf("parseKey(%q) = %v, %v; want %v", s.objectKey(k), got, ok, k)
+		if got, ok := s.d.parseKey("t1", s.d.objectKey(k)); !ok || got != k {
+			t.Errorf("parseKey(%q) = %v, %v; want %v", s.d.objectKey(k), got, ok, k)
 		}
-		if _, ok := s.parseKey("t10", s.objectKey(k)); ok {
-			t.Errorf("parseKey(t10, %q) matched", s.objectKey(k))
+		if _, ok := s.d.parseKey("t10", s.d.objectKey(k)); ok {
+			t.Errorf("parseKey(t10, %q) matched", s.d.objectKey(k))
 		}
 		// positionKey is a lower bound for what follows the position and
 		// an upper bound for what precedes it.
 		o := keys[(i+1)%len(keys)]
 		pos := store.Position{Scheme: k.Scheme(), Path: k.Path()}
 		opos := store.Position{Scheme: o.Scheme(), Path: o.Path()}
-		if pk := s.positionKey("t1", pos); pos != opos && pos.Less(opos) != (s.objectKey(o) > pk) {
+		if pk := s.d.positionKey("t1", pos); pos != opos && pos.Less(opos) != (s.d.objectKey(o) > pk) {
 			t.Errorf("position %v, key %v: Less %v, objectKey %q > positionKey %q: %v",
-				pos, o, pos.Less(opos), s.objectKey(o), pk, s.objectKey(o) > pk)
+				pos, o, pos.Less(opos), s.d.objectKey(o), pk, s.d.objectKey(o) > pk)
 		}
 		// A path prefix of the same scheme is a key prefix.
 		if strings.HasPrefix(o.Path(), k.Path()) && o.Scheme() == k.Scheme() &&
-			!strings.HasPrefix(s.objectKey(o), s.schemePrefix("t1", k.Scheme())+k.Path()) {
+			!strings.HasPrefix(s.d.objectKey(o), s.d.schemePrefix("t1", k.Scheme())+k.Path()) {
 			t.Errorf("%v has the path prefix of %v but not the key prefix", o, k)
 		}
 	}
 	// No object key is the "directory" of another.
 	for _, a := range keys {
 		for _, b := range keys[:100] {
-			if strings.HasPrefix(s.objectKey(b), s.objectKey(a)+"/") {
-				t.Fatalf("%q is below %q", s.objectKey(b), s.objectKey(a))
+			if strings.HasPrefix(s.d.objectKey(b), s.d.objectKey(a)+"/") {
+				t.Fatalf("%q is below %q", s.d.objectKey(b), s.d.objectKey(a))
 			}
 		}
 	}
@@ -261,7 +261,7 @@ func TestKeyOrder(t *testing.T) {
 // covers them, and publicStartKey is a lower bound for what follows any
 // position, valid or not.
 func TestMarkerKeyOrder(t *testing.T) {
-	s := &Store{base: "pre/fix/"}
+	s := &Store{d: &Driver{base: "pre/fix/"}}
 	r := rand.New(rand.NewPCG(5, 6))
 	tenantChars := "t1-x0"
 	schemeChars := "ab+-.0"
@@ -293,7 +293,7 @@ func TestMarkerKeyOrder(t *testing.T) {
 		return 0
 	})
 	byKey := slices.Clone(keys)
-	slices.SortFunc(byKey, func(a, b store.Key) int { return strings.Compare(s.markerKey(a), s.markerKey(b)) })
+	slices.SortFunc(byKey, func(a, b store.Key) int { return strings.Compare(s.d.markerKey(a), s.d.markerKey(b)) })
 	str := func(ks []store.Key) []string {
 		out := make([]string, len(ks))
 		for i, k := range ks {
@@ -323,37 +323,37 @@ func TestMarkerKeyOrder(t *testing.T) {
 		weird = append(weird, publicPos(k))
 	}
 	for i, k := range keys {
-		mk := s.markerKey(k)
-		if got, ok := s.parseMarkerKey(mk); !ok || got != k {
+		mk := s.d.markerKey(k)
+		if got, ok := s.d.parseMarkerKey(mk); !ok || got != k {
 			t.Errorf("parseMarkerKey(%q) = %v, %v; want %v", mk, got, ok, k)
 		}
-		if _, ok := s.parseKey(k.Tenant(), mk); ok {
+		if _, ok := s.d.parseKey(k.Tenant(), mk); ok {
 			t.Errorf("parseKey(%s, %q) matched a marker", k.Tenant(), mk)
 		}
-		if strings.HasPrefix(mk, s.tenantPrefix(k.Tenant())) {
-			t.Errorf("marker %q is below tenant prefix %q", mk, s.tenantPrefix(k.Tenant()))
+		if strings.HasPrefix(mk, s.d.tenantPrefix(k.Tenant())) {
+			t.Errorf("marker %q is below tenant prefix %q", mk, s.d.tenantPrefix(k.Tenant()))
 		}
-		if _, ok := s.parseMarkerKey(s.objectKey(k)); ok {
-			t.Errorf("parseMarkerKey(%q) matched an object key", s.objectKey(k))
+		if _, ok := s.d.parseMarkerKey(s.d.objectKey(k)); ok {
+			t.Errorf("parseMarkerKey(%q) matched an object key", s.d.objectKey(k))
 		}
 		for _, pos := range []store.PublicPosition{weird[i%len(weird)], publicPos(keys[(i+1)%len(keys)])} {
-			if sk := s.publicStartKey(pos); pos.Less(publicPos(k)) && !(mk > sk) {
+			if sk := s.d.publicStartKey(pos); pos.Less(publicPos(k)) && !(mk > sk) {
 				t.Errorf("%v follows position %+q, but its marker %q is not after publicStartKey %q", k, pos, mk, sk)
 			}
 		}
 	}
 	for _, pos := range weird {
-		sk := s.publicStartKey(pos)
+		sk := s.d.publicStartKey(pos)
 		for _, k := range keys {
-			if pos.Less(publicPos(k)) && !(s.markerKey(k) > sk) {
-				t.Fatalf("%v follows position %+q, but its marker %q is not after publicStartKey %q", k, pos, s.markerKey(k), sk)
+			if pos.Less(publicPos(k)) && !(s.d.markerKey(k) > sk) {
+				t.Fatalf("%v follows position %+q, but its marker %q is not after publicStartKey %q", k, pos, s.d.markerKey(k), sk)
 			}
 		}
 	}
 	// The start key of an object's own position is its marker: StartAfter
 	// skips it.
 	k := store.MustKey("t1", "report", "a/b")
-	if got, want := s.publicStartKey(publicPos(k)), s.markerKey(k); got != want {
+	if got, want := s.d.publicStartKey(publicPos(k)), s.d.markerKey(k); got != want {
 		t.Errorf("publicStartKey(%v) = %q, want %q", k, got, want)
 	}
 }

@@ -15,18 +15,8 @@ import (
 	"github.com/resourced/resourced/store"
 )
 
-// This file holds the subtests of store.PublicLister. Every backend
-// resourced ships implements it; a backend that does not skips them.
-
-// publicLister returns h's backend as a PublicLister, or skips the test.
-func (h *harness) publicLister(t *testing.T) store.PublicLister {
-	t.Helper()
-	pl, ok := h.b.(store.PublicLister)
-	if !ok {
-		t.Skipf("%T does not implement store.PublicLister", h.b)
-	}
-	return pl
-}
+// This file holds the subtests of ListPublic, which every driver must
+// implement (store.Driver): none of them skips.
 
 func publicPosOf(k store.Key) store.PublicPosition {
 	return store.PublicPosition{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
@@ -53,7 +43,7 @@ func isPublicListed(m store.Meta) bool {
 // and a Next that moves forward when More is set.
 func (h *harness) listPublic(t *testing.T, after store.PublicPosition, limit int) store.PublicPage {
 	t.Helper()
-	p, err := h.publicLister(t).ListPublic(h.ctx, after, limit)
+	p, err := h.b.ListPublic(h.ctx, after, limit)
 	if err != nil {
 		t.Fatalf("ListPublic(%+v, %d) = %v, want nil", after, limit, err)
 	}
@@ -109,7 +99,7 @@ func (h *harness) wantPublic(t *testing.T, what string, want []store.Key) {
 }
 
 func testListPublic(t *testing.T, h *harness) {
-	pl := h.publicLister(t)
+	pl := h.b
 	if p := h.listPublic(t, store.PublicPosition{}, 10); len(p.Items) != 0 || p.More {
 		t.Errorf("ListPublic of an empty store = %d items, More %v; want none", len(p.Items), p.More)
 	}
@@ -380,7 +370,7 @@ func testListPublicExpiry(t *testing.T, h *harness) {
 }
 
 func testListPublicConcurrent(t *testing.T, h *harness) {
-	pl := h.publicLister(t)
+	pl := h.b
 	const workers, rounds = 8, 8
 	keys := []store.Key{
 		store.MustKey("t1", "report", "shared"),

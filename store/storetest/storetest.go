@@ -1,7 +1,10 @@
-// Package storetest owns the conformance suite that every store.Backend
-// must pass. Each backend's own test file calls Run with a constructor; the
-// suite gives every subtest a fresh, empty backend and a fake clock it
-// controls, so expiry is tested without sleeping.
+// Package storetest owns the conformance suite that every store.Driver
+// must pass, run against the portable store.Bucket over it (store.New),
+// which is what resourced serves from. Each backend's own test file calls
+// Run with a driver constructor; the suite gives every subtest a fresh,
+// empty driver and a fake clock it controls (the Bucket's one clock), so
+// expiry is tested without sleeping. Public listing is part of the
+// contract and never skipped.
 //
 // What the suite requires beyond the store package's doc comments:
 //   - times come back in UTC and within one millisecond of what was stored
@@ -43,13 +46,17 @@ import (
 	"github.com/resourced/resourced/store"
 )
 
-// NewFunc makes a fresh, empty backend for one subtest. now is the clock the
-// backend must use for expiry.
-type NewFunc func(t *testing.T, now func() time.Time) store.Backend
+// NewFunc makes a fresh, empty driver for one subtest. The suite runs
+// against the portable store over it (store.New), with a fake clock it
+// controls, exactly as resourced runs a backend.
+type NewFunc func(t *testing.T) store.Driver
 
-// Run runs the conformance suite against backends made by newBackend, one
-// fresh backend per subtest.
-func Run(t *testing.T, newBackend NewFunc) {
+// Run runs the conformance suite against a store.Bucket over drivers made
+// by newDriver, one fresh driver per subtest. Nothing in it is optional
+// but the Stream and Encoded subtests (for drivers that are not a
+// store.StreamDriver or a store.ViewDriver) and the quota subtests (for a
+// driver whose Usage returns store.ErrQuotaUnsupported).
+func Run(t *testing.T, newDriver NewFunc) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -59,6 +66,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 		{"InvalidKey", testInvalidKey},
 		{"RoundTrip", testRoundTrip},
 		{"PutRejectsMismatch", testPutRejectsMismatch},
+		{"PutComputesDigest", testPutComputesDigest},
 		{"CreateOnly", testCreateOnly},
 		{"IfMatch", testIfMatch},
 		{"Always", testAlways},
@@ -101,7 +109,7 @@ func Run(t *testing.T, newBackend NewFunc) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, newHarness(t, newBackend))
+			tc.fn(t, newHarness(t, newDriver))
 		})
 	}
 }
@@ -140,7 +148,7 @@ type harness struct {
 	ctx   context.Context
 }
 
-func newHarness(t *testing.T, newBackend NewFunc) *harness {
+func newHarness(t *testing.T, newDriver NewFunc) *harness {
 	t.Helper()
 	c := &clock{now: epoch}
 	// Registered first so that it runs last: the constructor's own
@@ -151,10 +159,11 @@ func newHarness(t *testing.T, newBackend NewFunc) *harness {
 			_ = b.Close()
 		}
 	})
-	b = newBackend(t, c.Now)
-	if b == nil {
-		t.Fatal("NewFunc returned a nil Backend")
+	d := newDriver(t)
+	if d == nil {
+		t.Fatal("NewFunc returned a nil Driver")
 	}
+	b = store.New(d, store.Options{Now: c.Now})
 	return &harness{b: b, clock: c, ctx: t.Context()}
 }
 
@@ -505,6 +514,22 @@ func testPutRejectsMismatch(t *testing.T, h *harness) {
 		t.Errorf("Put(%s) with a foreign sha256 = nil error, want an error", k)
 	}
 	h.wantBody(t, k, []byte("good"))
+}
+
+// testPutComputesDigest: a Put with neither Size nor SHA256 is hashed by
+// the store, once, and reads back with both.
+func testPutComputesDigest(t *testing.T, h *harness) {
+	k := store.MustKey("t1", "report", "unhashed")
+	o := h.obj(k, "body")
+	o.Size, o.SHA256 = 0, ""
+	m, _ := h.put(t, o, store.Cond{})
+	if m.Size != 4 || m.SHA256 != store.Sum([]byte("body")) {
+		t.Errorf("Put(%s) without a digest = size %d, sha256 %q; want 4, the body's", k, m.Size, m.SHA256)
+	}
+	if st, err := h.b.Stat(h.ctx, k); err != nil || st.SHA256 != m.SHA256 || st.Size != 4 {
+		t.Errorf("Stat(%s) = %+v, %v; want the computed digest", k, st, err)
+	}
+	h.wantBody(t, k, []byte("body"))
 }
 
 func testCreateOnly(t *testing.T, h *harness) {
@@ -1204,9 +1229,7 @@ func testClose(t *testing.T, h *harness) {
 	_, err = h.b.Usage(h.ctx, "t1")
 	notNotFound("Usage", err)
 	notNotFound("Ping", h.b.Ping(h.ctx))
-	if pl, ok := h.b.(store.PublicLister); ok {
-		_, err = pl.ListPublic(h.ctx, store.PublicPosition{}, 10)
-		notNotFound("ListPublic", err)
-	}
+	_, err = h.b.ListPublic(h.ctx, store.PublicPosition{}, 10)
+	notNotFound("ListPublic", err)
 	_ = h.b.Close() // a second Close must not panic
 }
