@@ -32,6 +32,8 @@ type SlowBodyResult struct {
 	// the slow connections and while they are held.
 	ProbeQuiet  Summary `json:"probeQuiet"`
 	ProbeLoaded Summary `json:"probeLoaded"`
+	// ProbeTenant is the probe's tenant: B when -token-b is given.
+	ProbeTenant string `json:"probeTenant"`
 }
 
 func abuseSlowBody(o *abuseOptions, stderr io.Writer) (*SlowBodyResult, error) {
@@ -44,20 +46,30 @@ func abuseSlowBody(o *abuseOptions, stderr io.Writer) (*SlowBodyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	probeURI, err := o.save(m, o.tenantA, o.reportDir+"/probe", bodyText(1024))
+	// The probe is another client, of tenant B when its token is given (the
+	// slow client's own tenant meets its own in-flight cap): a new
+	// connection for every read, which the server must accept while the
+	// slow ones hold its descriptors.
+	mProbe, probeTenant := m, o.tenantA
+	if o.tokenB != "" {
+		if mProbe, err = newMCPRequest(o.protocol, o.tokenB); err != nil {
+			return nil, err
+		}
+		probeTenant = o.tenantB
+	}
+	res.ProbeTenant = probeTenant
+	probeURI, err := o.save(mProbe, probeTenant, o.reportDir+"/probe", bodyText(1024))
 	if err != nil {
 		return nil, err
 	}
-	// The probe is another client: a new connection for every read, which
-	// the server must accept while the slow ones hold its descriptors.
 	probe := newTarget("probe", o.url, 1, o.probeTimeout)
 	probe.client.Transport.(*http.Transport).DisableKeepAlives = true
 	pw := newWorkers(1)[0]
-	read := newReadOp(m, probeURI, 0)
+	read := newReadOp(mProbe, probeURI, 0)
 	var quiet stats
 	t0 := time.Now()
 	for range 20 {
-		quiet.add(pw.do(probe, m, read))
+		quiet.add(pw.do(probe, mProbe, read))
 	}
 	quiet.elapsed = time.Since(t0)
 	res.ProbeQuiet = summarize("probeQuiet", &quiet)
@@ -70,7 +82,7 @@ func abuseSlowBody(o *abuseOptions, stderr io.Writer) (*SlowBodyResult, error) {
 	if o.tokenA != "" {
 		uploadHead.Set("Authorization", "Bearer "+o.tokenA)
 	}
-	mcpHead := m.header("resources/read", probeURI)
+	mcpHead := m.header("resources/read", o.reportDir+"/held")
 	fmt.Fprintf(stderr, "slowbody: opening %d slow uploads and %d slow /mcp bodies (Content-Length %d, 1 byte sent), holding them %s\n",
 		o.conns, o.mcpConns, o.contentLength, o.hold)
 	conns, open := openHeld(o.hostPort, o.conns+o.mcpConns, 0, func(i int) []byte {
@@ -100,7 +112,7 @@ func abuseSlowBody(o *abuseOptions, stderr io.Writer) (*SlowBodyResult, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for time.Now().Before(deadline) {
-			x := pw.do(probe, m, read)
+			x := pw.do(probe, mProbe, read)
 			mu.Lock()
 			loaded.add(x)
 			mu.Unlock()
