@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -207,9 +206,9 @@ func checkMessage(m *message) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &te) && te.Field != "":
-		return &errParams{"Invalid params: " + te.Field + " must be " + jsonTypeName(te.Type)}
+		return &errParams{"Invalid params: " + te.Field + " must be " + describeType(te.Type)}
 	case errors.As(err, &te):
-		return &errParams{"Invalid params: a value must be " + jsonTypeName(te.Type)}
+		return &errParams{"Invalid params: a value must be " + describeType(te.Type)}
 	default:
 		return &errParams{"Invalid params: they do not fit " + m.method}
 	}
@@ -235,30 +234,4 @@ func checkCallParams(p []byte) error {
 		}
 		return nil
 	})
-}
-
-// jsonTypeName names the JSON type a Go type decodes from.
-func jsonTypeName(t reflect.Type) string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil {
-		return "a JSON value"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "a JSON value"
 }
