@@ -19,6 +19,11 @@
 //   - a failed precondition (create-only on an existing key, IfMatch on a
 //     different or missing body) gives ErrPreconditionFailed;
 //   - a canceled or expired context gives an error wrapping ctx.Err();
+//   - a write whose effect the backend cannot know (an attempt may have
+//     landed and been replaced since, as when a retried S3 request fails
+//     its condition against another caller's write) gives
+//     ErrUnknownOutcome: not a precondition failure, and not "nothing
+//     was changed";
 //   - anything else is a backend failure the caller may retry.
 //
 // A Bucket builds every error of a keyed call as "store: <op> <key>: "
@@ -57,6 +62,10 @@ var (
 	// ErrQuotaUnsupported: the backend cannot enforce a quota atomically
 	// (a Put with a non-zero Cond.Quota fails with it, writing nothing).
 	ErrQuotaUnsupported = errors.New("quotas are not supported by this backend")
+	// ErrUnknownOutcome: a Put or Delete may or may not have taken effect
+	// (and may have been superseded since); the caller may retry it, or
+	// read the object to find out.
+	ErrUnknownOutcome = errors.New("the outcome of the write is unknown")
 )
 
 // Limits on key parts: those of the grammar package, which owns the rules

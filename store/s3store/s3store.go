@@ -265,6 +265,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/resourced/resourced/store"
 )
@@ -700,6 +701,10 @@ func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, b
 		s.cache.remove(objKey)
 		return fmt.Errorf("s3store: get %s: %w", k, err)
 	}
+	if isTombstone(&rec.meta) {
+		s.cache.remove(objKey)
+		return store.ErrNotFound
+	}
 	if s.cache != nil && !s.noConditionalGet.Load() {
 		s.cache.put(&cached{key: objKey, etag: aws.ToString(out.ETag), rec: rec, body: body})
 	}
@@ -739,12 +744,14 @@ func newWriteID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// putObject writes rec and body at objKey under pc.
-func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body payload, pc putCond) error {
+// putObject writes rec and body at objKey under pc. retried reports that
+// the SDK sent the PUT more than once: an earlier attempt may then have
+// landed, whatever the last one answered.
+func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body payload, pc putCond) (retried bool, err error) {
 	header := encodeHeader(rec)
 	h := md5.New()
 	if _, err := io.Copy(h, newRecordReader(header, body)); err != nil {
-		return fmt.Errorf("reading the body: %w", err)
+		return false, fmt.Errorf("reading the body: %w", err)
 	}
 	sum := h.Sum(nil)
 	meta := map[string]string{
@@ -771,13 +778,37 @@ func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body
 	for attempt := 1; ; attempt++ {
 		in.Body = newRecordReader(header, body)
 		cctx, cancel := s.call(ctx)
-		_, err := s.client.PutObject(cctx, in, callOptions)
+		var sent atomic.Int32
+		_, err := s.client.PutObject(cctx, in, callOptions, countAttempts(&sent))
 		cancel()
+		retried = retried || sent.Load() > 1
 		if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
-			return err
+			return retried, err
 		}
 		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
 	}
+}
+
+// countAttempts counts in n the HTTP attempts of one call: it runs after
+// the SDK's retry middleware ("Retry"), once per attempt.
+func countAttempts(n *atomic.Int32) func(*s3.Options) {
+	return func(o *s3.Options) {
+		// A copy: the client's own APIOptions must not be appended to.
+		o.APIOptions = append(o.APIOptions[:len(o.APIOptions):len(o.APIOptions)], func(st *middleware.Stack) error {
+			return st.Finalize.Insert(middleware.FinalizeMiddlewareFunc("resourcedAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), "Retry", middleware.After)
+		})
+	}
+}
+
+// unknownOutcome is the error of a write that may have landed and been
+// replaced since: an earlier attempt of ours may have succeeded, but the
+// object no longer shows it.
+func unknownOutcome() error {
+	return fmt.Errorf("a retried request failed its condition and the object holds another write: %w", store.ErrUnknownOutcome)
 }
 
 // etagRetryDelay is the pause before reading an object again whose GET
@@ -868,6 +899,12 @@ type write struct {
 	id     string     // write id, the same for every attempt
 	body   payload
 
+	// uncertain: a PUT of this write was retried by the SDK, so it may
+	// have landed although it answered a conflict. A conflict is then
+	// final only if the object holds our write id (success); otherwise
+	// the outcome is unknown (see unknownOutcome).
+	uncertain bool
+
 	// mayHaveMarker: the object the last attempt replaced may have had a
 	// public index marker. False only when it is known not to: none, or
 	// one that is not public and listed, bound by the write's condition.
@@ -892,7 +929,9 @@ func (w *write) replacing(h *head, pc putCond) {
 func (w *write) put(ctx context.Context, created time.Time, pc putCond) (store.Meta, error) {
 	rec := record{meta: w.want, writeID: w.id}
 	rec.meta.Created = created
-	if err := w.s.putObject(ctx, w.objKey, &rec, w.body, pc); err != nil {
+	retried, err := w.s.putObject(ctx, w.objKey, &rec, w.body, pc)
+	w.uncertain = w.uncertain || retried
+	if err != nil {
 		return store.Meta{}, err
 	}
 	m := rec.meta
@@ -934,6 +973,8 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 		case own:
 			w.mayHaveMarker = true // what our write replaced is unknown
 			return m, nil
+		case w.uncertain:
+			return store.Meta{}, unknownOutcome()
 		case h == nil:
 			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
 		case !h.rec.meta.Expired(w.now()):
@@ -958,6 +999,8 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		case own: // an earlier attempt of ours landed after all
 			w.mayHaveMarker = true
 			return m, nil
+		case w.uncertain:
+			return store.Meta{}, unknownOutcome()
 		case h == nil || h.rec.meta.Expired(w.now()):
 			return store.Meta{}, conflict("does not exist")
 		case h.rec.meta.SHA256 != sha:
@@ -990,6 +1033,9 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 		case own:
 			w.mayHaveMarker = true
 			return m, replaced, nil
+		case w.uncertain:
+			// Writing again could show our body, then another, then ours.
+			return store.Meta{}, false, unknownOutcome()
 		}
 		live := h != nil && !h.rec.meta.Expired(w.now())
 		created := w.want.Created
@@ -1017,7 +1063,19 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 	}
 }
 
-// Delete implements store.Driver.
+// tombstoneExpires is the expiry of a tombstone: a moment every clock has
+// passed, so every process (and every older version of this package)
+// takes the record for an expired object.
+var tombstoneExpires = time.UnixMilli(1).UTC()
+
+// isTombstone reports a record Delete wrote.
+func isTombstone(m *store.Meta) bool {
+	return m.Expires.Equal(tombstoneExpires)
+}
+
+// Delete implements store.Driver: it replaces the object with a tombstone
+// by a PUT bound with If-Match to the ETag of the header it read (see the
+// package doc, "Delete").
 func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now func() time.Time) error {
 	if err := s.begin(ctx, "delete"); err != nil {
 		return err
@@ -1026,43 +1084,67 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	if len(objKey) > maxKeyLen {
 		return store.ErrNotFound
 	}
+	id := newWriteID()
+	uncertain := false // a tombstone PUT was retried: it may have landed
+	var bound *head    // what the last tombstone PUT was bound to
+	// deleted finishes a Delete whose tombstone replaced h.
+	deleted := func(h *head) error {
+		if !indexed(&h.rec.meta) {
+			return nil
+		}
+		// The object is gone; now its marker (see "Public index").
+		if err := s.removeMarker(ctx, k, now); err != nil {
+			return fmt.Errorf("s3store: delete %s: deleted, but: %w", k, err)
+		}
+		return nil
+	}
 	for range maxAttempts {
 		h, err := s.readHead(ctx, objKey)
 		if err != nil {
 			return s.fail(ctx, "delete", k, err)
 		}
+		if h != nil && h.rec.writeID == id {
+			return deleted(bound) // an earlier, retried attempt of ours landed
+		}
+		if uncertain {
+			return fmt.Errorf("s3store: delete %s: %w", k, unknownOutcome())
+		}
 		if h == nil || h.rec.meta.Expired(now()) {
 			return store.ErrNotFound
 		}
-		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
-		if cond.Kind == store.IfMatch {
-			if h.rec.meta.SHA256 != cond.SHA256 {
-				return conflict("has another body")
-			}
-			if h.etag == "" {
-				time.Sleep(etagRetryDelay)
-				continue
-			}
-			in.IfMatch = aws.String(h.etag)
+		if cond.Kind == store.IfMatch && h.rec.meta.SHA256 != cond.SHA256 {
+			return conflict("has another body")
 		}
-		err = s.deleteObject(ctx, in)
+		if h.etag == "" {
+			time.Sleep(etagRetryDelay) // see etagRetryDelay
+			continue
+		}
+		tomb := record{writeID: id, meta: store.Meta{
+			Created:    h.rec.meta.Created,
+			Modified:   now().Truncate(time.Millisecond).UTC(),
+			Expires:    tombstoneExpires,
+			SHA256:     store.Sum(nil),
+			MIMEType:   contentType,
+			Visibility: store.Private,
+		}}
+		bound = h
+		retried, err := s.putObject(ctx, objKey, &tomb, memPayload(nil), putCond{ifMatch: h.etag})
+		uncertain = uncertain || retried
 		switch {
-		case err == nil, isMissing(err):
-			if !indexed(&h.rec.meta) {
-				return nil
-			}
-			// The object is gone; now its marker (see "Public index").
-			if err := s.removeMarker(ctx, k, now); err != nil {
-				return fmt.Errorf("s3store: delete %s: deleted, but: %w", k, err)
-			}
-			return nil
-		case cond.Kind == store.IfMatch && isConflict(err):
-			continue // replaced meanwhile: decide again
+		case err == nil:
+			return deleted(h)
+		case isConflict(err), isTransientLayout(err):
+			continue // replaced or deleted meanwhile: decide again
 		default:
 			return s.fail(ctx, "delete", k, err)
 		}
 	}
-	return conflict("changed during every attempt")
+	if cond.Kind == store.IfMatch {
+		return conflict("changed during every attempt")
+	}
+	// Not a failed condition: an unconditional Delete has none. Nothing
+	// was changed; the caller may try again.
+	return fmt.Errorf("s3store: delete %s: the object changed during every attempt", k)
 }
 
 func (s *Driver) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {

@@ -238,6 +238,9 @@ func TestServerConditionals(t *testing.T) {
 type loser struct {
 	next  http.RoundTripper
 	match func(*http.Request) bool
+	// after, when set, runs once the response is lost, before the SDK
+	// retries: another writer acting in between.
+	after func()
 
 	mu   sync.Mutex
 	lost int
@@ -259,6 +262,9 @@ func (l *loser) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
+	if l.after != nil {
+		l.after()
+	}
 	return nil, errors.New("injected: connection reset by peer after the server applied the request")
 }
 
@@ -319,7 +325,7 @@ func TestLostResponse(t *testing.T) {
 			}
 			checkStat(t, s, k, m)
 		}},
-		{"delete", http.MethodDelete, func(t *testing.T, s *Store, k store.Key) {
+		{"delete", http.MethodPut, func(t *testing.T, s *Store, k store.Key) {
 			if _, _, err := s.Put(t.Context(), obj(k, "old"), store.CreateOnly()); err != nil {
 				t.Fatal(err)
 			}
