@@ -98,7 +98,13 @@
 // our write id, the write is ours and Put succeeds with what is stored. An
 // identical body written by another Put has another write id and still
 // counts as a conflict. When the object changed for other reasons the
-// decision is taken again, at most four times.
+// decision is taken again, at most four times. But when the SDK did retry
+// the PUT (countAttempts sees every HTTP attempt) and the object holds
+// another write id, the first attempt may have landed and been replaced
+// since (another caller's If-Match bound to it): Put then fails with
+// store.ErrUnknownOutcome, neither a conflict nor a success, and does not
+// write again (an Always that wrote again would show its body, another,
+// then its body once more).
 //
 // The read and the conditional write are only as atomic as the server's
 // publication of an object: on AWS, and on versitygw storing metadata in
@@ -108,13 +114,28 @@
 // old hash can then overwrite that newer write. Use xattr mode in
 // production; sidecar mode is for tests on file systems without xattrs.
 //
-// Delete reads the header, checks expiry and the hash, and deletes; with
-// IfMatch it sends If-Match: <ETag>. AWS honours it atomically; versitygw
-// v1.8.0 honours it but checks it outside the lock its PUTs publish under,
-// so a PUT landing in that moment can still be deleted; a server that
-// ignores If-Match on DELETE leaves the whole read-to-delete window open.
-// A delete that finds the object gone (404) succeeds: the object is gone,
-// whether by our own retried request or by another caller.
+// Delete reads the header, checks expiry and the hash, and replaces the
+// object with a tombstone: a record with no body whose expiry is 1970
+// (tombstoneExpires), so that every process and every older version of
+// this package takes it for an expired object, written with a PUT bound by
+// If-Match to the ETag it read and carrying a write id like any Put. A 412
+// means the object changed: the decision is taken again (a tombstone there
+// now is an object gone: ErrNotFound), and a retried tombstone PUT is
+// judged by its write id as above, ErrUnknownOutcome included. After four
+// attempts an unconditional Delete fails with a backend error (nothing
+// changed), not a precondition failure. Creates replace a tombstone like
+// any expired object, and DeleteExpired removes it later.
+//
+// Delete does not send DELETE: on versitygw v1.8.0 a DELETE cannot be a
+// linearizable delete. It answers 204 for a missing key even with If-Match,
+// so two Deletes that read the object both answer deleted; and it compares
+// If-Match outside the lock its PUTs publish under, then removes the file,
+// so a DELETE bound to E1 removes the object a concurrent PUT bound to E1
+// has just published, and both succeed (TestServerDeleteIfMatchIsAtomic
+// shows it with the raw client, no s3store logic). A tombstone PUT is
+// checked under that lock like every conditional PUT. The cost: a deleted
+// key keeps a header-only object until DeleteExpired reaches it, and List
+// reads its header meanwhile.
 //
 // # Listing
 //
@@ -179,8 +200,10 @@
 // starting over at the end of the bucket. One call examines at most
 // maxSweepScan×limit objects and removes at most limit, each with a DELETE
 // bound by If-Match to the ETag of the header it read, so an object a
-// concurrent Put replaced survives (with the caveats of Delete above), and
-// then removes its marker if it had one. A full pass over a bucket of n
+// concurrent Put replaced survives (on AWS; on versitygw v1.8.0 a Put
+// landing in the same moment can still be removed, see Delete), and then
+// removes its marker if it had one. Tombstones are among the objects it
+// removes (and counts). A full pass over a bucket of n
 // objects therefore costs about n header reads and n/1000 list calls,
 // whether or not anything has expired, spread over at least
 // n/(maxSweepScan×limit) calls; run it at a pace that suits the bucket.
