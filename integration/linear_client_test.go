@@ -175,7 +175,8 @@ func (c *linClient) readResource(t *testing.T, uri string) regOutput {
 // client's index; only their timing is left to the machine.
 type workload struct {
 	Seed    uint64
-	Keys    int            // report paths lin/k0 … lin/k{Keys-1}
+	Keys    int            // report paths lin/<Prefix>k0 … lin/<Prefix>k{Keys-1}
+	Prefix  string         // keeps the paths of one workload apart from another's
 	Clients int            // per instance
 	Ops     int            // per client, at most
 	Mix     map[opKind]int // weights
@@ -228,7 +229,7 @@ func (w workload) client(t *testing.T, h *history, c *linClient, id int, stop ti
 	known := make([]string, w.Keys) // the last sha256 this client saw per key
 	for i := 0; i < w.Ops && time.Now().Before(stop); i++ {
 		k := r.IntN(w.Keys)
-		path := fmt.Sprintf("lin/k%d", k)
+		path := fmt.Sprintf("lin/%sk%d", w.Prefix, k)
 		uri := "report://default/" + path
 		kind := w.pick(r)
 		text := fmt.Sprintf("seed %d client %d op %d", w.Seed, id, i)
