@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
 
@@ -215,8 +216,9 @@ func (s *Server) addFixtures(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, r := range fx.res {
-		if _, err := fx.put(ctx, r); err != nil {
-			return fmt.Errorf("server: storing fixture %s: %w", r.key, err)
+		if _, terr := fx.put(ctx, r); terr != nil {
+			return fmt.Errorf("server: storing fixture %s: %w", r.key, terr) // the cause is logged
+
 		}
 	}
 	tools := fx.tools()
@@ -228,16 +230,15 @@ func (s *Server) addFixtures(ctx context.Context) error {
 	return nil
 }
 
-// put writes r unconditionally, public, expiring fixtureRetention from now.
-func (fx *fixtures) put(ctx context.Context, r *fixtureResource) (store.Meta, error) {
+// put writes r unconditionally, public, expiring fixtureRetention from now,
+// as a write of the server's own (no tenant quota).
+func (fx *fixtures) put(ctx context.Context, r *fixtureResource) (store.Meta, *toolError) {
 	now := fx.s.now().UTC().Truncate(time.Millisecond)
-	obj := &store.Object{Meta: store.Meta{
-		Key: r.key, MIMEType: r.mimeType, Size: int64(len(r.body)), SHA256: r.sha256,
-		Created: now, Modified: now, Expires: now.Add(fixtureRetention), Title: r.title, Description: r.description,
-		Listed: r.listed, Visibility: store.Public,
-	}, Body: r.body, Encoded: fx.s.encodeForStore(r.mimeType, r.body)}
-	m, _, err := fx.s.store.Put(ctx, obj, store.Cond{Kind: store.Always})
-	return m, err
+	m, _, terr := fx.s.svc.Put(ctx, service.Write{Meta: store.Meta{
+		Key: r.key, MIMEType: r.mimeType, Created: now, Modified: now, Expires: now.Add(fixtureRetention),
+		Title: r.title, Description: r.description, Listed: r.listed, Visibility: store.Public,
+	}, Body: r.body, Cond: store.Cond{Kind: store.Always}, Own: true})
+	return m, terr
 }
 
 // ensure returns the stored metadata of r, rewriting it first when it is
@@ -252,11 +253,7 @@ func (fx *fixtures) ensure(ctx context.Context, r *fixtureResource) (store.Meta,
 		!m.Expires.IsZero() && m.Expires.Sub(fx.s.now()) > fixtureRetention/2 {
 		return m, nil
 	}
-	m, err = fx.put(ctx, r)
-	if err != nil {
-		return m, fx.s.storeFailure(ctx, "fixture put", err)
-	}
-	return m, nil
+	return fx.put(ctx, r)
 }
 
 // fixtureFunc is the body of a fixture tool, called with valid arguments.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
-	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/toolapi"
 )
 
@@ -79,7 +79,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	switch {
 	case lineMode && (a.Offset != nil || a.Length != nil):
 		return nil, failure(kindValidation, "choose the window in bytes (offset, length) or in lines (startLine, lineCount), not both",
-			fieldError{"offset", "conflicts with startLine/lineCount"}, fieldError{"startLine", "conflicts with offset/length"})
+			fieldError{Field: "offset", Message: "conflicts with startLine/lineCount"}, fieldError{Field: "startLine", Message: "conflicts with offset/length"})
 	case a.Offset != nil && *a.Offset < 0:
 		return nil, invalidField("offset", "must be 0 or more")
 	case a.Length != nil && *a.Length < 1:
@@ -93,24 +93,20 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	if terr != nil {
 		return nil, terr
 	}
-	u, terr := s.parseToolURI(a.URI)
+	k, terr := s.svc.ParseURI(a.URI)
 	if terr != nil {
 		return nil, terr
 	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return nil, notFoundTool(a.URI)
-	}
 	m, body, err := s.openBody(ctx, k)
 	if isNotFound(err) {
-		return nil, notFoundTool(a.URI)
+		return nil, service.NotFound(a.URI)
 	}
 	if err != nil {
 		return nil, s.storeFailure(ctx, "read_resource open", err)
 	}
 	defer body.Close()
 	if !readableBy(p, &m) {
-		return nil, notFoundTool(a.URI)
+		return nil, service.NotFound(a.URI)
 	}
 	textual := jsonwire.TextType(m.MIMEType)
 	if lineMode && !textual {
@@ -172,7 +168,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 			return nil, s.storeFailure(ctx, "read_resource read", err)
 		}
 		if isNotFound(err) {
-			return nil, notFoundTool(a.URI)
+			return nil, service.NotFound(a.URI)
 		}
 		return nil, s.storeFailure(ctx, "read_resource read", err)
 	}
