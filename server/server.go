@@ -1,9 +1,17 @@
-// Package server is resourced's MCP service: it wires the store, the URI
-// grammar and the caller's principal into a go-sdk server behind a stateless
-// Streamable HTTP handler, and serves the health endpoints.
+// Package server is resourced's transports: it wires the service (package
+// service), the store and the caller's principal into a go-sdk server
+// behind a stateless Streamable HTTP handler, the /v1 HTTP API (uploads,
+// signed downloads) and the health endpoints.
 //
-// It is the only package that knows MCP. One place (errors.go) decides what
-// the wire sees for every failure.
+// It owns MCP and HTTP: authentication on the wire, the read path, the
+// tool adapters (decode arguments, call the service, render), the upload
+// and blob handlers, notifications, limits and metrics. What a save, stat,
+// delete or list means, and how a store error becomes a failure, is the
+// service's; server must not repeat it. It is the only package that knows
+// MCP as a server; cmd/resourced, the bench harness and clienttest import
+// it, the other packages do not.
+// errors.go decides how JSON-RPC failures are written; service.Failure is
+// the value of a failed tool call or upload.
 package server
 
 import (

@@ -109,40 +109,15 @@ func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *too
 	writeJSON(w, httpStatus(terr.ErrorKind), terr)
 }
 
-// authorize authenticates r and requires scope, answering like /mcp
-// (authhttp.go) when it fails.
+// authorize authenticates r and requires scope, answering exactly like
+// /mcp (authhttp.go: principal, refuseScope) when it fails.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string) (auth.Principal, bool) {
-	p, err := s.auth.Authenticate(r)
-	if err != nil {
-		reason := auth.Reason(err)
-		s.metrics.authFailures.WithLabelValues(reason).Inc()
-		s.setOutcome(r, "auth:"+reason)
-		if errors.Is(err, auth.ErrUnavailable) {
-			s.log.Error("token keys unavailable", "err", err)
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
-			return p, false
-		}
-		s.log.Info("authentication failed", "reason", reason)
-		challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
-		if reason != "missing" {
-			challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
-		}
-		w.Header().Set("WWW-Authenticate", challenge)
-		http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+	p, ok := s.principal(w, r)
+	if ok && !p.Has(scope) {
+		s.refuseScope(w, r, scope)
 		return p, false
 	}
-	if e := logEntry(r.Context()); e != nil {
-		e.tenant = p.Tenant
-	}
-	if !p.Has(scope) {
-		s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
-		s.setOutcome(r, "auth:insufficient_scope")
-		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
-		http.Error(w, "Forbidden: this call needs the "+scope+" scope", http.StatusForbidden)
-		return p, false
-	}
-	return p, true
+	return p, ok
 }
 
 // bodyError remembers the first error reading the request body gave, so
