@@ -64,6 +64,9 @@ func decodeArgs(raw json.RawMessage, v any) *toolError {
 // not valid Unicode, named by its JSON path. null fits anything, as in
 // encoding/json; json.RawMessage takes any value (its own parser checks
 // it), except a string with invalid Unicode.
+//
+// Its cyclomatic complexity (about 32) is one case per reflect kind and
+// JSON type, each a two-line check; splitting it would scatter one table.
 func argError(data []byte, t reflect.Type, path string) *toolError {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
