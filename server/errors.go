@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/service"
 )
@@ -93,26 +92,6 @@ func invalidField(field, msg string) *toolError { return service.InvalidField(fi
 // error, logging the cause once.
 func (s *Server) storeFailure(ctx context.Context, what string, err error) *toolError {
 	return s.svc.Unavailable(ctx, what, err)
-}
-
-// errorResult renders a tool failure: isError, a text that explains the
-// error on its own (hosts may drop structuredContent of errors), and the
-// structured value.
-func errorResult(e *toolError) *mcp.CallToolResult {
-	text := e.ErrorKind + ": " + e.Message
-	for _, f := range e.FieldErrors {
-		if f.Field+": "+f.Message != e.Message {
-			text += "\n- " + f.Field + ": " + f.Message
-		}
-	}
-	if e.RetrySafe {
-		text += " (safe to retry)"
-	}
-	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: e,
-	}
 }
 
 // isNotFound reports whether err is a store miss.

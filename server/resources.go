@@ -79,18 +79,6 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// requireScope fails unless the caller holds scope.
-func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
-	p, ok := auth.FromContext(ctx)
-	if !ok || p.Tenant == "" {
-		return p, rpcError(jsonrpc.CodeInvalidRequest, "unauthenticated request", nil)
-	}
-	if !p.Has(scope) {
-		return p, rpcError(jsonrpc.CodeInvalidRequest, "insufficient scope: "+scope+" is required", nil)
-	}
-	return p, nil
-}
-
 // listResources serves resources/list: the caller's listed resources, then
 // the listed public resources of other tenants, paginated with a cursor
 // bound to the tenant.

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -235,8 +236,12 @@ func New(opts Options) (*Server, error) {
 	s.addResources()
 	s.addTools()
 	if opts.Fixtures {
-		if err := s.addFixtures(context.Background()); err != nil {
+		names, err := fixtures.Register(context.Background(), s.mcp, s.svc, s.log)
+		if err != nil {
 			return nil, err
+		}
+		for _, n := range names {
+			s.toolScopes[n] = auth.ScopeRead
 		}
 	}
 	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
@@ -55,17 +57,20 @@ func (s *Server) toolHandler(scope string, fn toolFunc) mcp.ToolHandler {
 	}
 }
 
-func resourceLink(m *store.Meta) *mcp.ResourceLink {
-	size := m.Size
-	return &mcp.ResourceLink{
-		URI:         m.Key.String(),
-		Name:        m.Key.Path(),
-		Title:       m.Title,
-		Description: m.Description,
-		MIMEType:    m.MIMEType,
-		Size:        &size,
-		Annotations: &mcp.Annotations{LastModified: formatTime(m.Modified)},
-	}
+// What every tool shares, with the fixtures, is mcptool's; the server
+// calls it by these names.
+var rawMessageType = mcptool.RawMessageType
+
+func decodeArgs(raw json.RawMessage, v any) *toolError { return mcptool.DecodeArgs(raw, v) }
+
+func fieldNames(t reflect.Type) map[string]reflect.Type { return mcptool.FieldNames(t) }
+
+func errorResult(e *toolError) *mcp.CallToolResult { return mcptool.ErrorResult(e) }
+
+func resourceLink(m *store.Meta) *mcp.ResourceLink { return mcptool.ResourceLink(m) }
+
+func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
+	return mcptool.RequireScope(ctx, scope)
 }
 
 // The tools' wire types live in toolapi, shared with the Go client; the

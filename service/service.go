@@ -108,6 +108,9 @@ func (s *Service) Schemes() map[string]*Scheme { return s.schemes }
 // SchemeNames returns the configured schemes' names in order.
 func (s *Service) SchemeNames() []string { return slices.Clone(s.names) }
 
+// Now is the service's clock.
+func (s *Service) Now() time.Time { return s.now() }
+
 // Limits returns the limits in force, defaults applied.
 func (s *Service) Limits() Limits { return s.limits }
 

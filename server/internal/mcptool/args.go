@@ -1,4 +1,4 @@
-package server
+package mcptool
 
 import (
 	"bytes"
@@ -11,9 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/service"
 )
 
-// decodeArgs decodes tool arguments strictly into v (a pointer to an
+// DecodeArgs decodes tool arguments strictly into v (a pointer to an
 // argument struct). Every failure is a validation_error that names the
 // argument by its JSON path (hits.url) and the JSON type it must have,
 // never a Go type, so a model can correct its call:
@@ -25,16 +26,16 @@ import (
 //     arguments first (a \ufffd the caller wrote is a character like any
 //     other);
 //   - values of the wrong JSON type, or integers out of range (argError).
-func decodeArgs(raw json.RawMessage, v any) *toolError {
+func DecodeArgs(raw json.RawMessage, v any) *service.Failure {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	if !json.Valid(raw) {
-		return failure(kindValidation, "arguments are not valid JSON for this tool: send one JSON object")
+		return service.Fail(service.KindValidation, "arguments are not valid JSON for this tool: send one JSON object")
 	}
 	if raw[0] != '{' {
-		return failure(kindValidation, "arguments must be a JSON object")
+		return service.Fail(service.KindValidation, "arguments must be a JSON object")
 	}
 	t := reflect.TypeOf(v)
 	if terr := exactKeys(raw, t, ""); terr != nil {
@@ -53,7 +54,7 @@ func decodeArgs(raw json.RawMessage, v any) *toolError {
 		}
 		// Not expected: argError checks what the decoder does. Its text
 		// names Go types, so it is not sent.
-		return failure(kindValidation, "arguments do not match this tool's inputSchema")
+		return service.Fail(service.KindValidation, "arguments do not match this tool's inputSchema")
 	}
 	return nil
 }
@@ -67,7 +68,7 @@ func decodeArgs(raw json.RawMessage, v any) *toolError {
 //
 // Its cyclomatic complexity (about 32) is one case per reflect kind and
 // JSON type, each a two-line check; splitting it would scatter one table.
-func argError(data []byte, t reflect.Type, path string) *toolError {
+func argError(data []byte, t reflect.Type, path string) *service.Failure {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -76,22 +77,22 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 		return nil
 	}
 	if data[0] == '"' {
-		if reason := stringError(data); reason != "" && (t.Kind() == reflect.String || t == rawMessageType) {
+		if reason := stringError(data); reason != "" && (t.Kind() == reflect.String || t == RawMessageType) {
 			if path == "text" {
 				reason += "; send binary content as blobBase64"
 			}
-			return invalidField(path, reason)
+			return service.InvalidField(path, reason)
 		}
 	}
-	if string(data) == "null" || t == rawMessageType {
+	if string(data) == "null" || t == RawMessageType {
 		return nil
 	}
 	got := jsonKind(data[0])
-	wrong := func() *toolError {
+	wrong := func() *service.Failure {
 		if path == "" {
-			return failure(kindValidation, "arguments must be a JSON object")
+			return service.Fail(service.KindValidation, "arguments must be a JSON object")
 		}
-		return invalidField(path, "must be "+describeType(t)+", not a JSON "+got)
+		return service.InvalidField(path, "must be "+describeType(t)+", not a JSON "+got)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -121,13 +122,13 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 			return wrong()
 		}
 		if _, err := strconv.ParseFloat(string(data), t.Bits()); err != nil {
-			return invalidField(path, "must be a number, not a JSON number "+shorten(data)+" (the largest is "+strconv.FormatFloat(math.MaxFloat64, 'g', 3, 64)+")")
+			return service.InvalidField(path, "must be a number, not a JSON number "+shorten(data)+" (the largest is "+strconv.FormatFloat(math.MaxFloat64, 'g', 3, 64)+")")
 		}
 	case reflect.Slice:
 		if got != "array" {
 			return wrong()
 		}
-		var terr *toolError
+		var terr *service.Failure
 		_ = jsonwire.Elements(data, func(i int, v []byte) error {
 			// Elements are named like encoding/json names them (hits.score),
 			// which clients already match.
@@ -141,8 +142,8 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 		if got != "object" {
 			return wrong()
 		}
-		fields := fieldNames(t)
-		var terr *toolError
+		fields := FieldNames(t)
+		var terr *service.Failure
 		_ = jsonwire.Members(data, func(key string, v []byte) error {
 			ft, ok := fields[key]
 			if !ok {
@@ -164,11 +165,11 @@ func argError(data []byte, t reflect.Type, path string) *toolError {
 
 // intError is the error for the JSON number data given for an integer
 // argument: out of bounds, or not written as an integer (1.5, 1e2).
-func intError(path string, data []byte, err error, bounds string) *toolError {
+func intError(path string, data []byte, err error, bounds string) *service.Failure {
 	if errors.Is(err, strconv.ErrRange) {
-		return invalidField(path, "must be an integer, not a JSON number "+shorten(data)+" (the bounds are "+bounds+")")
+		return service.InvalidField(path, "must be an integer, not a JSON number "+shorten(data)+" (the bounds are "+bounds+")")
 	}
-	return invalidField(path, "must be an integer, not a JSON number "+shorten(data)+" (digits only, no fraction or exponent)")
+	return service.InvalidField(path, "must be an integer, not a JSON number "+shorten(data)+" (digits only, no fraction or exponent)")
 }
 
 // jsonKind names the JSON type of a value by its first byte.
