@@ -125,13 +125,9 @@ type mcpRequestKey struct{}
 // the context (auth.FromContext, mcpRequestKey) to the stages after it.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth.Authenticate(r)
-		if err != nil {
-			s.refuseToken(w, r, err)
+		p, ok := s.principal(w, r)
+		if !ok {
 			return
-		}
-		if e := logEntry(r.Context()); e != nil {
-			e.tenant = p.Tenant
 		}
 		ctx := auth.WithPrincipal(r.Context(), p)
 		if r.Method == http.MethodPost {
@@ -154,12 +150,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			if missing := missingScope(s, msgs, p); missing != "" {
-				s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
-				if e := logEntry(r.Context()); e != nil {
-					e.outcome = "auth:insufficient_scope"
-				}
-				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+missing+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
-				http.Error(w, "Forbidden: this call needs the "+missing+" scope", http.StatusForbidden)
+				s.refuseScope(w, r, missing)
 				return
 			}
 			release, ok := s.admit(w, r, p.Tenant, body, msgs) // per-tenant limits (limit.go)
@@ -172,6 +163,32 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// principal turns the bearer token of r into the caller's principal and
+// notes its tenant in the request log, or answers the request itself
+// (refuseToken) and reports false. /mcp and the /v1 uploads both call it.
+func (s *Server) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		s.refuseToken(w, r, err)
+		return p, false
+	}
+	if e := logEntry(r.Context()); e != nil {
+		e.tenant = p.Tenant
+	}
+	return p, true
+}
+
+// refuseScope answers a caller whose token lacks scope: 403 with the
+// RFC 6750 insufficient_scope challenge.
+func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope string) {
+	s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
+	if e := logEntry(r.Context()); e != nil {
+		e.outcome = "auth:insufficient_scope"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
+	http.Error(w, "Forbidden: this call needs the "+scope+" scope", http.StatusForbidden)
 }
 
 // refuseToken answers a request whose token did not authenticate: 503

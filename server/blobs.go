@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/uri"
 )
@@ -101,26 +102,19 @@ func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (s
 }
 
 // linkTTL checks the download link arguments of a tool (or upload): it
-// returns 0 when no link is wanted, and the link's life otherwise.
+// returns 0 when no link is wanted, and the link's life otherwise
+// (service.LinkTTL decides).
 func (s *Server) linkTTL(include bool, raw json.RawMessage) (time.Duration, *toolError) {
-	given := len(raw) > 0 && string(raw) != "null"
-	if !include {
-		if given {
-			return 0, invalidField("downloadUrlTtl", "needs includeDownloadUrl: true")
-		}
-		return 0, nil
+	return s.svc.LinkTTL(include, raw)
+}
+
+// policy is the link policy the service checks link arguments against;
+// nil when links are disabled.
+func (l *linkSigner) policy() *service.Links {
+	if l == nil {
+		return nil
 	}
-	if s.links == nil {
-		return 0, invalidField("includeDownloadUrl", "this server has no signing key for download links; read the resource with resources/read or read_resource")
-	}
-	if !given {
-		return s.links.defaultTTL, nil
-	}
-	d, terr := parseDuration("downloadUrlTtl", raw)
-	if terr != nil {
-		return 0, terr
-	}
-	return min(d, s.links.maxTTL), nil
+	return &service.Links{DefaultTTL: l.defaultTTL, MaxTTL: l.maxTTL}
 }
 
 // withDownloadURL adds a signed link to v when ttl > 0.

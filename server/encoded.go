@@ -14,10 +14,7 @@ import (
 // encodeForStore returns the form of body to keep with it, or nil when the
 // backend cannot keep one or it would be too large.
 func (s *Server) encodeForStore(mimeType string, body []byte) []byte {
-	if _, ok := s.store.(store.EncodedViewer); !ok {
-		return nil
-	}
-	return jsonwire.EncodeForm(mimeType, body)
+	return s.svc.Encode(mimeType, body)
 }
 
 // textual reports whether a read serves body as text rather than blob.

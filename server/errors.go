@@ -8,9 +8,8 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/service"
 )
 
 // This file is the one place that decides what the wire sees for a failure.
@@ -67,70 +66,36 @@ func (s *Server) internal(ctx context.Context, what string, err error) error {
 	return rpcError(jsonrpc.CodeInternalError, "Internal error: the storage backend failed; retry later", nil)
 }
 
-// Tool error kinds (CONTRACT §4).
+// Tool failures are the service's (service/failure.go): the kinds, the
+// value and the one mapping of store errors. The server names them so.
 const (
-	kindValidation  = "validation_error"
-	kindNotFound    = "not_found"
-	kindConflict    = "conflict"
-	kindTooLarge    = "too_large"
-	kindQuota       = "quota_exceeded"
-	kindUnavailable = "unavailable"
+	kindValidation  = service.KindValidation
+	kindNotFound    = service.KindNotFound
+	kindConflict    = service.KindConflict
+	kindTooLarge    = service.KindTooLarge
+	kindQuota       = service.KindQuota
+	kindUnavailable = service.KindUnavailable
 )
 
-// fieldError names one bad input field.
-type fieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// toolError is the structuredContent of a failed tool call.
-type toolError struct {
-	Status      string       `json:"status"` // always "failed"
-	ErrorKind   string       `json:"errorKind"`
-	Message     string       `json:"message"`
-	RetrySafe   bool         `json:"retrySafe"`
-	FieldErrors []fieldError `json:"fieldErrors,omitempty"`
-}
-
-func (e *toolError) Error() string { return e.ErrorKind + ": " + e.Message }
+type (
+	fieldError = service.FieldError
+	toolError  = service.Failure
+)
 
 func failure(kind, msg string, fields ...fieldError) *toolError {
-	return &toolError{Status: "failed", ErrorKind: kind, Message: msg, RetrySafe: kind == kindUnavailable, FieldErrors: fields}
+	return service.Fail(kind, msg, fields...)
 }
 
-func invalidField(field, msg string) *toolError {
-	return failure(kindValidation, field+": "+msg, fieldError{Field: field, Message: msg})
-}
+func invalidField(field, msg string) *toolError { return service.InvalidField(field, msg) }
 
 // storeFailure maps an unexpected backend error to an unavailable tool
 // error, logging the cause once.
 func (s *Server) storeFailure(ctx context.Context, what string, err error) *toolError {
-	s.log.ErrorContext(ctx, what, "err", err)
-	return failure(kindUnavailable, "The storage backend is unavailable; nothing was changed. Retry the same call later.")
-}
-
-// errorResult renders a tool failure: isError, a text that explains the
-// error on its own (hosts may drop structuredContent of errors), and the
-// structured value.
-func errorResult(e *toolError) *mcp.CallToolResult {
-	text := e.ErrorKind + ": " + e.Message
-	for _, f := range e.FieldErrors {
-		if f.Field+": "+f.Message != e.Message {
-			text += "\n- " + f.Field + ": " + f.Message
-		}
-	}
-	if e.RetrySafe {
-		text += " (safe to retry)"
-	}
-	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: e,
-	}
+	return s.svc.Unavailable(ctx, what, err)
 }
 
 // isNotFound reports whether err is a store miss.
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isNotFound(err error) bool { return service.IsNotFound(err) }
 
 // writeRPCError writes err, a *jsonrpc.Error, as the response to the
 // request with the raw JSON id, exactly as go-sdk writes one in stateless

@@ -152,7 +152,7 @@ func (e *fuzzEnv) reset(tb testing.TB) {
 	put(fxSnap, "application/json", []byte(`{"query":"q","total":0,"hits":[]}`), store.Private, false)
 	put(fxSecret, "text/plain", []byte("t2 only"), store.Private, false)
 	put(fxShared, "text/plain", []byte("for everyone"), store.Public, true)
-	e.s.store = st
+	e.s.swapStore(tb, st)
 }
 
 // contents is every live object of both tenants, by URI.
@@ -489,55 +489,4 @@ func checkArgumentNames(t *testing.T, e *fuzzEnv, i int, args []byte) {
 			}
 		}
 	}
-}
-
-// FuzzParseRetention checks the retention parsers on arbitrary input: no
-// panic, a success is a positive duration, a failure is a validation_error
-// naming retention, and a string retention means what parseISODuration
-// says.
-func FuzzParseRetention(f *testing.F) {
-	for _, s := range []string{
-		`3600`, `1.5`, `0`, `-5`, `1e300`, `1e-3`, `9223372036`, `9223372037`, `true`, `null`, `{}`,
-		`"PT1H"`, `"P7D"`, `"P1W"`, `"P1DT2H"`, `"PT0.5S"`, `"PT1H30M"`, `"P"`, `"PT"`, `"P1Y"`,
-		`"P1M"`, `"PT-1H"`, `"P99999999999999D"`, `"PT0S"`, `"1h"`, `"forever"`, `"P1W1D"`, `"PT1.S"`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := parseISODuration(s)
-		if ok && d < 0 {
-			t.Fatalf("parseISODuration(%q) = %v, true: negative", s, d)
-		}
-		if ok && !strings.HasPrefix(s, "P") {
-			t.Fatalf("parseISODuration(%q) = %v, true for a string not starting with P", s, d)
-		}
-
-		check := func(raw string) (time.Duration, bool) {
-			got, terr := parseRetention(json.RawMessage(raw))
-			if terr != nil {
-				if terr.ErrorKind != kindValidation || len(terr.FieldErrors) != 1 || terr.FieldErrors[0].Field != "retention" || terr.Message == "" {
-					t.Fatalf("parseRetention(%s) error = %+v, want a validation_error on retention", raw, terr)
-				}
-				if got != 0 {
-					t.Fatalf("parseRetention(%s) = %v with an error", raw, got)
-				}
-				return 0, false
-			}
-			if got <= 0 {
-				t.Fatalf("parseRetention(%s) = %v, nil: a success must be a positive duration", raw, got)
-			}
-			return got, true
-		}
-		check(s)
-		// A string retention is parseISODuration's value; every duration of
-		// a minute or more is accepted (shorter ones may be refused).
-		quoted, _ := json.Marshal(s)
-		got, ok2 := check(string(quoted))
-		if ok2 && (!ok || got != d) {
-			t.Fatalf("parseRetention(%s) = %v, but parseISODuration(%q) = %v, %v", quoted, got, s, d, ok)
-		}
-		if ok && d >= time.Minute && !ok2 {
-			t.Fatalf("parseRetention(%s) refused what parseISODuration reads as %v", quoted, d)
-		}
-	})
 }

@@ -199,7 +199,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestUploadClientGone(t *testing.T) {
 	e := newGuardEnv(t, nil, Budgets{})
 	ps := &slowPutStore{Backend: e.st, entered: make(chan struct{}, 1)}
-	e.s.store = ps
+	e.s.swapStore(t, ps)
 	c := e.rawRequest("PUT /v1/resources/report/gone HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tenant: t1\r\nContent-Length: 3\r\n\r\n", "abc")
 	<-ps.entered
 	c.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
 )
@@ -79,7 +80,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	switch {
 	case lineMode && (a.Offset != nil || a.Length != nil):
 		return nil, failure(kindValidation, "choose the window in bytes (offset, length) or in lines (startLine, lineCount), not both",
-			fieldError{"offset", "conflicts with startLine/lineCount"}, fieldError{"startLine", "conflicts with offset/length"})
+			fieldError{Field: "offset", Message: "conflicts with startLine/lineCount"}, fieldError{Field: "startLine", Message: "conflicts with offset/length"})
 	case a.Offset != nil && *a.Offset < 0:
 		return nil, invalidField("offset", "must be 0 or more")
 	case a.Length != nil && *a.Length < 1:
@@ -93,24 +94,20 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	if terr != nil {
 		return nil, terr
 	}
-	u, terr := s.parseToolURI(a.URI)
+	k, terr := s.svc.ParseURI(a.URI)
 	if terr != nil {
 		return nil, terr
 	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return nil, notFoundTool(a.URI)
-	}
 	m, body, err := s.openBody(ctx, k)
 	if isNotFound(err) {
-		return nil, notFoundTool(a.URI)
+		return nil, service.NotFound(a.URI)
 	}
 	if err != nil {
 		return nil, s.storeFailure(ctx, "read_resource open", err)
 	}
 	defer body.Close()
 	if !readableBy(p, &m) {
-		return nil, notFoundTool(a.URI)
+		return nil, service.NotFound(a.URI)
 	}
 	textual := jsonwire.TextType(m.MIMEType)
 	if lineMode && !textual {
@@ -130,53 +127,10 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 		return nil, failure(kindTooLarge, fmt.Sprintf("the metadata of %s alone fills the %d-character result limit of this server", a.URI, s.limits.MaxReadChars))
 	}
 
-	var win readWindow
-	if lineMode {
-		start, count := int64(1), int64(-1)
-		if a.StartLine != nil {
-			start = *a.StartLine
-		}
-		if a.LineCount != nil {
-			count = *a.LineCount
-		}
-		win, err = lineWindow(body, m.Size, start, count, budget)
-		if errors.Is(err, errPastEnd) {
-			return nil, invalidField("startLine", err.Error())
-		}
-		if fit := budget / 4 * 3; err == nil && !win.text && int64(len(win.data)) > fit {
-			// Not UTF-8 after all: it goes out as base64, which is longer.
-			win.data, win.truncated = win.data[:fit], true
-			win.complete = int64(bytes.Count(win.data, []byte("\n")))
-			win.lines = win.complete + b2i(win.data[len(win.data)-1] != '\n')
-		}
-	} else {
-		off, length := int64(0), int64(-1)
-		if a.Offset != nil {
-			off = *a.Offset
-		}
-		if a.Length != nil {
-			length = *a.Length
-		}
-		if off > m.Size {
-			return nil, invalidField("offset", fmt.Sprintf("%d is past the end of the body (%d bytes); the last window starts before %d", off, m.Size, m.Size))
-		}
-		if textual {
-			win, err = textWindow(body, m.Size, off, length, budget)
-		}
-		if !textual || err == nil && !win.text {
-			win, err = binaryWindow(body, m.Size, off, length, budget)
-		}
+	win, terr := s.window(ctx, &a, &m, body, lineMode, textual, budget)
+	if terr != nil {
+		return nil, terr
 	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, s.storeFailure(ctx, "read_resource read", err)
-		}
-		if isNotFound(err) {
-			return nil, notFoundTool(a.URI)
-		}
-		return nil, s.storeFailure(ctx, "read_resource read", err)
-	}
-
 	end := win.start + int64(len(win.data))
 	v.Range = readRange{Offset: win.start, Length: int64(len(win.data))}
 	v.Truncated = win.truncated
@@ -203,6 +157,61 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	}
 	s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(len(win.data)))
 	return &toolValue{value: v, extra: []mcp.Content{item}}, nil
+}
+
+// window reads the window a asks for from body, within budget characters.
+func (s *Server) window(ctx context.Context, a *readArgs, m *store.Meta, body bodyReader, lineMode, textual bool, budget int64) (readWindow, *toolError) {
+	var (
+		win readWindow
+		err error
+	)
+	if lineMode {
+		start, count := int64(1), int64(-1)
+		if a.StartLine != nil {
+			start = *a.StartLine
+		}
+		if a.LineCount != nil {
+			count = *a.LineCount
+		}
+		win, err = lineWindow(body, m.Size, start, count, budget)
+		if errors.Is(err, errPastEnd) {
+			return win, invalidField("startLine", err.Error())
+		}
+		if fit := budget / 4 * 3; err == nil && !win.text && int64(len(win.data)) > fit {
+			// Not UTF-8 after all: it goes out as base64, which is longer.
+			win.data, win.truncated = win.data[:fit], true
+			win.complete = int64(bytes.Count(win.data, []byte("\n")))
+			win.lines = win.complete + b2i(win.data[len(win.data)-1] != '\n')
+		}
+	} else {
+		off, length := int64(0), int64(-1)
+		if a.Offset != nil {
+			off = *a.Offset
+		}
+		if a.Length != nil {
+			length = *a.Length
+		}
+		if off > m.Size {
+			return win, invalidField("offset", fmt.Sprintf("%d is past the end of the body (%d bytes); the last window starts before %d", off, m.Size, m.Size))
+		}
+		if textual {
+			win, err = textWindow(body, m.Size, off, length, budget)
+		}
+		if !textual || err == nil && !win.text {
+			win, err = binaryWindow(body, m.Size, off, length, budget)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return win, s.storeFailure(ctx, "read_resource read", err)
+		}
+		if isNotFound(err) {
+			return win, service.NotFound(a.URI)
+		}
+		return win, s.storeFailure(ctx, "read_resource read", err)
+	}
+
+	return win, nil
 }
 
 // readBudget is how many characters of the result the window may take:

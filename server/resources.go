@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
 
@@ -80,18 +79,6 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// requireScope fails unless the caller holds scope.
-func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
-	p, ok := auth.FromContext(ctx)
-	if !ok || p.Tenant == "" {
-		return p, rpcError(jsonrpc.CodeInvalidRequest, "unauthenticated request", nil)
-	}
-	if !p.Has(scope) {
-		return p, rpcError(jsonrpc.CodeInvalidRequest, "insufficient scope: "+scope+" is required", nil)
-	}
-	return p, nil
-}
-
 // listResources serves resources/list: the caller's listed resources, then
 // the listed public resources of other tenants, paginated with a cursor
 // bound to the tenant.
@@ -104,7 +91,7 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	cur, err := decodeCursor(cursor, p.Tenant, "")
+	cur, err := service.DecodeCursor(cursor, p.Tenant, "")
 	if err != nil {
 		return nil, invalidParams("invalid cursor: pass the nextCursor of a previous resources/list result, or none")
 	}
@@ -126,14 +113,14 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 				add(&page.Items[i])
 			}
 			if !page.More {
-				cur = cursorBody{Phase: phasePublic}
+				cur = service.Cursor{Phase: service.PhasePublic}
 				break
 			}
 			after = page.Next
 			cur.Scheme, cur.Path = after.Scheme, after.Path
 		}
 		if cur.Phase == "" {
-			res.NextCursor = encodeCursor(p.Tenant, "", cur)
+			res.NextCursor = service.EncodeCursor(p.Tenant, "", cur)
 			return res, nil
 		}
 	}
@@ -153,7 +140,7 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 		}
 		after = page.Next
 	}
-	res.NextCursor = encodeCursor(p.Tenant, "", cursorBody{Phase: phasePublic, PTenant: after.Tenant, Scheme: after.Scheme, Path: after.Path})
+	res.NextCursor = service.EncodeCursor(p.Tenant, "", service.Cursor{Phase: service.PhasePublic, PTenant: after.Tenant, Scheme: after.Scheme, Path: after.Path})
 	return res, nil
 }
 
@@ -167,46 +154,6 @@ func resourceOf(m *store.Meta) *mcp.Resource {
 		Size:        m.Size,
 		Annotations: &mcp.Annotations{LastModified: formatTime(m.Modified)},
 	}
-}
-
-// A cursor is the base64url JSON of the tenant, an optional binding (the
-// filter of list_resources) and the last position returned. A cursor of
-// another tenant or another filter is rejected.
-type cursorBody struct {
-	Tenant  string `json:"t"`
-	Binding string `json:"b,omitempty"`
-	Phase   string `json:"ph,omitempty"` // resources/list: "" own, phasePublic others' public
-	PTenant string `json:"pt,omitempty"` // tenant of the position in phasePublic
-	Scheme  string `json:"s"`
-	Path    string `json:"p"`
-}
-
-const phasePublic = "public"
-
-func encodeCursor(tenant, binding string, c cursorBody) string {
-	c.Tenant, c.Binding = tenant, binding
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-var errBadCursor = errors.New("bad cursor")
-
-func decodeCursor(c, tenant, binding string) (cursorBody, error) {
-	if c == "" {
-		return cursorBody{}, nil
-	}
-	if len(c) > 4096 {
-		return cursorBody{}, errBadCursor
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return cursorBody{}, errBadCursor
-	}
-	var cb cursorBody
-	if err := json.Unmarshal(b, &cb); err != nil || cb.Tenant != tenant || cb.Binding != binding || cb.Phase != "" && cb.Phase != phasePublic {
-		return cursorBody{}, errBadCursor
-	}
-	return cb, nil
 }
 
 // observe records the JSON-RPC method, tool and outcome of what go-sdk

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
 )
 
 // The tools' JSON Schemas are generated from their argument and result
@@ -29,19 +30,9 @@ import (
 // stay open. An outputSchema is an anyOf of the success value and the
 // failure value; a tool's own status value is set by toolDefs.
 
-// failureSchema is the failure value of every tool (toolError).
-const failureSchema = `{
-  "type": "object",
-  "description": "A failed call (isError: true).",
-  "properties": {
-    "status": {"const": "failed"},
-    "errorKind": {"enum": ["validation_error", "not_found", "conflict", "too_large", "quota_exceeded", "unavailable"]},
-    "message": {"type": "string"},
-    "retrySafe": {"type": "boolean"},
-    "fieldErrors": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}, "message": {"type": "string"}}, "required": ["field", "message"]}}
-  },
-  "required": ["status", "errorKind", "message", "retrySafe"]
-}`
+// failureSchema is the failure value of every tool (toolError); it is
+// mcptool's, which the fixtures share.
+const failureSchema = mcptool.FailureSchema
 
 // schemaLimits are the limit names a schema tag may use.
 func (s *Server) schemaLimits() map[string]int {
@@ -211,9 +202,7 @@ func mustMarshal(sch *jsonschema.Schema) json.RawMessage {
 }
 
 // outputSchema is the anyOf of a success schema and failureSchema.
-func outputSchema(success string) json.RawMessage {
-	return json.RawMessage(`{"type": "object", "anyOf": [` + success + `, ` + failureSchema + `]}`)
-}
+func outputSchema(success string) json.RawMessage { return mcptool.OutputSchema(success) }
 
 // outputSchemaOf is outputSchema of a generated success schema.
 func outputSchemaOf(success *jsonschema.Schema) json.RawMessage {

@@ -1,9 +1,17 @@
-// Package server is resourced's MCP service: it wires the store, the URI
-// grammar and the caller's principal into a go-sdk server behind a stateless
-// Streamable HTTP handler, and serves the health endpoints.
+// Package server is resourced's transports: it wires the service (package
+// service), the store and the caller's principal into a go-sdk server
+// behind a stateless Streamable HTTP handler, the /v1 HTTP API (uploads,
+// signed downloads) and the health endpoints.
 //
-// It is the only package that knows MCP. One place (errors.go) decides what
-// the wire sees for every failure.
+// It owns MCP and HTTP: authentication on the wire, the read path, the
+// tool adapters (decode arguments, call the service, render), the upload
+// and blob handlers, notifications, limits and metrics. What a save, stat,
+// delete or list means, and how a store error becomes a failure, is the
+// service's; server must not repeat it. It is the only package that knows
+// MCP as a server; cmd/resourced, the bench harness and clienttest import
+// it, the other packages do not.
+// errors.go decides how JSON-RPC failures are written; service.Failure is
+// the value of a failed tool call or upload.
 package server
 
 import (
@@ -13,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,52 +28,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/fixtures"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/uri"
 )
 
-// Scheme kinds: what a scheme holds and which tool writes it.
+// Scheme kinds, scheme policy and save limits are the service's
+// (service/scheme.go); cmd/resourced names them through these aliases.
 const (
-	KindSearch = "search" // immutable search snapshots, server-chosen ids
-	KindReport = "report" // reports at caller-chosen paths, replaceable
+	KindSearch = service.KindSearch
+	KindReport = service.KindReport
 )
 
-// Scheme is the policy of one URI scheme.
-type Scheme struct {
-	Name         string
-	Kind         string        // KindSearch or KindReport
-	TTL          time.Duration // ttlMs of resources/read
-	Retention    time.Duration // default life of a saved resource
-	MaxRetention time.Duration // cap on a requested retention
-	MaxBytes     int64         // largest body
-}
-
-// Limits bound what one save may carry; zero fields take the defaults.
-type Limits struct {
-	MaxHits             int // hits of one search snapshot (default 10000)
-	MaxTitleBytes       int // default 512
-	MaxDescriptionBytes int // default 4096
-	MaxPathBytes        int // path of a report below its tenant (default 512)
-	MaxReadChars        int // largest result of read_resource, in characters (default 40000)
-}
-
-func (l *Limits) applyDefaults() {
-	if l.MaxHits <= 0 {
-		l.MaxHits = 10000
-	}
-	if l.MaxTitleBytes <= 0 {
-		l.MaxTitleBytes = 512
-	}
-	if l.MaxDescriptionBytes <= 0 {
-		l.MaxDescriptionBytes = 4096
-	}
-	if l.MaxPathBytes <= 0 {
-		l.MaxPathBytes = 512
-	}
-	if l.MaxReadChars <= 0 {
-		l.MaxReadChars = 40000
-	}
-}
+type (
+	// Scheme is the policy of one URI scheme.
+	Scheme = service.Scheme
+	// Limits bound what one save may carry; zero fields take the defaults.
+	Limits = service.Limits
+)
 
 // Options configure a Server. Store and Schemes are required.
 type Options struct {
@@ -137,7 +116,8 @@ type Server struct {
 	now     func() time.Time
 	mcp     *mcp.Server
 	handler http.Handler
-	ids     *idSource
+	svc     *service.Service
+	svcOpts service.Options // what svc was built with
 	maxBody int64
 
 	baseURL        string
@@ -148,7 +128,6 @@ type Server struct {
 	watch          watchlist
 	pollInterval   time.Duration
 	limits         Limits
-	quota          store.Quota
 	sweepInterval  time.Duration
 	sweepBatch     int
 	// toolScopes maps each registered tool to the scope it needs.
@@ -175,11 +154,10 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("server: at least one scheme is required")
 	}
 	s := &Server{
-		store:   opts.Store,
-		schemes: make(map[string]*Scheme, len(opts.Schemes)),
-		auth:    opts.Auth,
-		log:     opts.Logger,
-		now:     opts.Now,
+		store: opts.Store,
+		auth:  opts.Auth,
+		log:   opts.Logger,
+		now:   opts.Now,
 
 		baseURL:        strings.TrimRight(opts.BaseURL, "/"),
 		authServers:    opts.AuthorizationServers,
@@ -198,12 +176,10 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.ids = newIDSource(s.now)
 	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
 	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on
-	s.quota = opts.Quota
 	s.sweepInterval, s.sweepBatch = opts.SweepInterval, opts.SweepBatch
 	if s.sweepInterval <= 0 {
 		s.sweepInterval = time.Minute
@@ -211,25 +187,25 @@ func New(opts Options) (*Server, error) {
 	if s.sweepBatch <= 0 {
 		s.sweepBatch = 500
 	}
-	s.limits = opts.Limits
-	s.limits.applyDefaults()
 	s.pollInterval = opts.PollInterval
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second
 	}
 	s.watch.maxURIs, s.watch.maxListens = opts.MaxListenURIs, opts.MaxListensPerTenant
-	for i := range opts.Schemes {
-		sc := opts.Schemes[i]
-		if err := uri.ValidScheme(sc.Name); err != nil {
-			return nil, fmt.Errorf("server: scheme %q: %w", sc.Name, err)
-		}
-		if sc.Kind != KindSearch && sc.Kind != KindReport {
-			return nil, fmt.Errorf("server: scheme %q: unknown kind %q", sc.Name, sc.Kind)
-		}
-		if sc.MaxBytes <= 0 {
-			return nil, fmt.Errorf("server: scheme %q: MaxBytes must be positive", sc.Name)
-		}
-		s.schemes[sc.Name] = &sc
+	s.svcOpts = service.Options{
+		Store: s.store, Schemes: opts.Schemes, Limits: opts.Limits, Quota: opts.Quota,
+		Links: s.links.policy(), Now: s.now, Logger: s.log,
+		OnChange: func(k store.Key) { s.changed(k, "") },
+		OnSaved: func(scheme string, n int64) {
+			s.metrics.bytesSaved.WithLabelValues(scheme).Add(float64(n))
+		},
+	}
+	svc, err := service.New(s.svcOpts)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.svc, s.schemes, s.limits = svc, svc.Schemes(), svc.Limits()
+	for _, sc := range s.schemes {
 		s.maxBody = max(s.maxBody, sc.MaxBytes)
 	}
 	version := opts.Version
@@ -263,8 +239,12 @@ func New(opts Options) (*Server, error) {
 	s.addResources()
 	s.addTools()
 	if opts.Fixtures {
-		if err := s.addFixtures(context.Background()); err != nil {
+		names, err := fixtures.Register(context.Background(), s.mcp, s.svc, s.log)
+		if err != nil {
 			return nil, err
+		}
+		for _, n := range names {
+			s.toolScopes[n] = auth.ScopeRead
 		}
 	}
 	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
@@ -309,14 +289,7 @@ func (s *Server) Run(ctx context.Context) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // schemeNames returns the configured schemes in order.
-func (s *Server) schemeNames() []string {
-	names := make([]string, 0, len(s.schemes))
-	for n := range s.schemes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func (s *Server) schemeNames() []string { return s.svc.SchemeNames() }
 
 // setCacheable decides ttlMs/cacheScope of results the SDK builds itself
 // (server/discover, tools/list, templates/list): they hold no tenant data.

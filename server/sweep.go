@@ -2,10 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
-
-	"github.com/resourced/resourced/store"
 )
 
 // sweep removes expired resources in bounded batches until a batch comes
@@ -28,23 +24,4 @@ func (s *Server) sweep(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// quotaFailure explains a refused save: the limits and the tenant's usage.
-func (s *Server) quotaFailure(ctx context.Context, tenant string, err error) *toolError {
-	if errors.Is(err, store.ErrQuotaUnsupported) {
-		return s.storeFailure(ctx, "quota on a backend without quotas", err)
-	}
-	msg := "the save would take your tenant over its quota"
-	if u, uerr := s.store.Usage(ctx, tenant); uerr == nil {
-		msg += fmt.Sprintf(" (you store %d resources, %d bytes", u.Objects, u.Bytes)
-		if s.quota.Objects > 0 {
-			msg += fmt.Sprintf("; at most %d resources", s.quota.Objects)
-		}
-		if s.quota.Bytes > 0 {
-			msg += fmt.Sprintf("; at most %d bytes", s.quota.Bytes)
-		}
-		msg += ")"
-	}
-	return failure(kindQuota, msg+". Nothing was stored. Delete resources you no longer need (list_resources, delete_resource) and save again.")
 }

@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/uri"
 )
 
 // Streamed uploads: PUT /v1/resources/<scheme>/<path> with a bearer token
@@ -109,40 +109,15 @@ func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *too
 	writeJSON(w, httpStatus(terr.ErrorKind), terr)
 }
 
-// authorize authenticates r and requires scope, answering like /mcp
-// (authhttp.go) when it fails.
+// authorize authenticates r and requires scope, answering exactly like
+// /mcp (authhttp.go: principal, refuseScope) when it fails.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string) (auth.Principal, bool) {
-	p, err := s.auth.Authenticate(r)
-	if err != nil {
-		reason := auth.Reason(err)
-		s.metrics.authFailures.WithLabelValues(reason).Inc()
-		s.setOutcome(r, "auth:"+reason)
-		if errors.Is(err, auth.ErrUnavailable) {
-			s.log.Error("token keys unavailable", "err", err)
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
-			return p, false
-		}
-		s.log.Info("authentication failed", "reason", reason)
-		challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
-		if reason != "missing" {
-			challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
-		}
-		w.Header().Set("WWW-Authenticate", challenge)
-		http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+	p, ok := s.principal(w, r)
+	if ok && !p.Has(scope) {
+		s.refuseScope(w, r, scope)
 		return p, false
 	}
-	if e := logEntry(r.Context()); e != nil {
-		e.tenant = p.Tenant
-	}
-	if !p.Has(scope) {
-		s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
-		s.setOutcome(r, "auth:insufficient_scope")
-		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
-		http.Error(w, "Forbidden: this call needs the "+scope+" scope", http.StatusForbidden)
-		return p, false
-	}
-	return p, true
+	return p, ok
 }
 
 // bodyError remembers the first error reading the request body gave, so
@@ -158,18 +133,6 @@ func (b *bodyError) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	return n, err
-}
-
-// uploadRequest is an upload's parsed request.
-type uploadRequest struct {
-	sc      *Scheme
-	key     store.Key
-	meta    store.Meta
-	cond    store.Cond
-	linkTTL time.Duration
-	// matchAny holds the strong entity-tags of an If-Match with more than
-	// one (or "*" for any current body); precheck turns them into cond.
-	matchAny []string
 }
 
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
@@ -192,20 +155,24 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	req, terr := s.parseUpload(r, p)
+	parsed, terr := parseUpload(r)
+	var req *service.Upload
+	if terr == nil {
+		req, terr = s.svc.PrepareUpload(p, parsed)
+	}
 	if terr != nil {
 		s.uploadFailure(w, r, terr)
 		return
 	}
 	ctx := r.Context()
-	sc := req.sc
+	sc := req.Scheme
 	if r.ContentLength > sc.MaxBytes {
 		s.uploadFailure(w, r, s.uploadTooLarge(sc))
 		return
 	}
 	// Fail early, before the body travels, when the precondition already
 	// fails; the store checks it again atomically with the write.
-	if terr := s.precheck(ctx, req); terr != nil {
+	if terr := s.svc.Precheck(ctx, req); terr != nil {
 		s.uploadFailure(w, r, terr)
 		return
 	}
@@ -224,42 +191,28 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	cond := req.cond
-	cond.Quota = s.quota
-	var (
-		m        store.Meta
-		replaced bool
-		err      error
-	)
-	if st, ok := s.store.(store.Streamer); ok {
-		m, replaced, err = st.PutStream(ctx, &req.meta, br, cond)
-	} else {
-		var data []byte
-		if data, err = io.ReadAll(br); err == nil {
-			obj := &store.Object{Meta: req.meta, Body: data, Encoded: s.encodeForStore(req.meta.MIMEType, data)}
-			obj.Size, obj.SHA256 = int64(len(data)), store.Sum(data)
-			m, replaced, err = s.store.Put(ctx, obj, cond)
-		}
-	}
+	m, replaced, err := s.svc.PutStream(ctx, service.Stream{
+		Meta: req.Meta, Body: br, Cond: req.Cond, Retry: service.HTTPRetry,
+		Source: func(err error) bool { return body.err != nil || clientGone(ctx, err) },
+	})
 	if err != nil {
+		var f *toolError
 		switch {
+		case errors.As(err, &f):
+			s.uploadFailure(w, r, f)
 		case body.err != nil:
 			s.uploadReadFailure(w, r, sc, body.err)
-		case clientGone(ctx, err):
-			s.uploadAbandoned(w, r, err)
 		default:
-			s.uploadFailure(w, r, s.uploadStoreFailure(ctx, req, cond, err))
+			s.uploadAbandoned(w, r, err)
 		}
 		return
 	}
-	s.metrics.bytesSaved.WithLabelValues(sc.Name).Add(float64(m.Size))
-	s.changed(m.Key, m.SHA256)
 	status, code := "created", http.StatusCreated
 	if replaced {
 		status, code = "replaced", http.StatusOK
 	}
 	v := metaValueOf(status, &m)
-	s.withDownloadURL(&v, &m, p, req.linkTTL)
+	s.withDownloadURL(&v, &m, p, req.LinkTTL)
 	s.setOutcome(r, "ok")
 	w.Header().Set("ETag", `"`+m.SHA256+`"`)
 	writeJSON(w, code, v)
@@ -297,9 +250,7 @@ func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *S
 
 // clientGone reports whether err is the end of a request whose client
 // closed its connection (net/http cancels the request's context then).
-func clientGone(ctx context.Context, err error) bool {
-	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
-}
+func clientGone(ctx context.Context, err error) bool { return service.ClientGone(ctx, err) }
 
 // uploadAbandoned answers (to no one) an upload whose client went away
 // before it was stored: the client's doing, logged at info, with a status
@@ -330,219 +281,100 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), boo
 	return nil, false
 }
 
-// uploadStoreFailure maps a failed store write, like put does for the tools
-// but in the terms of the HTTP API.
-func (s *Server) uploadStoreFailure(ctx context.Context, req *uploadRequest, cond store.Cond, err error) *toolError {
-	k := req.key
-	switch {
-	case errors.Is(err, store.ErrQuotaExceeded), errors.Is(err, store.ErrQuotaUnsupported):
-		return s.quotaFailure(ctx, k.Tenant(), err)
-	case errors.Is(err, store.ErrInvalidKey):
-		return invalidField("path", "is too long for this server's storage backend; use a shorter path (S3 keys are at most 1024 bytes, and one segment at most 255)")
-	case errors.Is(err, store.ErrPreconditionFailed):
-		return s.uploadConflict(k, cond)
-	default:
-		return s.storeFailure(ctx, "upload store put", err)
-	}
-}
-
-func (s *Server) uploadConflict(k store.Key, cond store.Cond) *toolError {
-	if cond.Kind == store.IfMatch && cond.SHA256 == "" {
-		return failure(kindConflict, fmt.Sprintf("%s was not replaced: it does not exist or its sha256 is none of the If-Match entity-tags (uploads compare strongly: a weak W/\"…\" tag never matches). Send If-Match with its current sha256 (the ETag of a download, or stat_resource).", k))
-	}
-	if cond.Kind == store.IfMatch {
-		return failure(kindConflict, fmt.Sprintf("%s was not replaced: it does not exist or its sha256 is not %s. Send If-Match with its current sha256 (the ETag of a download, or stat_resource).", k, cond.SHA256))
-	}
-	return failure(kindConflict, fmt.Sprintf("%s already exists and was not changed. To replace it send If-Match: \"<its sha256>\", or add ?overwrite=true.", k))
-}
-
-// precheck refuses an upload whose precondition already fails. An
-// If-Match with several tags, or *, becomes a match of the current body's
-// hash when that is among them (the store then checks it atomically with
-// the write, so a body replaced in between fails the upload with 412).
-func (s *Server) precheck(ctx context.Context, req *uploadRequest) *toolError {
-	if req.cond.Kind == store.Always {
-		return nil
-	}
-	m, err := s.store.Stat(ctx, req.key)
-	if err == nil && req.matchAny != nil {
-		for _, tag := range req.matchAny {
-			if tag == "*" || tag == m.SHA256 {
-				req.cond = store.Matching(m.SHA256)
-				return nil
-			}
-		}
-		return s.uploadConflict(req.key, req.cond)
-	}
-	if clientGone(ctx, err) {
-		return failure(kindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again.")
-	}
-	switch {
-	case isNotFound(err):
-		if req.cond.Kind == store.IfMatch {
-			return s.uploadConflict(req.key, req.cond)
-		}
-	case err != nil:
-		return s.storeFailure(ctx, "upload stat", err)
-	case req.cond.Kind == store.IfNone, m.SHA256 != req.cond.SHA256:
-		return s.uploadConflict(req.key, req.cond)
-	}
-	return nil
-}
-
-// parseUpload checks everything about an upload but its body.
-func (s *Server) parseUpload(r *http.Request, p auth.Principal) (*uploadRequest, *toolError) {
+// parseUpload reads an upload's request but its body: the scheme and path
+// from the URL, the parameters from the query, the media type and the
+// precondition from the headers. Checking what they say is the service's
+// (PrepareUpload), with save_report's rules.
+func parseUpload(r *http.Request) (*service.UploadRequest, *toolError) {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), uploadPrefix)
 	if strings.ContainsRune(rest, '%') {
 		return nil, invalidField("path", "must be canonical: /-separated segments of A-Z a-z 0-9 . _ ~ - without percent-encoding")
 	}
 	scheme, path, _ := strings.Cut(rest, "/")
-	sc := s.schemes[scheme]
-	switch {
-	case scheme == "":
-		return nil, invalidField("scheme", "is missing: PUT /v1/resources/<scheme>/<path>")
-	case sc == nil:
-		return nil, failure(kindNotFound, fmt.Sprintf("this server has no scheme %q; uploads go to one of its report schemes", scheme))
-	case sc.Kind != KindReport:
-		return nil, invalidField("scheme", fmt.Sprintf("%s:// holds search snapshots, which are saved with save_search_snapshot; uploads go to report schemes", scheme))
-	case path == "":
-		return nil, invalidField("path", "is required, e.g. PUT /v1/resources/report/billing/2026-11/import-dry-run")
-	case len(path) > s.limits.MaxPathBytes:
-		return nil, invalidField("path", fmt.Sprintf("is %d bytes; the limit is %d", len(path), s.limits.MaxPathBytes))
+	q, terr := uploadQuery(r.URL.RawQuery)
+	if terr != nil {
+		return nil, terr
 	}
-	u, err := uri.New(sc.Name, p.Tenant, path)
-	if err != nil {
-		reason := "is not a valid path"
-		var ue *uri.Error
-		if errors.As(err, &ue) {
-			reason = ue.Reason
+	req := &service.UploadRequest{ContentLength: r.ContentLength}
+	a := &req.ReportArgs
+	a.Scheme, a.Path = scheme, path
+	a.Title, a.Description, a.Visibility = q.Get("title"), q.Get("description"), q.Get("visibility")
+	bools := []struct {
+		name string
+		dst  *bool
+	}{{"listed", &a.Listed}, {"overwrite", &a.Overwrite}, {"includeDownloadUrl", &a.IncludeDownloadURL}}
+	for _, b := range bools {
+		switch q.Get(b.name) {
+		case "", "false":
+		case "true":
+			*b.dst = true
+		default:
+			return nil, invalidField(b.name, "must be true or false")
 		}
-		return nil, invalidField("path", reason+"; use /-separated segments of A-Z a-z 0-9 . _ ~ -")
 	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return nil, invalidField("path", err.Error())
+	if v := q.Get("retention"); v != "" {
+		a.Retention = durationParam(v)
 	}
+	if v := q.Get("downloadUrlTtl"); v != "" {
+		a.DownloadURLTTL = durationParam(v)
+	}
+	if a.MIMEType = r.Header.Get("Content-Type"); a.MIMEType == "" {
+		a.MIMEType = "application/octet-stream"
+	}
+	req.Cond, req.MatchAny, terr = uploadCond(r.Header, a.Overwrite)
+	if terr != nil {
+		return nil, terr
+	}
+	return req, nil
+}
 
-	q, err := url.ParseQuery(r.URL.RawQuery)
+// uploadQuery parses an upload's query: known parameters, each at most
+// once.
+func uploadQuery(raw string) (url.Values, *toolError) {
+	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, failure(kindValidation, "the query string is malformed")
 	}
 	for name, vals := range q {
-		known := false
-		for _, n := range uploadParams {
-			known = known || n == name
-		}
-		if !known {
+		if !slices.Contains(uploadParams, name) {
 			return nil, invalidField(name, "is not a parameter of uploads; use "+strings.Join(uploadParams, ", "))
 		}
 		if len(vals) > 1 {
 			return nil, invalidField(name, "is given more than once")
 		}
 	}
-	boolParam := func(name string) (bool, *toolError) {
-		switch q.Get(name) {
-		case "", "false":
-			return false, nil
-		case "true":
-			return true, nil
-		}
-		return false, invalidField(name, "must be true or false")
-	}
-	listed, terr := boolParam("listed")
-	if terr != nil {
-		return nil, terr
-	}
-	overwrite, terr := boolParam("overwrite")
-	if terr != nil {
-		return nil, terr
-	}
-	includeLink, terr := boolParam("includeDownloadUrl")
-	if terr != nil {
-		return nil, terr
-	}
-	opts := saveOptions{Scheme: sc.Name, Listed: listed, Visibility: q.Get("visibility")}
-	if v := q.Get("retention"); v != "" {
-		opts.Retention = durationParam(v)
-	}
-	var linkRaw json.RawMessage
-	if v := q.Get("downloadUrlTtl"); v != "" {
-		linkRaw = durationParam(v)
-	}
-	linkTTL, terr := s.linkTTL(includeLink, linkRaw)
-	if terr != nil {
-		return nil, terr
-	}
-	title, desc := q.Get("title"), q.Get("description")
-	if terr := checkText("title", title, s.limits.MaxTitleBytes); terr != nil {
-		return nil, terr
-	}
-	if terr := checkText("description", desc, s.limits.MaxDescriptionBytes); terr != nil {
-		return nil, terr
-	}
-	mimeType := r.Header.Get("Content-Type")
-	if mimeType == "" {
-		mimeType = "application/octet-stream"
-	}
-	if terr := checkMIMEType("Content-Type", mimeType); terr != nil {
-		return nil, terr
-	}
+	return q, nil
+}
 
-	cond := store.CreateOnly()
-	var matchAny []string
-	ifMatch, ifNone := r.Header.Values("If-Match"), r.Header.Values("If-None-Match")
+// uploadCond is the precondition of an upload's If-Match, If-None-Match
+// and ?overwrite=true: create-only by default.
+func uploadCond(h http.Header, overwrite bool) (store.Cond, []string, *toolError) {
+	ifMatch, ifNone := h.Values("If-Match"), h.Values("If-None-Match")
 	switch {
 	case len(ifMatch) > 0 && (overwrite || len(ifNone) > 0):
-		return nil, failure(kindValidation, "send one of If-Match, If-None-Match: * and ?overwrite=true, not several")
+		return store.Cond{}, nil, failure(kindValidation, "send one of If-Match, If-None-Match: * and ?overwrite=true, not several")
 	case len(ifNone) > 0 && overwrite:
-		return nil, failure(kindValidation, "If-None-Match: * (create only) conflicts with ?overwrite=true")
+		return store.Cond{}, nil, failure(kindValidation, "If-None-Match: * (create only) conflicts with ?overwrite=true")
 	case len(ifMatch) > 0:
 		tags, terr := parseIfMatch(ifMatch)
 		if terr != nil {
-			return nil, terr
+			return store.Cond{}, nil, terr
 		}
 		if len(tags) == 1 && tags[0] != "*" {
-			cond = store.Matching(tags[0])
-		} else {
-			// Several tags, *, or weak tags only (which match nothing):
-			// precheck compares them with the current body and sets the
-			// hash to match, or refuses the upload.
-			cond, matchAny = store.Cond{Kind: store.IfMatch}, append([]string{}, tags...)
+			return store.Matching(tags[0]), nil, nil
 		}
+		// Several tags, *, or weak tags only (which match nothing):
+		// Precheck compares them with the current body and sets the hash
+		// to match, or refuses the upload.
+		return store.Cond{Kind: store.IfMatch}, append([]string{}, tags...), nil
 	case len(ifNone) > 0:
 		if strings.TrimSpace(strings.Join(ifNone, ",")) != "*" {
-			return nil, invalidField("If-None-Match", `must be * (create only); to replace a known body send If-Match: "<sha256>"`)
+			return store.Cond{}, nil, invalidField("If-None-Match", `must be * (create only); to replace a known body send If-Match: "<sha256>"`)
 		}
 	case overwrite:
-		cond = store.Cond{Kind: store.Always}
+		return store.Cond{Kind: store.Always}, nil, nil
 	}
-
-	now := s.now().UTC().Truncate(time.Millisecond)
-	_, expires, vis, terr := s.resolve(&opts, KindReport, now)
-	if terr != nil {
-		return nil, terr
-	}
-	if title == "" {
-		title = path[strings.LastIndexByte(path, '/')+1:]
-	}
-	if desc == "" {
-		if r.ContentLength >= 0 {
-			desc = fmt.Sprintf("%s, %d bytes, uploaded %s", mimeType, r.ContentLength, now.Format(time.RFC3339))
-		} else {
-			desc = fmt.Sprintf("%s, uploaded %s", mimeType, now.Format(time.RFC3339))
-		}
-	}
-	return &uploadRequest{
-		sc:  sc,
-		key: k,
-		meta: store.Meta{
-			Key: k, MIMEType: mimeType, Created: now, Modified: now, Expires: expires,
-			Title: title, Description: desc, Listed: listed, Visibility: vis,
-		},
-		cond:     cond,
-		linkTTL:  linkTTL,
-		matchAny: matchAny,
-	}, nil
+	return store.CreateOnly(), nil, nil
 }
 
 // parseIfMatch reads If-Match field values (RFC 9110 §13.1.1: "*" or a
@@ -594,14 +426,14 @@ func parseIfMatch(values []string) ([]string, *toolError) {
 					}
 					tag = v[i : i+end]
 					i += end
-					if sha256Hex.MatchString(tag) {
+					if service.CheckSHA256("If-Match", tag) == nil {
 						// unquoted hash: accepted as before
 					} else {
 						return nil, bad("entity-tags are quoted")
 					}
 				}
 				if !weak {
-					if terr := checkSHA256("If-Match", tag); terr != nil {
+					if terr := service.CheckSHA256("If-Match", tag); terr != nil {
 						return nil, terr
 					}
 					tags = append(tags, tag)

@@ -1,4 +1,4 @@
-package server
+package mcptool
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/service"
 )
 
 // encoding/json matches object keys to struct fields case-insensitively,
@@ -18,9 +19,9 @@ import (
 // walking the document without copying its values (a save carries up to
 // the largest maxBytes of text).
 
-// fieldNames returns the json names of t's fields, embedded structs
+// FieldNames returns the json names of t's fields, embedded structs
 // flattened, with the type each decodes into.
-func fieldNames(t reflect.Type) map[string]reflect.Type {
+func FieldNames(t reflect.Type) map[string]reflect.Type {
 	if v, ok := fieldCache.Load(t); ok {
 		return v.(map[string]reflect.Type)
 	}
@@ -29,7 +30,7 @@ func fieldNames(t reflect.Type) map[string]reflect.Type {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for k, v := range fieldNames(f.Type) {
+			for k, v := range FieldNames(f.Type) {
 				out[k] = v
 			}
 			continue
@@ -48,24 +49,24 @@ func fieldNames(t reflect.Type) map[string]reflect.Type {
 
 var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var RawMessageType = reflect.TypeFor[json.RawMessage]()
 
 // exactKeys reports the first key of data that is not exactly a field name
 // of t (recursing into struct and slice fields), naming it by its path
 // (hits[2].url). It assumes data is valid JSON and returns nil where the
 // shapes disagree: the decoder reports those.
-func exactKeys(data []byte, t reflect.Type, path string) *toolError {
+func exactKeys(data []byte, t reflect.Type, path string) *service.Failure {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 || t == rawMessageType {
+	if len(data) == 0 || t == RawMessageType {
 		return nil
 	}
-	var terr *toolError
+	var terr *service.Failure
 	switch {
 	case t.Kind() == reflect.Struct && data[0] == '{':
-		fields := fieldNames(t)
+		fields := FieldNames(t)
 		_ = jsonwire.Members(data, func(key string, v []byte) error {
 			ft, ok := fields[key]
 			if !ok {
@@ -90,14 +91,14 @@ func exactKeys(data []byte, t reflect.Type, path string) *toolError {
 }
 
 // unknownArgument is the error for key, which is not among fields.
-func unknownArgument(fields map[string]reflect.Type, path, key string) *toolError {
+func unknownArgument(fields map[string]reflect.Type, path, key string) *service.Failure {
 	for name := range fields {
 		if strings.EqualFold(name, key) {
-			return invalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
+			return service.InvalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
 		}
 	}
 	if key == "" {
 		key = `""`
 	}
-	return invalidField(path+key, "is not an argument of this tool; see its inputSchema")
+	return service.InvalidField(path+key, "is not an argument of this tool; see its inputSchema")
 }

@@ -1,0 +1,232 @@
+package service
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
+	"github.com/resourced/resourced/uri"
+)
+
+// ParseURI validates a URI a caller names and returns its key. A
+// malformed URI is a validation failure; a scheme this server does not
+// serve, or a key the store cannot hold, is simply not found.
+func (s *Service) ParseURI(raw string) (store.Key, *Failure) {
+	u, f := s.parseURI(raw)
+	if f != nil {
+		return store.Key{}, f
+	}
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return store.Key{}, NotFound(raw)
+	}
+	return k, nil
+}
+
+func (s *Service) parseURI(raw string) (uri.URI, *Failure) {
+	if raw == "" {
+		return uri.URI{}, InvalidField("uri", "is required, e.g. \"report://<tenant>/<path>\" as returned by a save")
+	}
+	scheme, ok := uri.SplitScheme(raw)
+	if !ok || s.schemes[scheme] == nil {
+		return uri.URI{}, NotFound(raw)
+	}
+	u, err := uri.Parse(raw)
+	if err != nil {
+		reason := "is malformed"
+		var ue *uri.Error
+		if errors.As(err, &ue) {
+			reason = ue.Reason
+		}
+		return uri.URI{}, InvalidField("uri", reason)
+	}
+	return u, nil
+}
+
+// NotFound is the one failure for every URI the caller cannot use: it
+// never existed, expired, was deleted or is another tenant's private one.
+func NotFound(raw string) *Failure {
+	b, _ := json.Marshal(raw)
+	return Fail(KindNotFound, fmt.Sprintf("no resource %s is available to you: it never existed, expired, was deleted or belongs to another tenant", b))
+}
+
+// Stat returns the metadata of the resource a.URI names, if p may read it.
+func (s *Service) Stat(ctx context.Context, p auth.Principal, a *toolapi.StatArgs) (*Result, *Failure) {
+	linkTTL, f := s.LinkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
+	if f != nil {
+		return nil, f
+	}
+	k, f := s.ParseURI(a.URI)
+	if f != nil {
+		return nil, f
+	}
+	m, err := s.store.Stat(ctx, k)
+	if IsNotFound(err) || err == nil && !Readable(p, m.Key.Tenant(), m.Visibility) {
+		return nil, NotFound(a.URI)
+	}
+	if err != nil {
+		return nil, s.Unavailable(ctx, "store stat", err)
+	}
+	return result("found", &m, linkTTL), nil
+}
+
+// Delete removes the resource a.URI names, of p's tenant only, when its
+// body has the sha256 a.IfMatch (if given).
+func (s *Service) Delete(ctx context.Context, p auth.Principal, a *toolapi.DeleteArgs) (*toolapi.DeleteResult, *Failure) {
+	u, f := s.parseURI(a.URI)
+	if f != nil {
+		return nil, f
+	}
+	cond := store.Cond{Kind: store.Always}
+	if a.IfMatch != "" {
+		if f := CheckSHA256("ifMatch", a.IfMatch); f != nil {
+			return nil, f
+		}
+		cond = store.Matching(a.IfMatch)
+	}
+	if u.Tenant != p.Tenant {
+		return nil, NotFound(a.URI) // writes never reach another tenant
+	}
+	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	if err != nil {
+		return nil, NotFound(a.URI)
+	}
+	err = s.store.Delete(ctx, k, cond)
+	switch {
+	case err == nil:
+		s.onChange(k)
+	case IsNotFound(err):
+		return nil, NotFound(a.URI)
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return nil, Fail(KindConflict, fmt.Sprintf("%s was not deleted: its sha256 is not %s. Call stat_resource for the current sha256.", a.URI, a.IfMatch))
+	default:
+		return nil, s.Unavailable(ctx, "store delete", err)
+	}
+	return &toolapi.DeleteResult{Status: "deleted", URI: a.URI}, nil
+}
+
+// List bounds.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 100
+)
+
+// Listing is one page of List: its value and the metadata of its items.
+type Listing struct {
+	Value toolapi.ListResult
+	Items []*store.Meta
+}
+
+// List returns a page of p's tenant's resources, optionally of one scheme
+// and path prefix, after the position of a.Cursor.
+func (s *Service) List(ctx context.Context, p auth.Principal, a *toolapi.ListArgs) (*Listing, *Failure) {
+	limit, binding, f := s.checkList(a)
+	if f != nil {
+		return nil, f
+	}
+	cur, err := DecodeCursor(a.Cursor, p.Tenant, binding)
+	if err != nil || cur.Phase != "" {
+		return nil, InvalidField("cursor", "is not a cursor of this listing: pass the nextCursor of a previous list_resources call with the same scheme and prefix, or omit it")
+	}
+	q := store.ListQuery{Tenant: p.Tenant, Scheme: a.Scheme, Prefix: a.Prefix, After: store.Position{Scheme: cur.Scheme, Path: cur.Path}}
+	out := &Listing{Value: toolapi.ListResult{Status: "ok", Items: []toolapi.Metadata{}}}
+	for len(out.Items) < limit {
+		q.Limit = limit - len(out.Items)
+		page, err := s.store.List(ctx, q)
+		if err != nil {
+			return nil, s.Unavailable(ctx, "store list", err)
+		}
+		for i := range page.Items {
+			m := &page.Items[i]
+			q.After = store.Position{Scheme: m.Key.Scheme(), Path: m.Key.Path()}
+			if s.schemes[m.Key.Scheme()] == nil {
+				continue
+			}
+			out.Value.Items = append(out.Value.Items, MetaValue("", m))
+			out.Items = append(out.Items, m)
+		}
+		if !page.More {
+			q.After = store.Position{}
+			break
+		}
+		q.After = page.Next
+	}
+	if q.After != (store.Position{}) {
+		out.Value.NextCursor = EncodeCursor(p.Tenant, binding, Cursor{Scheme: q.After.Scheme, Path: q.After.Path})
+	}
+	return out, nil
+}
+
+// checkList checks a listing's limit, scheme and prefix and returns the
+// limit and the binding of its cursors.
+func (s *Service) checkList(a *toolapi.ListArgs) (int, string, *Failure) {
+	limit := DefaultListLimit
+	if a.Limit != nil {
+		if *a.Limit < 1 || *a.Limit > MaxListLimit {
+			return 0, "", InvalidField("limit", fmt.Sprintf("must be between 1 and %d", MaxListLimit))
+		}
+		limit = *a.Limit
+	}
+	if a.Scheme != "" && s.schemes[a.Scheme] == nil {
+		return 0, "", InvalidField("scheme", fmt.Sprintf("%q is not a configured scheme; choose one of %s", a.Scheme, strings.Join(s.names, ", ")))
+	}
+	if a.Prefix != "" {
+		if a.Scheme == "" {
+			return 0, "", InvalidField("prefix", "needs scheme: a prefix is a path prefix within one scheme")
+		}
+		if f := checkPrefix(a.Prefix); f != nil {
+			return 0, "", f
+		}
+	}
+	return limit, a.Scheme + "\x00" + a.Prefix, nil
+}
+
+// A Cursor is the base64url JSON of the tenant, an optional binding (the
+// filter of list_resources) and the last position returned. A cursor of
+// another tenant or another filter is rejected.
+type Cursor struct {
+	Tenant  string `json:"t"`
+	Binding string `json:"b,omitempty"`
+	Phase   string `json:"ph,omitempty"` // resources/list: "" own, PhasePublic others' public
+	PTenant string `json:"pt,omitempty"` // tenant of the position in PhasePublic
+	Scheme  string `json:"s"`
+	Path    string `json:"p"`
+}
+
+// PhasePublic is the phase of a resources/list cursor past the caller's
+// own resources.
+const PhasePublic = "public"
+
+// EncodeCursor returns c as a cursor of tenant and binding.
+func EncodeCursor(tenant, binding string, c Cursor) string {
+	c.Tenant, c.Binding = tenant, binding
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var errBadCursor = errors.New("bad cursor")
+
+// DecodeCursor reads a cursor of tenant and binding; "" is the start.
+func DecodeCursor(c, tenant, binding string) (Cursor, error) {
+	if c == "" {
+		return Cursor{}, nil
+	}
+	if len(c) > 4096 {
+		return Cursor{}, errBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return Cursor{}, errBadCursor
+	}
+	var cb Cursor
+	if err := json.Unmarshal(b, &cb); err != nil || cb.Tenant != tenant || cb.Binding != binding || cb.Phase != "" && cb.Phase != PhasePublic {
+		return Cursor{}, errBadCursor
+	}
+	return cb, nil
+}

@@ -1,0 +1,152 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/memstore"
+	"github.com/resourced/resourced/toolapi"
+)
+
+type env struct {
+	svc     *Service
+	st      store.Backend
+	changed []string
+	saved   int64
+}
+
+func newEnv(t *testing.T, quota store.Quota) *env {
+	t.Helper()
+	e := &env{st: memstore.New(memstore.Options{})}
+	now := time.Now().UTC()
+	svc, err := New(Options{
+		Store: e.st, Quota: quota, Now: func() time.Time { return now },
+		Schemes: []Scheme{
+			{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20},
+			{Name: "search", Kind: KindSearch, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20},
+		},
+		OnChange: func(k store.Key) { e.changed = append(e.changed, k.String()) },
+		OnSaved:  func(_ string, n int64) { e.saved += n },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc = svc
+	return e
+}
+
+var alice = auth.Principal{Tenant: "alice", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}}
+
+func text(s string) *string { return &s }
+
+// TestPutBuildsTheObjectOnce: a save stores the size, the sha256 and the
+// stored JSON form of its body (memstore keeps one), and runs both hooks.
+func TestPutBuildsTheObjectOnce(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	r, f := e.svc.SaveReport(context.Background(), alice, &toolapi.ReportArgs{Path: "a/b", MIMEType: "text/plain", Text: text("hello")})
+	if f != nil {
+		t.Fatal(f)
+	}
+	if r.Meta.Size != 5 || r.Meta.SHA256 != store.Sum([]byte("hello")) || r.Value.Status != "created" || r.Value.Name != "a/b" {
+		t.Fatalf("saved %+v", r.Value)
+	}
+	var encoded []byte
+	err := e.st.(store.EncodedViewer).View(context.Background(), r.Meta.Key, func(_ *store.Meta, enc, _ []byte) error {
+		encoded = append([]byte{}, enc...)
+		return nil
+	})
+	if err != nil || len(encoded) == 0 {
+		t.Fatalf("no stored JSON form: %v", err)
+	}
+	if m, err := jsonwire.FormMember(encoded); err != nil || m == nil {
+		t.Fatalf("stored form unusable: %v", err)
+	}
+	if len(e.changed) != 1 || e.changed[0] != "report://alice/a/b" || e.saved != 5 {
+		t.Fatalf("hooks: changed %v, saved %d", e.changed, e.saved)
+	}
+}
+
+// TestConflictSaysHowToRetryPerTransport: the one mapping of a failed
+// precondition, worded for tools and for the HTTP API.
+func TestConflictSaysHowToRetryPerTransport(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	ctx := context.Background()
+	a := &toolapi.ReportArgs{Path: "x", MIMEType: "text/plain", Text: text("v1")}
+	if _, f := e.svc.SaveReport(ctx, alice, a); f != nil {
+		t.Fatal(f)
+	}
+	_, f := e.svc.SaveReport(ctx, alice, a)
+	if f == nil || f.ErrorKind != KindConflict || !strings.Contains(f.Message, "overwrite: true") {
+		t.Fatalf("tool conflict = %+v", f)
+	}
+	up, f := e.svc.PrepareUpload(alice, &UploadRequest{ReportArgs: toolapi.ReportArgs{SaveOptions: toolapi.SaveOptions{Scheme: "report"}, Path: "x", MIMEType: "text/plain"}, Cond: store.CreateOnly(), ContentLength: -1})
+	if f != nil {
+		t.Fatal(f)
+	}
+	_, _, err := e.svc.PutStream(ctx, Stream{Meta: up.Meta, Body: strings.NewReader("v2"), Cond: up.Cond, Retry: HTTPRetry})
+	hf, ok := err.(*Failure)
+	if !ok || hf.ErrorKind != KindConflict || !strings.Contains(hf.Message, "?overwrite=true") {
+		t.Fatalf("upload conflict = %v", err)
+	}
+	if f := e.svc.Precheck(ctx, up); f == nil || f.Message != hf.Message {
+		t.Fatalf("precheck = %+v, want the store's conflict %q", f, hf.Message)
+	}
+}
+
+// TestQuotaFailureOnBothPaths: Put and PutStream refuse a save over the
+// quota with the same quota_exceeded failure.
+func TestQuotaFailureOnBothPaths(t *testing.T) {
+	e := newEnv(t, store.Quota{Bytes: 4})
+	ctx := context.Background()
+	_, f := e.svc.SaveReport(ctx, alice, &toolapi.ReportArgs{Path: "big", MIMEType: "text/plain", Text: text("12345")})
+	if f == nil || f.ErrorKind != KindQuota {
+		t.Fatalf("Put over quota = %+v", f)
+	}
+	k := store.MustKey("alice", "report", "big")
+	_, _, err := e.svc.PutStream(ctx, Stream{Meta: store.Meta{Key: k, MIMEType: "text/plain"}, Body: strings.NewReader("12345"), Retry: HTTPRetry})
+	if sf, ok := err.(*Failure); !ok || sf.Message != f.Message {
+		t.Fatalf("PutStream over quota = %v, want %q", err, f.Message)
+	}
+	if e.saved != 0 || len(e.changed) != 0 {
+		t.Fatalf("refused saves ran the hooks: %d %v", e.saved, e.changed)
+	}
+}
+
+// TestOwnWritesSkipQuotaAndHooks: the server's own writes (fixtures) take
+// no tenant quota and notify no one.
+func TestOwnWritesSkipQuotaAndHooks(t *testing.T) {
+	e := newEnv(t, store.Quota{Bytes: 1})
+	k := store.MustKey("fixtures", "report", "f")
+	m, _, f := e.svc.Put(context.Background(), Write{Meta: store.Meta{Key: k, MIMEType: "text/plain"}, Body: []byte("fixture"), Own: true})
+	if f != nil || m.Size != 7 {
+		t.Fatalf("own write = %+v, %+v", m, f)
+	}
+	if e.saved != 0 || len(e.changed) != 0 {
+		t.Fatalf("own write ran the hooks: %d %v", e.saved, e.changed)
+	}
+}
+
+// TestStreamSourceErrorsPassThrough: an error the transport claims (its
+// body failed) is returned as it is, not mapped to unavailable.
+func TestStreamSourceErrorsPassThrough(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	k := store.MustKey("alice", "report", "s")
+	boom := &readErr{}
+	_, _, err := e.svc.PutStream(context.Background(), Stream{Meta: store.Meta{Key: k, MIMEType: "text/plain"}, Body: boom,
+		Source: func(err error) bool { return boom.failed }})
+	if _, isFailure := err.(*Failure); err == nil || isFailure {
+		t.Fatalf("PutStream with a failing body = %v, want the body's error", err)
+	}
+}
+
+type readErr struct{ failed bool }
+
+func (r *readErr) Read([]byte) (int, error) { r.failed = true; return 0, errBodyFailed }
+
+var errBodyFailed = errors.New("the body failed")
