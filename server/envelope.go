@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/mcptool"
 )
 
 // The envelope check runs on every /mcp POST before go-sdk sees the body.
@@ -206,9 +207,9 @@ func checkMessage(m *message) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &te) && te.Field != "":
-		return &errParams{"Invalid params: " + te.Field + " must be " + describeType(te.Type)}
+		return &errParams{"Invalid params: " + te.Field + " must be " + mcptool.DescribeType(te.Type)}
 	case errors.As(err, &te):
-		return &errParams{"Invalid params: a value must be " + describeType(te.Type)}
+		return &errParams{"Invalid params: a value must be " + mcptool.DescribeType(te.Type)}
 	default:
 		return &errParams{"Invalid params: they do not fit " + m.method}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/uri"
 )
@@ -95,7 +96,7 @@ func readableBy(p auth.Principal, m *store.Meta) bool {
 // readable is readableBy's rule for an object of owner with visibility v
 // (notify.go's mayRead decides from a remembered state with it).
 func readable(p auth.Principal, owner string, v store.Visibility) bool {
-	return owner == p.Tenant || v == store.Public
+	return service.Readable(p, owner, v)
 }
 
 // checkReadURI accepts only canonical URIs of configured schemes. A URI of

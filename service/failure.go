@@ -52,6 +52,12 @@ func InvalidField(field, msg string) *Failure {
 // logging the cause once (what names the operation).
 func (s *Service) Unavailable(ctx context.Context, what string, err error) *Failure {
 	s.log.ErrorContext(ctx, what, "err", err)
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		// The backend cannot say whether the write happened (a retried S3
+		// request whose first attempt may have landed): "nothing was
+		// changed" would be a lie.
+		return Fail(KindUnavailable, "The storage backend could not confirm whether this write took effect; another write may have replaced it since. Read the resource (stat_resource) to find out, or retry the same call.")
+	}
 	return Fail(KindUnavailable, "The storage backend is unavailable; nothing was changed. Retry the same call later.")
 }
 

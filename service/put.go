@@ -93,9 +93,10 @@ func (s *Service) saved(m *store.Meta) {
 // object is the one builder of a store.Object: the body's size, its
 // sha256 computed once, and its stored JSON form.
 func (s *Service) object(meta store.Meta, body []byte) *store.Object {
-	obj := &store.Object{Meta: meta, Body: body, Encoded: s.Encode(meta.MIMEType, body)}
-	obj.Size, obj.SHA256 = int64(len(body)), store.Sum(body)
-	return obj
+	// Size and SHA256 are left to the store, which computes them once
+	// (store.Bucket) and returns them in the stored metadata.
+	meta.Size, meta.SHA256 = 0, ""
+	return &store.Object{Meta: meta, Body: body, Encoded: s.Encode(meta.MIMEType, body)}
 }
 
 // Encode returns the JSON form of body to keep with it, or nil when the

@@ -150,3 +150,25 @@ type readErr struct{ failed bool }
 func (r *readErr) Read([]byte) (int, error) { r.failed = true; return 0, errBodyFailed }
 
 var errBodyFailed = errors.New("the body failed")
+
+// unknownOutcome is a backend whose writes end with store.ErrUnknownOutcome.
+type unknownOutcome struct{ store.Backend }
+
+func (unknownOutcome) Put(context.Context, *store.Object, store.Cond) (store.Meta, bool, error) {
+	return store.Meta{}, false, store.ErrUnknownOutcome
+}
+
+// TestUnknownOutcomeIsNotNothingChanged: a write whose outcome the backend
+// cannot tell (a retried S3 request whose first attempt may have landed) is
+// unavailable and retry-safe, but never claims that nothing was changed.
+func TestUnknownOutcomeIsNotNothingChanged(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	svc, err := New(Options{Store: unknownOutcome{e.st}, Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, f := svc.SaveReport(context.Background(), alice, &toolapi.ReportArgs{Path: "a/b", MIMEType: "text/plain", Text: text("x")})
+	if f == nil || f.ErrorKind != KindUnavailable || !f.RetrySafe || strings.Contains(f.Message, "nothing was changed") || !strings.Contains(f.Message, "could not confirm") {
+		t.Errorf("unknown outcome = %+v", f)
+	}
+}

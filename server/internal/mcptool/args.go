@@ -92,7 +92,7 @@ func argError(data []byte, t reflect.Type, path string) *service.Failure {
 		if path == "" {
 			return service.Fail(service.KindValidation, "arguments must be a JSON object")
 		}
-		return service.InvalidField(path, "must be "+describeType(t)+", not a JSON "+got)
+		return service.InvalidField(path, "must be "+DescribeType(t)+", not a JSON "+got)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -240,7 +240,9 @@ func stringError(raw []byte) string {
 	return ""
 }
 
-func describeType(t reflect.Type) string {
+// DescribeType names the JSON type a Go type decodes from ("a string",
+// "an array", ...), for messages that must not name Go types.
+func DescribeType(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
