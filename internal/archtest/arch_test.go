@@ -1,0 +1,98 @@
+// Package archtest holds the architecture test: the import directions of
+// docs/architecture.md, checked with go list over the whole module, so a
+// change that makes a package reach the wrong way fails CI.
+package archtest
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/resourced/resourced"
+
+// allowed maps each package (relative to the module) to the packages of
+// the module it may import (non-test imports). A package missing from the
+// map fails the test: a new package needs a decision here.
+var allowed = map[string][]string{
+	// Leaves: the standard library only.
+	"grammar":           {},
+	"internal/jsonwire": {},
+	"toolapi":           {},
+	"mcpschema":         {},
+	// The three domain packages never import each other.
+	"uri":   {"grammar"},
+	"auth":  {"grammar"},
+	"store": {"grammar"},
+	// Store drivers: the contract and what they share, nothing above.
+	"store/internal/metacodec": {"store"},
+	"store/memstore":           {"store"},
+	"store/boltstore":          {"store", "store/internal/metacodec"},
+	"store/s3store":            {"store", "store/internal/metacodec"},
+	"store/storetest":          {"store"},
+	// The service layer: no transport, no backend, no configuration.
+	"service": {"auth", "internal/jsonwire", "store", "toolapi", "uri"},
+	// Transports over the service.
+	"server/internal/mcptool": {"auth", "internal/jsonwire", "service", "store"},
+	"server/fixtures":         {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	"server":                  {"auth", "internal/jsonwire", "server/fixtures", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	"config":                  {"grammar"},
+	"checker":                 {"mcpschema"},
+	// The binary wires everything; it is the only importer of backends.
+	"cmd/resourced": {"auth", "checker", "config", "internal/jsonwire", "server", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	// The Go client and what is built on it speak MCP as a client only.
+	"client":                {"toolapi"},
+	"client/clienttest":     {"auth", "server", "store/memstore"},
+	"mount":                 {"client", "grammar"},
+	"examples/reportserver": {"client", "mount"},
+	// Test and tool packages that drive the binary from outside.
+	"integration":               {},
+	"bench":                     {},
+	"bench/cmd/resourced-bench": {},
+	"conformance/gate":          {},
+	"internal/archtest":         {},
+}
+
+// forbidden are outside packages some packages must not import.
+var forbidden = map[string][]string{
+	"service":           {"github.com/modelcontextprotocol/go-sdk", "net/http"},
+	"store":             {"github.com/modelcontextprotocol/go-sdk"},
+	"uri":               {"github.com/modelcontextprotocol/go-sdk", "net/http"},
+	"grammar":           {"github.com/modelcontextprotocol/go-sdk", "net/http"},
+	"internal/jsonwire": {"github.com/modelcontextprotocol/go-sdk", "net/http"},
+	"toolapi":           {"github.com/modelcontextprotocol/go-sdk", "net/http"},
+}
+
+func TestImportDirections(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		seen[pkg] = true
+		ok, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s is not in the architecture map (internal/archtest): decide what it may import", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if rel, in := strings.CutPrefix(imp, module+"/"); in && !slices.Contains(ok, rel) {
+				t.Errorf("%s imports %s, which docs/architecture.md does not allow", pkg, rel)
+			}
+			for _, f := range forbidden[pkg] {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					t.Errorf("%s imports %s, which it must not", pkg, imp)
+				}
+			}
+		}
+	}
+	for pkg := range allowed {
+		if !seen[pkg] {
+			t.Errorf("the architecture map names %s, which no longer exists", pkg)
+		}
+	}
+}
