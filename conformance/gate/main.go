@@ -257,7 +257,8 @@ func truncate(s string, n int) string {
 }
 
 // Report prints the summary tables and the failures; it returns the number
-// of gate failures.
+// of gate failures. Its branches (gocyclo 31) are the verdict table of
+// conformance/README.md, one case a row, kept in one place on purpose.
 func Report(w io.Writer, runs []*Run, entries []*Entry, required map[string][]string) int {
 	failures := 0
 	gatedTotal, gatedOK := 0, 0

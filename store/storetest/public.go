@@ -98,6 +98,9 @@ func (h *harness) wantPublic(t *testing.T, what string, want []store.Key) {
 	}
 }
 
+// testListPublic is a table of listing cases run in sequence on one store
+// (gocyclo 31: one branch per case's check), so that each builds on the
+// objects the previous ones wrote.
 func testListPublic(t *testing.T, h *harness) {
 	pl := h.b
 	if p := h.listPublic(t, store.PublicPosition{}, 10); len(p.Items) != 0 || p.More {

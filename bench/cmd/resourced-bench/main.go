@@ -227,6 +227,9 @@ func waitQuiet(pid int, limit float64, maxWait time.Duration, stderr io.Writer) 
 	}
 }
 
+// run parses the load tool's flags and runs one target (gocyclo 32): the
+// branches are the flags' checks, one after another, kept together so that
+// -h and the checks read as one list.
 func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 && args[0] == "abuse" {
 		return runAbuse(args[1:], stdout, stderr)
