@@ -187,7 +187,11 @@ EOF
 # which bound what one tenant may take of a shared server, are off; the
 # abuse scenarios run with the defaults (resourced-abuse.yaml): those are
 # what they test.
-{ cat "$WORK/resourced-abuse.yaml"; echo 'budgets: {tenantSaveRate: -1, tenantInflight: -1}'; } >"$WORK/resourced.yaml"
+# (A REV from before the budgets has no such section, and no such limits.)
+cp "$WORK/resourced-abuse.yaml" "$WORK/resourced.yaml"
+if grep -q 'yaml:"budgets"' "$SRC/config/config.go"; then
+	echo 'budgets: {tenantSaveRate: -1, tenantInflight: -1}' >>"$WORK/resourced.yaml"
+fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
 

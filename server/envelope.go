@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -155,10 +156,10 @@ var serverMethods = map[string]func() any{
 	"prompts/list":                     func() any { return new(mcp.ListPromptsParams) },
 	"prompts/get":                      func() any { return new(mcp.GetPromptParams) },
 	"tools/list":                       func() any { return new(mcp.ListToolsParams) },
-	"tools/call":                       nil, // checkCallParams: its arguments may be most of the body
+	"tools/call":                       nil, // checkKinds: its arguments may be most of the body
 	"resources/list":                   func() any { return new(mcp.ListResourcesParams) },
 	"resources/templates/list":         func() any { return new(mcp.ListResourceTemplatesParams) },
-	"resources/read":                   func() any { return new(mcp.ReadResourceParams) },
+	"resources/read":                   nil, // checkKinds: the hottest path, two members
 	"logging/setLevel":                 func() any { return new(mcp.SetLoggingLevelParams) },
 	"resources/subscribe":              func() any { return new(mcp.SubscribeParams) },
 	"subscriptions/listen":             func() any { return new(mcp.SubscriptionsListenParams) },
@@ -199,7 +200,7 @@ func checkMessage(m *message) error {
 		return &errParams{"Invalid params: params must be an object"}
 	}
 	if newParams == nil {
-		return checkCallParams(p)
+		return checkKinds(p, kindsOf[m.method])
 	}
 	err := json.Unmarshal(p, newParams())
 	var te *json.UnmarshalTypeError
@@ -215,23 +216,29 @@ func checkMessage(m *message) error {
 	}
 }
 
-// checkCallParams checks the members of tools/call params by kind only,
-// without decoding them: arguments (possibly megabytes) are the tool's to
-// check, and it answers a validation_error result.
-func checkCallParams(p []byte) error {
+// kindsOf are the JSON kinds of the params members of the methods checked
+// by kind only (checkKinds): tools/call, whose arguments (possibly
+// megabytes) are the tool's to check, answered with a validation_error
+// result; resources/read, the hottest path, which has only these two.
+var kindsOf = map[string]map[string]byte{
+	"tools/call":     {"name": '"', "_meta": '{'},
+	"resources/read": {"uri": '"', "_meta": '{'},
+}
+
+// checkKinds checks that the members of params named in kinds (compared
+// as go-sdk's decoder compares them, ignoring case) hold a value of that
+// kind or null, without decoding them.
+func checkKinds(p []byte, kinds map[string]byte) error {
 	return jsonwire.Members(p, func(name string, v []byte) error {
-		var want byte
-		var what string
-		switch name {
-		case "name":
-			want, what = '"', "a string"
-		case "_meta":
-			want, what = '{', "an object"
-		default:
-			return nil
-		}
-		if v[0] != want && string(v) != "null" {
-			return &errParams{"Invalid params: " + name + " must be " + what}
+		for want, kind := range kinds {
+			if !strings.EqualFold(name, want) || v[0] == kind || string(v) == "null" {
+				continue
+			}
+			what := "an object"
+			if kind == '"' {
+				what = "a string"
+			}
+			return &errParams{"Invalid params: " + want + " must be " + what}
 		}
 		return nil
 	})

@@ -48,8 +48,9 @@ import (
 // the middle of a read ends the response (the client sees a cut stream and
 // retries) rather than mixing two bodies.
 
-// readChunk is the most one read holds of a body or its encoded form.
-const readChunk = 64 << 10
+// readChunk is the most one read holds of a body or its encoded form:
+// 1 000 clients that never read hold 128 MiB at most.
+const readChunk = 128 << 10
 
 // errUnreadable is resolve's internal answer for every object the caller
 // may not read; it becomes the one not-found error.
@@ -157,14 +158,27 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 				v.body = append([]byte(nil), body...)
 				return nil
 			}
-			member, ferr := jsonwire.FormMember(encoded)
-			if ferr != nil {
-				s.formDamaged(m)
-			}
-			if len(member) > 0 && len(member) <= readChunk {
-				v.whole = chunkPool.Get().(*[]byte)
-				*v.whole = append((*v.whole)[:0], member...)
-				return nil
+			var member []byte
+			switch n := jsonwire.FormLen(encoded); {
+			case n == 0 || s.knownDamaged(m):
+			case n <= readChunk:
+				// Small: verified whole, then copied.
+				var ferr error
+				if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
+					s.formDamaged(m)
+				} else {
+					v.whole = chunkPool.Get().(*[]byte)
+					*v.whole = append((*v.whole)[:0], member...)
+					return nil
+				}
+			default:
+				// Large: verified here, before a byte is sent (a damaged
+				// form is then never served, not even in part), and
+				// copied chunk by chunk by copyForm.
+				var ferr error
+				if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
+					s.formDamaged(m)
+				}
 			}
 			if member == nil && len(body) <= readChunk/8 {
 				// Small enough that the member, however escaped (up to six
@@ -250,14 +264,18 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		extendWrite(w, 2*v.meta.Size+int64(len(head)+len(tail)))
 	}
 	w.WriteHeader(http.StatusOK)
+	if v.viewer != nil && v.form {
+		// Straight from the chunk buffer to the connection: the head
+		// leads the first chunk, the tail follows the last.
+		*bp = head
+		return s.copyForm(ctx, w, bp, v, tail)
+	}
 	bw := bufPool.Get().(*bufio.Writer)
 	bw.Reset(w)
 	defer func() { bw.Reset(nil); bufPool.Put(bw) }()
 	bw.Write(head)
 	var err error
 	switch {
-	case v.viewer != nil && v.form:
-		err = s.copyForm(ctx, bw, bp, v)
 	case v.viewer != nil:
 		err = s.copyBody(ctx, bw, bp, v)
 	default:
@@ -276,24 +294,29 @@ func sameObject(v *readView, m *store.Meta) bool {
 }
 
 // copyForm writes the stored form's member of v, readChunk bytes per
-// backend access.
-func (s *Server) copyForm(ctx context.Context, bw *bufio.Writer, bp *[]byte, v *readView) error {
+// backend access, then tail; *bp holds what goes before the member (the
+// head). Each chunk goes from the chunk buffer to the connection as it is.
+func (s *Server) copyForm(ctx context.Context, w http.ResponseWriter, bp *[]byte, v *readView, tail []byte) error {
 	for off := 0; off < v.formLen; {
+		start := len(*bp)
 		err := v.viewer.View(ctx, v.meta.Key, func(m *store.Meta, encoded, _ []byte) error {
-			member := jsonwire.FormUnchecked(encoded) // resolve verified it; sameObject below
+			member := jsonwire.FormUnchecked(encoded) // resolveRead verified it; sameObject below
 			if !sameObject(v, m) || len(member) != v.formLen {
 				return errChanged
 			}
-			*bp = append((*bp)[:0], member[off:min(off+readChunk, len(member))]...)
+			*bp = append(*bp, member[off:min(off+readChunk, len(member))]...)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if _, err := bw.Write(*bp); err != nil {
+		if off += len(*bp) - start; off == v.formLen {
+			*bp = append(*bp, tail...)
+		}
+		if _, err := w.Write(*bp); err != nil {
 			return err
 		}
-		off += len(*bp)
+		*bp = (*bp)[:0]
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,6 +141,10 @@ type Server struct {
 	noFastRead bool
 	// serverInfoMeta is the result _meta go-sdk adds on 2026-07-28.
 	serverInfoMeta []byte
+	// damagedForms remembers records whose stored form failed its
+	// checksum (encoded.go), damagedCount how many.
+	damagedForms sync.Map
+	damagedCount atomic.Int64
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
 	budgets     Budgets
 	limiter     *tenantLimiter
