@@ -6,7 +6,7 @@ package boltstore
 //
 //	go test -count=3 -run '^$' -bench 'Raw|StorePut' -benchtime=4000x ./store/boltstore/
 //
-// 2026-12-01, commit f9aab38 (benchmarks as here), linux/amd64, 2 vCPU
+// 2026-12-01, code of commit f9aab38 with this file, linux/amd64, 2 vCPU
 // Intel Xeon VM shared with other work (load ~2.5), ext4 on virtio
 // (/dev/vda); a serial fsynced 1 KiB Update takes ~0.33 ms there.
 // saves/s, three runs each:
