@@ -52,7 +52,7 @@ func BenchmarkGet(b *testing.B) {
 }
 
 // BenchmarkPutParallel writes distinct 1 KiB objects from GOMAXPROCS
-// goroutines; concurrent Puts share fsyncs through DB.Batch.
+// goroutines; concurrent Puts share fsyncs through the writer (commit.go).
 func BenchmarkPutParallel(b *testing.B) {
 	s := benchStore(b)
 	ctx := b.Context()

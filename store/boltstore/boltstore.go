@@ -85,12 +85,18 @@
 // Times are kept to the millisecond, in UTC (the Bucket hands them over
 // so). Put returns the metadata as it will read back.
 //
-// Durability: bbolt fsyncs every commit (NoSync is never set). Put and Delete
-// go through DB.Batch, so concurrent writers share commits; a batch function
-// may run more than once and is written to be idempotent (it reads what it
-// decides on, usage included, from its transaction and only assigns its
-// results). DeleteExpired is one Update of bounded size. Reads use View and
-// copy values out before the transaction ends.
+// Durability: bbolt fsyncs every commit (NoSync is never set). Put,
+// PutStream and Delete go through one writer goroutine (group commit,
+// commit.go): it runs every write queued in one transaction, in order, and
+// starts the next as soon as the previous commit returned, so concurrent
+// writers share fsyncs and no timer paces them; no write is answered before
+// its commit. Each write checks its precondition and quota against the
+// state the earlier writes of its batch left, and a refused one writes
+// nothing and fails alone. A write function may run more than once and is
+// written to be idempotent (it reads what it decides on, usage included,
+// from its transaction and only assigns its results). DeleteExpired is one
+// Update of bounded size. Reads use View and copy values out before the
+// transaction ends.
 //
 // Streaming (store.Streamer, stream.go): bbolt stores a value only as one
 // []byte, which it copies into its pages at commit, so a record cannot be
@@ -190,7 +196,11 @@ const DefaultMmapSize = 1 << 30
 // portable store; OpenDriver returns it alone, for storetest.
 type Driver struct {
 	db       *bolt.DB
+	writer   *committer
 	spoolDir string
+	// boltBatch sends writes through DB.Batch instead of the writer; only
+	// the benchmarks set it, to measure the old path in the same run.
+	boltBatch bool
 }
 
 var (
@@ -275,7 +285,7 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 	if spool == "" {
 		spool = filepath.Dir(path)
 	}
-	return &Driver{db: db, spoolDir: spool}, nil
+	return &Driver{db: db, writer: newCommitter(db), spoolDir: spool}, nil
 }
 
 // forEachRecord calls fn with the decoded metadata of every object of the
@@ -552,53 +562,49 @@ func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, no
 
 // write stores at k, if cond holds, the record that encode returns for the
 // final metadata (want with Created kept from a live object it replaces),
-// and updates the indexes and usage, in one batched transaction. encode may
-// be called more than once (bbolt may re-run a batch function).
+// and updates the indexes and usage, in one transaction of the writer
+// (commit.go). Its functions may run more than once, encode included: they
+// read what they decide on from the transaction and only assign results.
 func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func() time.Time, encode func(m *store.Meta) []byte) (store.Meta, bool, error) {
 	var (
 		stored   store.Meta
 		replaced bool
 	)
-	// The function may run more than once (bbolt re-runs a batch when one
-	// of its functions fails): it only assigns its results.
-	// A failing function writes nothing: bbolt rolls its transaction back
-	// (and runs it alone to report its error).
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.do(func(tx *bolt.Tx) (func() error, error) {
+		// The check: nothing is written before the last refusal.
 		r, err := root(tx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		idx, exp, ub, err := indexes(tx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		tb, err := r.CreateBucketIfNotExists([]byte(k.Tenant()))
-		if err != nil {
-			return fmt.Errorf("boltstore: put %s: %w", k, err)
-		}
-		sb, err := tb.CreateBucketIfNotExists([]byte(k.Scheme()))
-		if err != nil {
-			return fmt.Errorf("boltstore: put %s: %w", k, err)
+		var sb *bolt.Bucket
+		if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
+			sb = tb.Bucket([]byte(k.Scheme()))
 		}
 		// old is what the write replaces, live or expired; cur only if live.
 		var old *store.Meta
-		if v := sb.Get([]byte(k.Path())); v != nil {
-			m, err := decodeMeta(v)
-			if err != nil {
-				return fmt.Errorf("boltstore: %s: %w", k, err)
+		if sb != nil {
+			if v := sb.Get([]byte(k.Path())); v != nil {
+				m, err := decodeMeta(v)
+				if err != nil {
+					return nil, fmt.Errorf("boltstore: %s: %w", k, err)
+				}
+				old = &m
 			}
-			old = &m
 		}
 		var cur *store.Meta
 		if old != nil && !old.Expired(now()) {
 			cur = old
 		}
 		if err := store.CheckCond(cur, cond); err != nil {
-			return err
+			return nil, err
 		}
 		u, err := readUsage(ub, k.Tenant())
 		if err != nil {
-			return fmt.Errorf("boltstore: put %s: %w", k, err)
+			return nil, fmt.Errorf("boltstore: put %s: %w", k, err)
 		}
 		u.Bytes += want.Size
 		if old != nil {
@@ -607,46 +613,73 @@ func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func()
 			u.Objects++
 		}
 		if err := store.CheckQuota(u, cond.Quota); err != nil {
-			return err
+			return nil, err
 		}
 		m := want
 		if cur != nil {
 			m.Created = cur.Created
 		}
-		if err := sb.Put([]byte(k.Path()), encode(&m)); err != nil {
-			return fmt.Errorf("boltstore: put %s: %w", k, err)
-		}
-		// The entries follow the new object, whatever the old one was
-		// (live, expired or absent).
-		ik := indexKey(k.Tenant(), k.Scheme(), k.Path())
-		if indexed(&m) {
-			err = idx.Put(ik, nil)
-		} else {
-			err = idx.Delete(ik)
-		}
-		if err != nil {
-			return fmt.Errorf("boltstore: put %s: public index: %w", k, err)
-		}
-		if old != nil && !old.Expires.IsZero() && !old.Expires.Equal(m.Expires) {
-			if err := exp.Delete(expiryKey(old.Expires, k.Tenant(), k.Scheme(), k.Path())); err != nil {
-				return fmt.Errorf("boltstore: put %s: expiry index: %w", k, err)
+		return func() error {
+			tb, err := r.CreateBucketIfNotExists([]byte(k.Tenant()))
+			if err != nil {
+				return fmt.Errorf("boltstore: put %s: %w", k, err)
 			}
-		}
-		if !m.Expires.IsZero() {
-			if err := exp.Put(expiryKey(m.Expires, k.Tenant(), k.Scheme(), k.Path()), nil); err != nil {
-				return fmt.Errorf("boltstore: put %s: expiry index: %w", k, err)
+			sb, err := tb.CreateBucketIfNotExists([]byte(k.Scheme()))
+			if err != nil {
+				return fmt.Errorf("boltstore: put %s: %w", k, err)
 			}
-		}
-		if err := writeUsage(ub, k.Tenant(), u); err != nil {
-			return fmt.Errorf("boltstore: put %s: %w", k, err)
-		}
-		stored, replaced = m, cur != nil
-		return nil
+			if err := sb.Put([]byte(k.Path()), encode(&m)); err != nil {
+				return fmt.Errorf("boltstore: put %s: %w", k, err)
+			}
+			// The entries follow the new object, whatever the old one was
+			// (live, expired or absent).
+			ik := indexKey(k.Tenant(), k.Scheme(), k.Path())
+			if indexed(&m) {
+				err = idx.Put(ik, nil)
+			} else {
+				err = idx.Delete(ik)
+			}
+			if err != nil {
+				return fmt.Errorf("boltstore: put %s: public index: %w", k, err)
+			}
+			if old != nil && !old.Expires.IsZero() && !old.Expires.Equal(m.Expires) {
+				if err := exp.Delete(expiryKey(old.Expires, k.Tenant(), k.Scheme(), k.Path())); err != nil {
+					return fmt.Errorf("boltstore: put %s: expiry index: %w", k, err)
+				}
+			}
+			if !m.Expires.IsZero() {
+				if err := exp.Put(expiryKey(m.Expires, k.Tenant(), k.Scheme(), k.Path()), nil); err != nil {
+					return fmt.Errorf("boltstore: put %s: expiry index: %w", k, err)
+				}
+			}
+			if err := writeUsage(ub, k.Tenant(), u); err != nil {
+				return fmt.Errorf("boltstore: put %s: %w", k, err)
+			}
+			stored, replaced = m, cur != nil
+			return nil
+		}, nil
 	})
 	if err != nil {
 		return store.Meta{}, false, err
 	}
 	return stored, replaced, nil
+}
+
+// do runs op in the writer's next transaction (commit.go), or through
+// DB.Batch when the Driver was set to (the commit path before group
+// commit, which the benchmarks measure side by side): there a refusal
+// rolls back the batch and bbolt runs the function again alone.
+func (s *Driver) do(op txOp) error {
+	if s.boltBatch {
+		return s.db.Batch(func(tx *bolt.Tx) error {
+			apply, err := op(tx)
+			if err != nil {
+				return err
+			}
+			return apply()
+		})
+	}
+	return s.writer.do(op)
 }
 
 // Read implements store.Driver on View.
@@ -857,11 +890,12 @@ func (s *Driver) ListPublic(ctx context.Context, after store.PublicPosition, lim
 // Delete implements store.Driver. Removing the last object of a scheme or
 // tenant removes its bucket.
 func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now func() time.Time) error {
-	// Idempotent: it reads everything it decides on from tx.
-	return s.db.Batch(func(tx *bolt.Tx) error {
+	// Its functions may run more than once: they read everything they
+	// decide on from tx.
+	return s.do(func(tx *bolt.Tx) (func() error, error) {
 		r, err := root(tx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		tb := r.Bucket([]byte(k.Tenant()))
 		var sb *bolt.Bucket
@@ -870,18 +904,20 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 		}
 		cur, _, err := liveMeta(sb, k, now())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cur == nil {
-			return store.ErrNotFound
+			return nil, store.ErrNotFound
 		}
 		if err := store.CheckCond(cur, cond); err != nil {
-			return err
+			return nil, err
 		}
-		if err := s.remove(tx, r, tb, sb, k, cur); err != nil {
-			return fmt.Errorf("boltstore: %w", err)
-		}
-		return nil
+		return func() error {
+			if err := s.remove(tx, r, tb, sb, k, cur); err != nil {
+				return fmt.Errorf("boltstore: %w", err)
+			}
+			return nil
+		}, nil
 	})
 }
 
@@ -1050,6 +1086,7 @@ func (s *Driver) Ping(ctx context.Context) error {
 
 // Close closes the database file. Later calls fail.
 func (s *Driver) Close() error {
+	s.writer.close() // the writes queued before Close commit first
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore: close: %w", err)
 	}
