@@ -33,6 +33,7 @@
 #                 used more than QUIET cores during it; the quietest attempt is kept [2]
 #   OUT           results file [bench/results/<UTC date>-<backend>.txt; smoke: none]
 #   ABUSE_ARGS    extra flags for every abuse scenario, e.g. "-hold 10s" []
+#   ABUSE_BUDGETS the abuse server's budgets section, e.g. "{writeMinRate: 1MiB}" [the defaults]
 #   ABUSE_ARGS_<scenario>  extra flags for one (- becomes _: ABUSE_ARGS_noisy_tenant),
 #                 e.g. ABUSE_ARGS_slowbody="-conns 10000 -mcp-conns 1000" []
 #
@@ -191,6 +192,11 @@ EOF
 cp "$WORK/resourced-abuse.yaml" "$WORK/resourced.yaml"
 if grep -q 'yaml:"budgets"' "$SRC/config/config.go"; then
 	echo 'budgets: {tenantSaveRate: -1, tenantInflight: -1}' >>"$WORK/resourced.yaml"
+fi
+# ABUSE_BUDGETS, when set, is a budgets section for the abuse server, e.g.
+# "{writeMinRate: 1MiB, writeGrace: 10s}" to see non-readers dropped sooner.
+if [ -n "${ABUSE_BUDGETS:-}" ]; then
+	echo "budgets: $ABUSE_BUDGETS" >>"$WORK/resourced-abuse.yaml"
 fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
