@@ -424,6 +424,8 @@ type Driver struct {
 		mu    sync.Mutex
 		after string // the last S3 key examined; "": the start
 	}
+
+	usage usageState // usage.go
 }
 
 var (
@@ -854,7 +856,7 @@ func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, no
 		return store.Meta{}, false, err
 	}
 	k := obj.Key
-	objKey, err := s.putKey(k, cond)
+	objKey, err := s.putKey(k)
 	if err != nil {
 		return store.Meta{}, false, err
 	}
@@ -864,12 +866,9 @@ func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, no
 	return w.run(ctx, cond)
 }
 
-// putKey returns the S3 key of a Put of k under cond, or why there can be
-// none: a quota (unsupported), or a key too long for S3.
-func (s *Driver) putKey(k store.Key, cond store.Cond) (string, error) {
-	if !cond.Quota.IsZero() {
-		return "", fmt.Errorf("s3store: put %s: %w", k, store.ErrQuotaUnsupported)
-	}
+// putKey returns the S3 key of a Put of k, or why there can be none: a
+// key too long for S3.
+func (s *Driver) putKey(k store.Key) (string, error) {
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
 		return "", fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
@@ -893,6 +892,7 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 		replaced bool
 		err      error
 	)
+	w.usage = newIntent(s, k.Tenant(), cond.Quota)
 	switch cond.Kind {
 	case store.IfNone:
 		m, err = w.create(ctx)
@@ -902,6 +902,7 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 	default:
 		m, replaced, err = w.always(ctx)
 	}
+	w.usage.settle(ctx, err == nil)
 	if err != nil {
 		return store.Meta{}, false, err
 	}
@@ -928,6 +929,9 @@ type write struct {
 	// the outcome is unknown (see unknownOutcome).
 	uncertain bool
 
+	// usage is the write's reservation (see "Quotas").
+	usage *intent
+
 	// mayHaveMarker: the object the last attempt replaced may have had a
 	// public index marker. False only when it is known not to: none, or
 	// one that is not public and listed, bound by the write's condition.
@@ -948,13 +952,29 @@ func (w *write) replacing(h *head, pc putCond) {
 	}
 }
 
-// put writes the wanted metadata with created as Created under pc.
-func (w *write) put(ctx context.Context, created time.Time, pc putCond) (store.Meta, error) {
+// put reserves the usage the PUT adds and writes the wanted metadata with
+// created as Created under pc; h is the object pc binds the PUT to, if
+// any. A reservation over the quota fails with store.ErrQuotaExceeded.
+func (w *write) put(ctx context.Context, created time.Time, pc putCond, h *head) (store.Meta, error) {
+	var old delta // an unconditional PUT counts as a create: at most an over-count
+	if pc.ifMatch != "" {
+		old = counted(h)
+	}
+	d := delta{w.want.Size - old.Bytes, 1 - old.Objects}
+	if err := w.usage.reserve(ctx, d); err != nil {
+		return store.Meta{}, err
+	}
+	if w.usage.stale() {
+		return store.Meta{}, errors.New("the usage reservation is too old to write under; try again")
+	}
 	rec := record{meta: w.want, writeID: w.id}
 	rec.meta.Created = created
 	retried, err := w.s.putObject(ctx, w.objKey, &rec, w.body, pc)
 	w.uncertain = w.uncertain || retried
 	if err != nil {
+		if status, _ := apiError(err); retried || status == 0 {
+			w.usage.maybeLanded = true
+		}
 		return store.Meta{}, err
 	}
 	m := rec.meta
@@ -981,11 +1001,20 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 	var h *head
 	for range maxAttempts {
 		w.replacing(h, pc)
-		m, err := w.put(ctx, w.want.Created, pc)
+		m, err := w.put(ctx, w.want.Created, pc, h)
 		if err == nil {
 			return m, nil
 		}
-		if !isConflict(err) {
+		var overQuota error
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			if !pc.ifNoneMatch {
+				return store.Meta{}, err
+			}
+			overQuota = err
+		}
+		// Over the quota as a new object: the precondition first (an
+		// object there fails it; an expired one counts, and is replaced).
+		if overQuota == nil && !isConflict(err) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
 		}
 		var own bool
@@ -998,6 +1027,8 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 			return m, nil
 		case w.uncertain:
 			return store.Meta{}, unknownOutcome()
+		case h == nil && overQuota != nil:
+			return store.Meta{}, overQuota
 		case h == nil:
 			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
 		case !h.rec.meta.Expired(w.now()):
@@ -1034,9 +1065,12 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		}
 		pc := putCond{ifMatch: h.etag}
 		w.replacing(h, pc)
-		m, err = w.put(ctx, h.rec.meta.Created, pc)
+		m, err = w.put(ctx, h.rec.meta.Created, pc, h)
 		if err == nil {
 			return m, nil
+		}
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			return store.Meta{}, err
 		}
 		if !isConflict(err) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
@@ -1075,9 +1109,12 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 			pc.ifMatch = h.etag
 		}
 		w.replacing(h, pc)
-		m, err = w.put(ctx, created, pc)
+		m, err = w.put(ctx, created, pc, h)
 		if err == nil {
 			return m, live, nil
+		}
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			return store.Meta{}, false, err
 		}
 		if pc == (putCond{}) || !isConflict(err) {
 			return store.Meta{}, false, w.s.fail(ctx, "put", w.k, err)
@@ -1110,8 +1147,14 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	id := newWriteID()
 	uncertain := false // a tombstone PUT was retried: it may have landed
 	var bound *head    // what the last tombstone PUT was bound to
+	// The usage a Delete gives back is reserved before the tombstone PUT
+	// like any write's, and committed after it (see "Quotas").
+	usage := newIntent(s, k.Tenant(), store.Quota{})
+	stored := false
+	defer func() { usage.settle(ctx, stored) }()
 	// deleted finishes a Delete whose tombstone replaced h.
 	deleted := func(h *head) error {
+		stored = true
 		if !indexed(&h.rec.meta) {
 			return nil
 		}
@@ -1151,8 +1194,15 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 			Visibility: store.Private,
 		}}
 		bound = h
+		c := counted(h)
+		if err := usage.reserve(ctx, delta{-c.Bytes, -c.Objects}); err != nil {
+			return s.fail(ctx, "delete", k, err)
+		}
 		retried, err := s.putObject(ctx, objKey, &tomb, memPayload(nil), putCond{ifMatch: h.etag})
 		uncertain = uncertain || retried
+		if status, _ := apiError(err); err != nil && (retried || status == 0) {
+			usage.maybeLanded = true
+		}
 		switch {
 		case err == nil:
 			return deleted(h)
