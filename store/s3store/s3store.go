@@ -190,7 +190,7 @@
 // clock: a process whose clock runs ahead may remove the marker of an
 // object that another still considers live.
 //
-// # Expiry and quotas
+// # Expiry
 //
 // An expired object stays in the bucket, invisible, until a Put replaces
 // it or DeleteExpired removes it. S3 has no index by expiry, so
@@ -218,6 +218,99 @@
 // rule a little longer than that lifetime reclaims space without reads;
 // DeleteExpired still removes objects on time.
 //
+// # Quotas
+//
+// Each tenant's usage lives in one small JSON object beside its objects,
+//
+//	<prefix>/!usage/<tenant>                 e.g. "prod/!usage/t1"
+//
+// ('!' is not a tenant character, and "!usage/" sorts before where
+// DeleteExpired starts). It holds the committed usage and the writes in
+// progress, each a reservation with a random id, its signed delta (bytes
+// and objects) and the time it was made. Every change is a read, a change
+// and a PUT bound by If-Match to the ETag read (If-None-Match: * for the
+// first), retried on 412; every change is idempotent, so that a PUT the
+// SDK retried and that then failed its condition can be applied again
+// (commits remember their last ids for that).
+//
+// Every write that changes usage (Put, PutStream, Delete, and each
+// non-tombstone object DeleteExpired removes) does, around its object
+// write:
+//  1. reserve: once it knows what its PUT replaces (the object bound by
+//     If-Match, nothing for If-None-Match, and for an unconditional PUT
+//     nothing, an upper bound), it records its delta as a reservation,
+//     after checking Cond.Quota against the committed usage plus the
+//     positive part of every reservation plus its own delta. Over the
+//     quota it fails with store.ErrQuotaExceeded and writes nothing (a
+//     create first reads the object, so that a failed precondition is
+//     reported as such). A retry of the object write (a 412) updates the
+//     reservation.
+//  2. write the object (or the tombstone, or the DELETE).
+//  3. commit: the reservation's delta moves to the committed usage; or,
+//     when the write failed, release: the reservation is removed, unless
+//     the write may have landed (no answer, or an SDK retry), in which
+//     case it stays, an over-count until the reconciler drops it.
+//
+// Usage, and every quota check, is committed plus the positive parts of
+// the reservations: a write in progress counts from before it writes to
+// after it commits, a shrink or a delete only once it has committed. So a
+// crash anywhere leaves an over-count, never an under-count, and two
+// processes racing for the last bytes of a quota cannot both get them:
+// the second reservation's PUT fails its If-Match and is checked again.
+// Commits and releases run to the end whatever the caller's context, and
+// their failure is not reported (an over-count).
+//
+// Cost. A write makes two more requests than without quotas, both PUTs of
+// the usage object (about 200 bytes plus 40 per write in progress): the
+// reserve before its object PUT and the commit after, in series with it,
+// so a save waits two more S3 round trips. The usage object is read only
+// when it changed under us: a process caches it with its ETag. All the
+// updates of one tenant in one process go out batched: while one usage
+// PUT is in flight, the others queue and leave together in the next one,
+// so one process sends at most one usage PUT at a time per tenant,
+// whatever its concurrency, and a tenant's save rate in one process is
+// bounded by the batch size over the PUT's latency, not by one save per
+// round trip. Across processes the usage object of a busy tenant is the
+// point of contention: each process's PUT that loses a race costs a GET
+// and another PUT (retried up to 64 times, with a random pause). Writes of
+// different tenants never contend. The cost is paid whether or not a quota
+// is configured, so that Usage is always right and a quota can be
+// turned on at any time.
+//
+// Reconcile (Driver.Reconcile, Store.Reconcile, ReconcileAll, and
+// `resourced reconcile`) recounts a tenant from a listing (a LIST per 1000
+// keys and a header read per object, 8 at a time) and corrects drift: an
+// over-count left by a crash, or an object changed by something else than
+// this package. Concurrent writes are not lost:
+//  1. it opens an epoch in the usage object; from then on every commit
+//     also adds the positive part of its delta to the epoch's growth;
+//  2. it counts the tenant's objects (expired ones count, tombstones do
+//     not);
+//  3. it sets committed = count + growth, keeps every reservation still
+//     pending but marks it as straddling the count, and closes the epoch
+//     (in one conditional PUT; if another reconcile opened an epoch
+//     since, this one gives up and the other one wins).
+//
+// A write that committed during the count may or may not be in the count:
+// adding its growth can only over-count (by what it added, if the count
+// saw it), and its shrinking is ignored (an over-count, if the count did
+// not see the object shrink). A write still pending may or may not have
+// landed before the count saw its key: a straddling reservation therefore
+// commits only its positive part. Reservations older than 15 minutes when
+// the reconcile began are dropped: their writer died, since a writer
+// abandons a reservation older than half of that before it writes. (Clocks
+// of the processes must agree to well within that, as expiry already
+// needs.) So a reconcile in a quiet moment gives the true sum, and one
+// during writes over-counts at most by what those writes changed; the next
+// reconcile corrects that.
+//
+// A tenant with no usage object yet (a bucket written by an older
+// version, or a new tenant) gets one from a reconcile at its first write;
+// while that first count runs, writes with a quota wait for it (and take
+// it over if it makes no progress for two minutes), and Usage counts from
+// the listing itself. A bucket written by an older version while this
+// version ran must be reconciled once (`resourced reconcile`).
+//
 // # Streaming
 //
 // PutStream (store.Streamer, stream.go) spools the body to an unlinked
@@ -241,15 +334,6 @@
 // at the same position. There is no presigned GET: an object holds the
 // record header before the body, and a presigned URL would serve both, and
 // bypass expiry and visibility.
-//
-// Quotas are not supported: a Put with a non-zero Cond.Quota fails with
-// store.ErrQuotaUnsupported before writing anything, and Usage fails with
-// it too. Enforcing a quota needs the check and the write to be atomic,
-// and S3 has no atomic counter across objects: a usage object updated
-// with If-Match after each write would serialize every write of a tenant
-// on one key and still drift whenever a process dies between the object
-// write and the counter write, and summing a tenant's objects on every Put
-// costs a list and a read per object and races with concurrent Puts.
 //
 // # Calls
 //

@@ -125,6 +125,8 @@ var (
 	errCountingStale = errors.New("the usage object's first count was abandoned")
 	// errSuperseded: another reconcile began while this one listed.
 	errSuperseded = errors.New("another reconcile of the tenant began meanwhile")
+	// errCounted: a first count that is not needed any more.
+	errCounted = errors.New("the usage object has been counted")
 )
 
 // usageOp is one update of a usage object, applied in a batch.
@@ -145,6 +147,7 @@ type usageEntry struct {
 	running bool
 	// owned by the running goroutine:
 	loaded bool      // doc and etag are what the last request saw
+	fresh  bool      // read in this batch
 	doc    *usageDoc // nil: there is no usage object
 	etag   string
 }
@@ -249,17 +252,18 @@ func (s *Driver) applyUsage(ctx context.Context, tenant string, e *usageEntry, b
 				failAll(fmt.Errorf("reading the usage object of tenant %s: %w", tenant, err))
 				return
 			}
-			e.doc, e.etag, e.loaded = doc, etag, true
+			e.doc, e.etag, e.loaded, e.fresh = doc, etag, true, true
 		}
 		next := &usageDoc{V: 1}
 		if e.doc != nil {
 			next = e.doc.clone()
 		}
 		any := false
+		missing := false
 		for _, op := range batch {
 			op.err = nil
 			if e.doc == nil && !op.create {
-				op.err = errNoUsage
+				op.err, missing = errNoUsage, true
 				continue
 			}
 			trial := next.clone()
@@ -269,6 +273,13 @@ func (s *Driver) applyUsage(ctx context.Context, tenant string, e *usageEntry, b
 			}
 			next, any = trial, true
 		}
+		if missing && attempt == 1 && e.doc == nil && !e.fresh {
+			// Missing by what was cached: another process may have made it
+			// since. Look again before saying so.
+			e.loaded = false
+			continue
+		}
+		e.fresh = false
 		if !any {
 			return
 		}
@@ -439,7 +450,11 @@ func (in *intent) reserve(ctx context.Context, d delta) error {
 		case errors.Is(err, errNoUsage), errors.Is(err, errCountingStale):
 			// No usage object yet, or its first count was abandoned (its
 			// reconciler died): count, once per process at a time.
-			if err := in.s.reconcileShared(ctx, in.tenant); err != nil && !errors.Is(err, errSuperseded) {
+			err := in.s.reconcileShared(ctx, in.tenant)
+			if errors.Is(err, errCounting) {
+				err = in.s.reconcileWait(ctx, in.tenant)
+			}
+			if err != nil && !errors.Is(err, errSuperseded) && !errors.Is(err, errCounted) {
 				return fmt.Errorf("reserving usage: %w", err)
 			}
 		case errors.Is(err, errCounting):
@@ -483,7 +498,7 @@ func (s *Driver) reconcileShared(ctx context.Context, tenant string) error {
 			return ctx.Err()
 		}
 	}
-	_, _, err := s.reconcile(ctx, tenant)
+	_, _, err := s.reconcile(ctx, tenant, true)
 	s.usage.mu.Lock()
 	delete(s.usage.counting, tenant)
 	s.usage.mu.Unlock()
@@ -642,20 +657,29 @@ func (s *Driver) Reconcile(ctx context.Context, tenant string) (before, after st
 	if err := store.ValidTenant(tenant); err != nil {
 		return store.Usage{}, store.Usage{}, fmt.Errorf("s3store: reconcile: %w", err)
 	}
-	before, after, err = s.reconcile(ctx, tenant)
+	before, after, err = s.reconcile(ctx, tenant, false)
 	if err != nil {
 		return before, after, s.fail(ctx, "reconcile tenant", tenant, err)
 	}
 	return before, after, nil
 }
 
-func (s *Driver) reconcile(ctx context.Context, tenant string) (before, after store.Usage, err error) {
+// reconcile is Reconcile. A first count (first) is not needed when the
+// usage object has been counted, and waits (errCounting) for another
+// process's first count unless that made no progress for countTakeover.
+func (s *Driver) reconcile(ctx context.Context, tenant string, first bool) (before, after store.Usage, err error) {
 	id := newWriteID()[:16]
 	start := time.Now()
 	// 1. Open an epoch: commits from now on add their growth to Grow.
 	err = s.updateUsage(ctx, tenant, true, func(doc *usageDoc) error {
 		if doc.Epoch == id {
 			return nil
+		}
+		if first && doc.Last != "" && !doc.Counting {
+			return errCounted
+		}
+		if first && doc.Counting && time.Since(time.UnixMilli(doc.EpochAt)) <= countTakeover {
+			return errCounting
 		}
 		before = doc.total("")
 		if doc.Committed == (delta{}) && len(doc.Pending) == 0 && doc.Epoch == "" && doc.Last == "" {
