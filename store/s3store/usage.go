@@ -259,23 +259,24 @@ func (s *Driver) applyUsage(ctx context.Context, tenant string, e *usageEntry, b
 			next = e.doc.clone()
 		}
 		any := false
-		missing := false
+		refused := false
 		for _, op := range batch {
 			op.err = nil
 			if e.doc == nil && !op.create {
-				op.err, missing = errNoUsage, true
+				op.err, refused = errNoUsage, true
 				continue
 			}
 			trial := next.clone()
 			if err := op.fn(trial); err != nil {
-				op.err = err
+				op.err, refused = err, true
 				continue
 			}
 			next, any = trial, true
 		}
-		if missing && attempt == 1 && e.doc == nil && !e.fresh {
-			// Missing by what was cached: another process may have made it
-			// since. Look again before saying so.
+		if refused && !e.fresh {
+			// Refused by what was cached (no usage object, over the quota,
+			// being counted): another process may have changed it since.
+			// Look again before saying so.
 			e.loaded = false
 			continue
 		}

@@ -243,3 +243,23 @@ func TestUsagePutsBatched(t *testing.T) {
 	}
 	wantUsage(t, s, "t1", store.Usage{Bytes: n + 1, Objects: n + 1})
 }
+
+// TestStaleCacheDoesNotRefuse: a process whose cached usage object is
+// full still saves once another process has freed the room: a refusal
+// is decided on a fresh read.
+func TestStaleCacheDoesNotRefuse(t *testing.T) {
+	base := serverOptions(t)
+	a, b := openTest(t, base), openTest(t, base)
+	ctx := t.Context()
+	q := store.Cond{Quota: store.Quota{Bytes: 10}}
+	if _, _, err := a.Put(ctx, usageObj(store.MustKey("t1", "r", "x"), 10), q); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, store.MustKey("t1", "r", "x"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Put(ctx, usageObj(store.MustKey("t1", "r", "y"), 10), q); err != nil {
+		t.Fatalf("Put into the room another process freed = %v, want nil", err)
+	}
+	wantUsage(t, b, "t1", store.Usage{Bytes: 10, Objects: 1})
+}
