@@ -116,7 +116,9 @@ type Links struct {
 }
 
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources
-// count until the sweeper removes them. Not available with the s3 backend.
+// count until the sweeper removes them. Every backend enforces it; on s3
+// see s3store's package doc ("Quotas") for the cost and `resourced
+// reconcile`.
 type Quota struct {
 	Bytes   Size  `yaml:"bytes"`
 	Objects int64 `yaml:"objects"`
@@ -521,9 +523,6 @@ func (c *Config) validateBudgets(p *problems) {
 func (c *Config) validateLimits(p *problems) {
 	if c.Quota.Bytes < 0 || c.Quota.Objects < 0 {
 		p.bad("quota", "must not be negative")
-	}
-	if c.Store.Backend == "s3" && (c.Quota.Bytes > 0 || c.Quota.Objects > 0) {
-		p.bad("quota", "is not available with the s3 backend (S3 has no atomic counter across objects); use bbolt, or leave quota at 0")
 	}
 	if c.Sweep.Interval < Duration(time.Second) {
 		p.bad("sweep.interval", "want at least 1s")

@@ -125,3 +125,19 @@ func TestValidateAuthPolicy(t *testing.T) {
 		t.Error("auth.mode basic accepted")
 	}
 }
+
+// TestQuotaOnS3: quotas are enforced by every backend, s3 included
+// (s3store's usage objects); only a negative quota is refused.
+func TestQuotaOnS3(t *testing.T) {
+	c, err := Decode(strings.NewReader("store:\n  backend: s3\n  s3: {bucket: resourced-test}\nquota: {bytes: 1MiB, objects: 10}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate(quota with backend s3) = %v, want nil", err)
+	}
+	c.Quota.Objects = -1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "quota: must not be negative") {
+		t.Errorf("Validate(negative quota) = %v, want the quota named", err)
+	}
+}

@@ -104,6 +104,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return token(args, getenv, stdout, stderr)
 	case "fsck":
 		return fsck(args, getenv, stdout, stderr)
+	case "reconcile":
+		return reconcile(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backup(args, getenv, stdout, stderr)
 	case "check":

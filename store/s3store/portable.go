@@ -36,3 +36,17 @@ func (s *Store) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, co
 func (s *Store) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
 	return s.stream.Open(ctx, k)
 }
+
+// Reconcile recounts the usage of tenant from a listing and corrects its
+// usage object; see Driver.Reconcile and the package doc, "Quotas".
+func (s *Store) Reconcile(ctx context.Context, tenant string) (before, after store.Usage, err error) {
+	return s.d.Reconcile(ctx, tenant)
+}
+
+// ReconcileAll reconciles every tenant of the bucket's prefix; see
+// Driver.ReconcileAll. A server with several instances calls it from one
+// background loop per instance at a slow pace (every hour, say): the
+// reconciles of two instances only waste requests.
+func (s *Store) ReconcileAll(ctx context.Context) ([]Reconciled, error) {
+	return s.d.ReconcileAll(ctx)
+}

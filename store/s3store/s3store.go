@@ -190,7 +190,7 @@
 // clock: a process whose clock runs ahead may remove the marker of an
 // object that another still considers live.
 //
-// # Expiry and quotas
+// # Expiry
 //
 // An expired object stays in the bucket, invisible, until a Put replaces
 // it or DeleteExpired removes it. S3 has no index by expiry, so
@@ -218,6 +218,99 @@
 // rule a little longer than that lifetime reclaims space without reads;
 // DeleteExpired still removes objects on time.
 //
+// # Quotas
+//
+// Each tenant's usage lives in one small JSON object beside its objects,
+//
+//	<prefix>/!usage/<tenant>                 e.g. "prod/!usage/t1"
+//
+// ('!' is not a tenant character, and "!usage/" sorts before where
+// DeleteExpired starts). It holds the committed usage and the writes in
+// progress, each a reservation with a random id, its signed delta (bytes
+// and objects) and the time it was made. Every change is a read, a change
+// and a PUT bound by If-Match to the ETag read (If-None-Match: * for the
+// first), retried on 412; every change is idempotent, so that a PUT the
+// SDK retried and that then failed its condition can be applied again
+// (commits remember their last ids for that).
+//
+// Every write that changes usage (Put, PutStream, Delete, and each
+// non-tombstone object DeleteExpired removes) does, around its object
+// write:
+//  1. reserve: once it knows what its PUT replaces (the object bound by
+//     If-Match, nothing for If-None-Match, and for an unconditional PUT
+//     nothing, an upper bound), it records its delta as a reservation,
+//     after checking Cond.Quota against the committed usage plus the
+//     positive part of every reservation plus its own delta. Over the
+//     quota it fails with store.ErrQuotaExceeded and writes nothing (a
+//     create first reads the object, so that a failed precondition is
+//     reported as such). A retry of the object write (a 412) updates the
+//     reservation.
+//  2. write the object (or the tombstone, or the DELETE).
+//  3. commit: the reservation's delta moves to the committed usage; or,
+//     when the write failed, release: the reservation is removed, unless
+//     the write may have landed (no answer, or an SDK retry), in which
+//     case it stays, an over-count until the reconciler drops it.
+//
+// Usage, and every quota check, is committed plus the positive parts of
+// the reservations: a write in progress counts from before it writes to
+// after it commits, a shrink or a delete only once it has committed. So a
+// crash anywhere leaves an over-count, never an under-count, and two
+// processes racing for the last bytes of a quota cannot both get them:
+// the second reservation's PUT fails its If-Match and is checked again.
+// Commits and releases run to the end whatever the caller's context, and
+// their failure is not reported (an over-count).
+//
+// Cost. A write makes two more requests than without quotas, both PUTs of
+// the usage object (about 200 bytes plus 40 per write in progress): the
+// reserve before its object PUT and the commit after, in series with it,
+// so a save waits two more S3 round trips. The usage object is read only
+// when it changed under us: a process caches it with its ETag. All the
+// updates of one tenant in one process go out batched: while one usage
+// PUT is in flight, the others queue and leave together in the next one,
+// so one process sends at most one usage PUT at a time per tenant,
+// whatever its concurrency, and a tenant's save rate in one process is
+// bounded by the batch size over the PUT's latency, not by one save per
+// round trip. Across processes the usage object of a busy tenant is the
+// point of contention: each process's PUT that loses a race costs a GET
+// and another PUT (retried up to 64 times, with a random pause). Writes of
+// different tenants never contend. The cost is paid whether or not a quota
+// is configured, so that Usage is always right and a quota can be
+// turned on at any time.
+//
+// Reconcile (Driver.Reconcile, Store.Reconcile, ReconcileAll, and
+// `resourced reconcile`) recounts a tenant from a listing (a LIST per 1000
+// keys and a header read per object, 8 at a time) and corrects drift: an
+// over-count left by a crash, or an object changed by something else than
+// this package. Concurrent writes are not lost:
+//  1. it opens an epoch in the usage object; from then on every commit
+//     also adds the positive part of its delta to the epoch's growth;
+//  2. it counts the tenant's objects (expired ones count, tombstones do
+//     not);
+//  3. it sets committed = count + growth, keeps every reservation still
+//     pending but marks it as straddling the count, and closes the epoch
+//     (in one conditional PUT; if another reconcile opened an epoch
+//     since, this one gives up and the other one wins).
+//
+// A write that committed during the count may or may not be in the count:
+// adding its growth can only over-count (by what it added, if the count
+// saw it), and its shrinking is ignored (an over-count, if the count did
+// not see the object shrink). A write still pending may or may not have
+// landed before the count saw its key: a straddling reservation therefore
+// commits only its positive part. Reservations older than 15 minutes when
+// the reconcile began are dropped: their writer died, since a writer
+// abandons a reservation older than half of that before it writes. (Clocks
+// of the processes must agree to well within that, as expiry already
+// needs.) So a reconcile in a quiet moment gives the true sum, and one
+// during writes over-counts at most by what those writes changed; the next
+// reconcile corrects that.
+//
+// A tenant with no usage object yet (a bucket written by an older
+// version, or a new tenant) gets one from a reconcile at its first write;
+// while that first count runs, writes with a quota wait for it (and take
+// it over if it makes no progress for two minutes), and Usage counts from
+// the listing itself. A bucket written by an older version while this
+// version ran must be reconciled once (`resourced reconcile`).
+//
 // # Streaming
 //
 // PutStream (store.Streamer, stream.go) spools the body to an unlinked
@@ -241,15 +334,6 @@
 // at the same position. There is no presigned GET: an object holds the
 // record header before the body, and a presigned URL would serve both, and
 // bypass expiry and visibility.
-//
-// Quotas are not supported: a Put with a non-zero Cond.Quota fails with
-// store.ErrQuotaUnsupported before writing anything, and Usage fails with
-// it too. Enforcing a quota needs the check and the write to be atomic,
-// and S3 has no atomic counter across objects: a usage object updated
-// with If-Match after each write would serialize every write of a tenant
-// on one key and still drift whenever a process dies between the object
-// write and the counter write, and summing a tenant's objects on every Put
-// costs a list and a read per object and races with concurrent Puts.
 //
 // # Calls
 //
@@ -424,6 +508,8 @@ type Driver struct {
 		mu    sync.Mutex
 		after string // the last S3 key examined; "": the start
 	}
+
+	usage usageState // usage.go
 }
 
 var (
@@ -854,7 +940,7 @@ func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, no
 		return store.Meta{}, false, err
 	}
 	k := obj.Key
-	objKey, err := s.putKey(k, cond)
+	objKey, err := s.putKey(k)
 	if err != nil {
 		return store.Meta{}, false, err
 	}
@@ -864,12 +950,9 @@ func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, no
 	return w.run(ctx, cond)
 }
 
-// putKey returns the S3 key of a Put of k under cond, or why there can be
-// none: a quota (unsupported), or a key too long for S3.
-func (s *Driver) putKey(k store.Key, cond store.Cond) (string, error) {
-	if !cond.Quota.IsZero() {
-		return "", fmt.Errorf("s3store: put %s: %w", k, store.ErrQuotaUnsupported)
-	}
+// putKey returns the S3 key of a Put of k, or why there can be none: a
+// key too long for S3.
+func (s *Driver) putKey(k store.Key) (string, error) {
 	objKey := s.objectKey(k)
 	if len(objKey) > maxKeyLen {
 		return "", fmt.Errorf("s3store: put %s: %w: the object key is %d bytes, S3 allows %d", k, store.ErrInvalidKey, len(objKey), maxKeyLen)
@@ -893,6 +976,7 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 		replaced bool
 		err      error
 	)
+	w.usage = newIntent(s, k.Tenant(), cond.Quota)
 	switch cond.Kind {
 	case store.IfNone:
 		m, err = w.create(ctx)
@@ -902,6 +986,7 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 	default:
 		m, replaced, err = w.always(ctx)
 	}
+	w.usage.settle(ctx, err == nil)
 	if err != nil {
 		return store.Meta{}, false, err
 	}
@@ -928,6 +1013,9 @@ type write struct {
 	// the outcome is unknown (see unknownOutcome).
 	uncertain bool
 
+	// usage is the write's reservation (see "Quotas").
+	usage *intent
+
 	// mayHaveMarker: the object the last attempt replaced may have had a
 	// public index marker. False only when it is known not to: none, or
 	// one that is not public and listed, bound by the write's condition.
@@ -948,13 +1036,29 @@ func (w *write) replacing(h *head, pc putCond) {
 	}
 }
 
-// put writes the wanted metadata with created as Created under pc.
-func (w *write) put(ctx context.Context, created time.Time, pc putCond) (store.Meta, error) {
+// put reserves the usage the PUT adds and writes the wanted metadata with
+// created as Created under pc; h is the object pc binds the PUT to, if
+// any. A reservation over the quota fails with store.ErrQuotaExceeded.
+func (w *write) put(ctx context.Context, created time.Time, pc putCond, h *head) (store.Meta, error) {
+	var old delta // an unconditional PUT counts as a create: at most an over-count
+	if pc.ifMatch != "" {
+		old = counted(h)
+	}
+	d := delta{w.want.Size - old.Bytes, 1 - old.Objects}
+	if err := w.usage.reserve(ctx, d); err != nil {
+		return store.Meta{}, err
+	}
+	if w.usage.stale() {
+		return store.Meta{}, errors.New("the usage reservation is too old to write under; try again")
+	}
 	rec := record{meta: w.want, writeID: w.id}
 	rec.meta.Created = created
 	retried, err := w.s.putObject(ctx, w.objKey, &rec, w.body, pc)
 	w.uncertain = w.uncertain || retried
 	if err != nil {
+		if status, _ := apiError(err); retried || status == 0 {
+			w.usage.maybeLanded = true
+		}
 		return store.Meta{}, err
 	}
 	m := rec.meta
@@ -981,11 +1085,20 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 	var h *head
 	for range maxAttempts {
 		w.replacing(h, pc)
-		m, err := w.put(ctx, w.want.Created, pc)
+		m, err := w.put(ctx, w.want.Created, pc, h)
 		if err == nil {
 			return m, nil
 		}
-		if !isConflict(err) {
+		var overQuota error
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			if !pc.ifNoneMatch {
+				return store.Meta{}, err
+			}
+			overQuota = err
+		}
+		// Over the quota as a new object: the precondition first (an
+		// object there fails it; an expired one counts, and is replaced).
+		if overQuota == nil && !isConflict(err) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
 		}
 		var own bool
@@ -998,6 +1111,8 @@ func (w *write) create(ctx context.Context) (store.Meta, error) {
 			return m, nil
 		case w.uncertain:
 			return store.Meta{}, unknownOutcome()
+		case h == nil && overQuota != nil:
+			return store.Meta{}, overQuota
 		case h == nil:
 			pc = putCond{ifNoneMatch: true} // deleted meanwhile: create again
 		case !h.rec.meta.Expired(w.now()):
@@ -1034,9 +1149,12 @@ func (w *write) replace(ctx context.Context, sha string) (store.Meta, error) {
 		}
 		pc := putCond{ifMatch: h.etag}
 		w.replacing(h, pc)
-		m, err = w.put(ctx, h.rec.meta.Created, pc)
+		m, err = w.put(ctx, h.rec.meta.Created, pc, h)
 		if err == nil {
 			return m, nil
+		}
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			return store.Meta{}, err
 		}
 		if !isConflict(err) {
 			return store.Meta{}, w.s.fail(ctx, "put", w.k, err)
@@ -1075,9 +1193,12 @@ func (w *write) always(ctx context.Context) (store.Meta, bool, error) {
 			pc.ifMatch = h.etag
 		}
 		w.replacing(h, pc)
-		m, err = w.put(ctx, created, pc)
+		m, err = w.put(ctx, created, pc, h)
 		if err == nil {
 			return m, live, nil
+		}
+		if errors.Is(err, store.ErrQuotaExceeded) {
+			return store.Meta{}, false, err
 		}
 		if pc == (putCond{}) || !isConflict(err) {
 			return store.Meta{}, false, w.s.fail(ctx, "put", w.k, err)
@@ -1110,8 +1231,14 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	id := newWriteID()
 	uncertain := false // a tombstone PUT was retried: it may have landed
 	var bound *head    // what the last tombstone PUT was bound to
+	// The usage a Delete gives back is reserved before the tombstone PUT
+	// like any write's, and committed after it (see "Quotas").
+	usage := newIntent(s, k.Tenant(), store.Quota{})
+	stored := false
+	defer func() { usage.settle(ctx, stored) }()
 	// deleted finishes a Delete whose tombstone replaced h.
 	deleted := func(h *head) error {
+		stored = true
 		if !indexed(&h.rec.meta) {
 			return nil
 		}
@@ -1151,8 +1278,15 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 			Visibility: store.Private,
 		}}
 		bound = h
+		c := counted(h)
+		if err := usage.reserve(ctx, delta{-c.Bytes, -c.Objects}); err != nil {
+			return s.fail(ctx, "delete", k, err)
+		}
 		retried, err := s.putObject(ctx, objKey, &tomb, memPayload(nil), putCond{ifMatch: h.etag})
 		uncertain = uncertain || retried
+		if status, _ := apiError(err); err != nil && (retried || status == 0) {
+			usage.maybeLanded = true
+		}
 		switch {
 		case err == nil:
 			return deleted(h)

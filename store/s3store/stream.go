@@ -83,7 +83,7 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 		return store.Meta{}, false, err
 	}
 	k := meta.Key
-	objKey, err := s.putKey(k, cond)
+	objKey, err := s.putKey(k)
 	if err != nil {
 		return store.Meta{}, false, err
 	}

@@ -13,8 +13,7 @@ import (
 	"github.com/resourced/resourced/store"
 )
 
-// This file holds DeleteExpired and Usage (see the package doc, "Expiry
-// and quotas").
+// This file holds DeleteExpired (see the package doc, "Expiry").
 
 // maxSweepScan bounds the objects one DeleteExpired examines, in multiples
 // of its limit.
@@ -139,11 +138,23 @@ func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time
 // it has not changed since, and then its marker; ok reports that this call
 // deleted it.
 func (s *Driver) deleteExpired(ctx context.Context, k store.Key, h *head, now func() time.Time) (ok bool, err error) {
+	// The usage it gives back is reserved first, like any write's (see
+	// "Quotas"); tombstones count nothing.
+	usage := newIntent(s, k.Tenant(), store.Quota{})
+	if c := counted(h); c != (delta{}) {
+		if err := usage.reserve(ctx, delta{-c.Bytes, -c.Objects}); err != nil {
+			return false, s.fail(ctx, "delete expired", k, err)
+		}
+	}
 	err = s.deleteObject(ctx, &s3.DeleteObjectInput{
 		Bucket:  aws.String(s.bucket),
 		Key:     aws.String(s.objectKey(k)),
 		IfMatch: aws.String(h.etag),
 	})
+	if status, _ := apiError(err); err != nil && status == 0 {
+		usage.maybeLanded = true
+	}
+	usage.settle(ctx, err == nil)
 	switch {
 	case err == nil:
 		ok = true
@@ -161,13 +172,4 @@ func (s *Driver) deleteExpired(ctx context.Context, k store.Key, h *head, now fu
 		}
 	}
 	return ok, nil
-}
-
-// Usage implements store.Driver: quotas are not supported (see the
-// package doc).
-func (s *Driver) Usage(ctx context.Context, tenant string) (store.Usage, error) {
-	if err := s.begin(ctx, "usage"); err != nil {
-		return store.Usage{}, err
-	}
-	return store.Usage{}, fmt.Errorf("s3store: usage of tenant %s: %w", tenant, store.ErrQuotaUnsupported)
 }

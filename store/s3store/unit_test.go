@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -364,10 +365,15 @@ func TestMarkerKeyOrder(t *testing.T) {
 func TestCallOptionsOnAnyClient(t *testing.T) {
 	var hdr http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && hdr == nil {
-			hdr = r.Header.Clone()
-		}
 		w.Header().Set("ETag", `"e"`)
+		switch {
+		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/t1/report!/x!") && hdr == nil:
+			hdr = r.Header.Clone()
+		case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
+			io.WriteString(w, `<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>`)
+		case r.Method == http.MethodGet:
+			w.WriteHeader(http.StatusNotFound) // no usage object, no object yet
+		}
 	}))
 	defer srv.Close()
 	s, err := Open(offlineClient(t, srv.URL), Options{Bucket: "bbb"})

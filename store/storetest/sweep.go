@@ -348,6 +348,15 @@ func testQuota(t *testing.T, h *harness) {
 	}
 	h.wantUsage(t, "t1", store.Usage{Bytes: 45, Objects: 4})
 
+	// A backend may keep what Delete removed as expired records until
+	// DeleteExpired removes them (s3store's tombstones, which count
+	// nothing): sweep them now, so that the sweep below counts e2 alone.
+	for range 100 {
+		if n, err := h.b.DeleteExpired(h.ctx, 100); err != nil || n == 0 {
+			break
+		}
+	}
+
 	// An expired object counts until it is replaced or removed...
 	e1, e2 := key("t1", "e", "1"), key("t1", "e", "2")
 	for _, k := range []store.Key{e1, e2} {
