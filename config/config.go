@@ -122,6 +122,10 @@ type Links struct {
 type Quota struct {
 	Bytes   Size  `yaml:"bytes"`
 	Objects int64 `yaml:"objects"`
+	// ReconcileInterval is how often the s3 backend recounts each tenant's
+	// usage from a listing (default 1h; negative: never, resourced
+	// reconcile does it by hand).
+	ReconcileInterval Duration `yaml:"reconcileInterval"`
 }
 
 // Sweep configures the removal of expired resources.
@@ -326,6 +330,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Sweep.Interval == 0 {
 		c.Sweep.Interval = Duration(time.Minute)
+	}
+	if c.Quota.ReconcileInterval == 0 {
+		c.Quota.ReconcileInterval = Duration(time.Hour)
 	}
 	if c.Sweep.Batch == 0 {
 		c.Sweep.Batch = 500

@@ -143,6 +143,8 @@ usage:
                                         mint a token with the server's HMAC key
   resourced fsck [--config FILE] [--data-dir DIR]
                                         check a stopped server's bbolt database
+  resourced reconcile [--config FILE] [--tenant T]
+                                        recount per-tenant usage on the s3 backend
   resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
                                         online backup of the bbolt database
   resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25]
@@ -469,6 +471,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	go srv.Run(ctx)
+	go reconcileEvery(ctx, st, cfg.Quota.ReconcileInterval.Std(), log)
 	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
 		"backend", cfg.Store.Backend, "auth", cfg.Auth.Mode, "version", version)
 
@@ -520,5 +523,38 @@ func budgets(cfg *config.Config) server.Budgets {
 		WriteMinRate: int64(b.WriteMinRate), WriteGrace: b.WriteGrace.Std(),
 		MaxInflight: b.TenantInflight, SaveRate: b.TenantSaveRate, SaveBurst: b.TenantSaveBurst, SaveWait: b.TenantSaveWait.Std(),
 		MaxUploads: b.MaxUploads, StorePanicHold: b.StorePanicHold.Std(),
+	}
+}
+
+// reconcileEvery recounts every tenant's usage on a store that keeps it in
+// shared objects (s3store) every interval (0: never), logging the tenants
+// whose usage changed: a crash between a quota reservation and its write
+// only over-counts, and this gives the room back. Every instance may run
+// it; the recount is safe against concurrent saves (store/s3store, Quotas).
+func reconcileEvery(ctx context.Context, st store.Backend, interval time.Duration, log *slog.Logger) {
+	r, ok := st.(interface {
+		ReconcileAll(context.Context) ([]s3store.Reconciled, error)
+	})
+	if !ok || interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := r.ReconcileAll(ctx)
+		if err != nil {
+			log.Warn("usage reconcile failed; the next one retries", "err", err)
+		}
+		for _, x := range res {
+			if x.Before != x.After {
+				log.Info("usage reconciled", "tenant", x.Tenant, "bytesBefore", x.Before.Bytes, "bytesAfter", x.After.Bytes,
+					"objectsBefore", x.Before.Objects, "objectsAfter", x.After.Objects)
+			}
+		}
 	}
 }
