@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/server"
+	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/s3store"
 )
@@ -162,5 +165,22 @@ notifyMaxListenURIs: -1
 	c := decode(t, "budgets: {tenantInflight: 3, tenantSaveRate: 2.5, writeMinRate: 1MiB}\n")
 	if b := budgets(c); b.MaxInflight != 3 || b.SaveRate != 2.5 || b.WriteMinRate != 1<<20 || b.BodyGrace != 0 {
 		t.Errorf("budgets(%+v) = %+v", c.Budgets, b)
+	}
+}
+
+// TestReconcileOnceContainsPanics: a panicking reconcile ends its round
+// only, logged, and the process goes on.
+func TestReconcileOnceContainsPanics(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	reconcileOnce(t.Context(), func(context.Context) ([]s3store.Reconciled, error) { panic("boom") }, log)
+	if !strings.Contains(logs.String(), "panic in the usage reconcile") {
+		t.Errorf("log = %s", logs.String())
+	}
+	reconcileOnce(t.Context(), func(context.Context) ([]s3store.Reconciled, error) {
+		return []s3store.Reconciled{{Tenant: "a", After: store.Usage{Bytes: 1}}}, nil
+	}, log)
+	if !strings.Contains(logs.String(), `"tenant":"a"`) {
+		t.Errorf("a changed tenant is not logged: %s", logs.String())
 	}
 }

@@ -546,15 +546,27 @@ func reconcileEvery(ctx context.Context, st store.Backend, interval time.Duratio
 			return
 		case <-t.C:
 		}
-		res, err := r.ReconcileAll(ctx)
-		if err != nil {
-			log.Warn("usage reconcile failed; the next one retries", "err", err)
+		reconcileOnce(ctx, r.ReconcileAll, log)
+	}
+}
+
+// reconcileOnce runs one reconcile, logging what changed; a panic in it
+// is logged with its stack and ends only this round, like the server's
+// own background jobs.
+func reconcileOnce(ctx context.Context, reconcileAll func(context.Context) ([]s3store.Reconciled, error), log *slog.Logger) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("panic in the usage reconcile; the next round runs as usual", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
-		for _, x := range res {
-			if x.Before != x.After {
-				log.Info("usage reconciled", "tenant", x.Tenant, "bytesBefore", x.Before.Bytes, "bytesAfter", x.After.Bytes,
-					"objectsBefore", x.Before.Objects, "objectsAfter", x.After.Objects)
-			}
+	}()
+	res, err := reconcileAll(ctx)
+	if err != nil {
+		log.Warn("usage reconcile failed; the next one retries", "err", err)
+	}
+	for _, x := range res {
+		if x.Before != x.After {
+			log.Info("usage reconciled", "tenant", x.Tenant, "bytesBefore", x.Before.Bytes, "bytesAfter", x.After.Bytes,
+				"objectsBefore", x.Before.Objects, "objectsAfter", x.After.Objects)
 		}
 	}
 }
