@@ -113,7 +113,7 @@ func parseMessage(data []byte) (message, error) {
 		case "method":
 			hasMethod, m.hasMethod = true, true
 			var ok bool
-			if m.method, ok = jsonwire.String(v); !ok {
+			if m.method, ok = jsonwire.View(v); !ok {
 				return &errEnvelope{"the method must be a string"}
 			}
 		case "result", "error":
@@ -122,7 +122,7 @@ func parseMessage(data []byte) (message, error) {
 			m.params = v
 			return jsonwire.Members(v, func(name string, pv []byte) error {
 				if name == "name" {
-					m.tool, _ = jsonwire.String(pv)
+					m.tool, _ = jsonwire.View(pv)
 				}
 				return nil
 			})

@@ -90,7 +90,7 @@ func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (releas
 	defer l.mu.Unlock()
 	st := l.tenants[tenant]
 	if st == nil {
-		st = &tenantState{saves: rate.NewLimiter(l.rate, l.burst)}
+		st = &tenantState{} // its bucket comes with its first save
 		l.tenants[tenant] = st
 	}
 	if inflight && l.maxInflight >= 0 && st.inflight >= l.maxInflight {
@@ -99,6 +99,9 @@ func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (releas
 		return nil, 0, time.Second, limitInflight, false
 	}
 	if saves > 0 && l.rate != rate.Inf {
+		if st.saves == nil {
+			st.saves = rate.NewLimiter(l.rate, l.burst)
+		}
 		r := st.saves.ReserveN(now, saves)
 		if !r.OK() {
 			// More saves in one request than the bucket holds.
@@ -132,7 +135,7 @@ func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (releas
 // dropIdle forgets tenant when it holds nothing: no request in flight and
 // a full bucket. l.mu is held.
 func (l *tenantLimiter) dropIdle(tenant string, st *tenantState, now time.Time) {
-	if st.inflight == 0 && (l.rate == rate.Inf || st.saves.TokensAt(now) >= float64(l.burst)) {
+	if st.inflight == 0 && (st.saves == nil || l.rate == rate.Inf || st.saves.TokensAt(now) >= float64(l.burst)) {
 		delete(l.tenants, tenant)
 	}
 }

@@ -130,7 +130,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if s.noFastRead || len(msgs) != 1 || msgs[0].method != "resources/read" || !msgs[0].hasID {
 		return false
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" || !acceptsBoth(r.Header.Values("Accept")) {
+	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
 	// Headers go-sdk acts on beyond the ones checked here: Last-Event-ID
@@ -235,9 +235,22 @@ func objectOf(v []byte, first byte) bool {
 // (the envelope check) only beyond 10000.
 const maxFastDepth = 64
 
+// isJSONType reports whether a Content-Type is application/json (with
+// parameters or not), as go-sdk's check reads it.
+func isJSONType(ct string) bool {
+	if ct == "application/json" {
+		return true // the common spelling, without parsing it
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
 // acceptsBoth is go-sdk's stateless Accept rule: both application/json and
 // text/event-stream (or a wildcard).
 func acceptsBoth(values []string) bool {
+	if len(values) == 1 && (values[0] == "application/json, text/event-stream" || values[0] == "text/event-stream, application/json") {
+		return true // what every client sends, without parsing it
+	}
 	var jsonOK, streamOK bool
 	for _, v := range values {
 		for part := range strings.SplitSeq(v, ",") {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // ErrSyntax reports a document that is not the JSON a function expected.
@@ -24,7 +25,8 @@ var ErrSyntax = errors.New("not JSON")
 // Members calls f with each member of the JSON object data: its exact
 // name and its value. It stops at f's first error, and returns ErrSyntax
 // for a malformed object; data that is not an object is no error (the
-// decoder reports it).
+// decoder reports it). The name shares data's memory (View): data must not
+// change while f, or whatever f kept, uses it.
 func Members(data []byte, f func(name string, value []byte) error) error {
 	data = bytes.TrimLeft(data, " \t\r\n")
 	if len(data) == 0 || data[0] != '{' {
@@ -43,7 +45,7 @@ func Members(data []byte, f func(name string, value []byte) error) error {
 		if end < 0 || data[i] != '"' {
 			return ErrSyntax
 		}
-		name, ok := String(data[i:end])
+		name, ok := View(data[i:end])
 		if !ok {
 			return ErrSyntax
 		}
@@ -66,14 +68,40 @@ func Members(data []byte, f func(name string, value []byte) error) error {
 // String returns the JSON string raw decoded; ok is false when raw is
 // not a string. Strings without escapes (nearly all names) are sliced,
 // not decoded.
-func String(raw []byte) (s string, ok bool) {
+func String(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), true
 	}
-	return s, json.Unmarshal(raw, &s) == nil
+	return decodeString(raw)
+}
+
+// decodeString decodes a JSON string with escapes. It is its own function
+// so that its result escaping to the heap (json.Unmarshal takes its
+// address) costs only the strings that need it.
+func decodeString(raw []byte) (string, bool) {
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err == nil
+}
+
+// View is String without the copy: a string without escapes shares raw's
+// memory, so raw must not change while the string is in use (a request
+// body, read once and never written, qualifies). It saves an allocation
+// per member name on the request path.
+func View(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if len(raw) == 2 {
+		return "", true
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return unsafe.String(&raw[1], len(raw)-2), true
+	}
+	return decodeString(raw)
 }
 
 // Elements calls f with each element of the JSON array data, like Members.
@@ -199,9 +227,10 @@ func (e *DuplicateError) Error() string {
 // container is one open object or array of UniqueMembers' walk.
 type container struct {
 	object bool
-	name   string   // the member or element this container is the value of
-	index  int      // arrays: the current element
-	names  []string // objects: member names seen, while few
+	name   string // the member or element this container is the value of
+	index  int    // arrays: the current element
+	n      int    // objects: member names seen, in few while n <= len(few)
+	few    [8]string
 	set    map[string]struct{}
 }
 
@@ -213,18 +242,21 @@ func (c *container) add(name string) bool {
 		c.set[name] = struct{}{}
 		return true
 	}
-	for _, n := range c.names {
+	for _, n := range c.few[:c.n] {
 		if n == name {
 			return false
 		}
 	}
-	if c.names = append(c.names, name); len(c.names) > 16 {
-		c.set = make(map[string]struct{}, 2*len(c.names))
-		for _, n := range c.names {
-			c.set[n] = struct{}{}
-		}
-		c.names = nil
+	if c.n < len(c.few) {
+		c.few[c.n] = name
+		c.n++
+		return true
 	}
+	c.set = make(map[string]struct{}, 4*len(c.few))
+	for _, n := range c.few {
+		c.set[n] = struct{}{}
+	}
+	c.set[name] = struct{}{}
 	return true
 }
 
@@ -235,7 +267,8 @@ func (c *container) add(name string) bool {
 // duplicate. Names are compared after decoding, so "a" and "\u0061" are
 // the same name.
 func UniqueMembers(data []byte) error {
-	var stack []container
+	var buf [8]container // a request nests a few levels: no allocation
+	stack := buf[:0]
 	expectKey := false
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
@@ -246,7 +279,7 @@ func UniqueMembers(data []byte) error {
 			}
 			if expectKey && len(stack) > 0 {
 				top := &stack[len(stack)-1]
-				name, ok := String(data[i:end])
+				name, ok := View(data[i:end])
 				if !ok {
 					return ErrSyntax
 				}
