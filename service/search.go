@@ -287,7 +287,9 @@ func (g *grep) result(v *toolapi.GrepResult) (*toolapi.GrepResult, *Failure) {
 		}
 		g.found[0], n = mt, 1
 	}
-	v.Matches = g.found[:n]
+	if n > 0 {
+		v.Matches = g.found[:n] // else the empty list, never null
+	}
 	if n < len(g.found) || g.more {
 		v.Truncated = true
 		last := v.Matches[n-1]

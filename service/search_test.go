@@ -78,6 +78,10 @@ func TestGrepLiteralVersusRegex(t *testing.T) {
 	if len(r.Matches) != 1 || r.Matches[0].Line != 3 || r.Matches[0].Offset != 8 {
 		t.Fatalf("literal (x: %+v", r.Matches)
 	}
+	r = grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: "nowhere"})
+	if b, _ := json.Marshal(r); !strings.Contains(string(b), `"matches":[]`) {
+		t.Fatalf("no match: %s, want an empty matches list", b)
+	}
 }
 
 func TestGrepInvalidRegexNamesTheField(t *testing.T) {
