@@ -120,8 +120,8 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		}
 		e.props = append(e.props, props)
 	}
-	if len(e.defs) != 6 || e.hitProps == nil {
-		tb.Fatalf("expected 6 tools, one with hits; got %d", len(e.defs))
+	if len(e.defs) != 8 || e.hitProps == nil {
+		tb.Fatalf("expected 8 tools, one with hits; got %d", len(e.defs))
 	}
 	return e
 }
@@ -200,7 +200,7 @@ func fuzzSeeds() []struct {
 		tool int
 		args string
 	}
-	const snap, rep, stat, list, del, read = 0, 1, 2, 3, 4, 5
+	const snap, rep, stat, list, del, read, grep, query = 0, 1, 2, 3, 4, 5, 6, 7
 	return []seed{
 		// save_search_snapshot
 		{snap, `{"query":"revenue 2026","hits":[{"id":"doc-1","title":"Q <report> & notes","snippet":"grew \"12%\"","url":"https://example.com/1","score":0.93},{"id":"doc-2","title":"日本語","snippet":"two"}]}`},
@@ -261,6 +261,20 @@ func fuzzSeeds() []struct {
 		{read, `{"uri":"` + fxSecret + `"}`},
 		{read, `{"uri":"` + fxText + `","offset":1,"startLine":1}`},
 		{read, `{"uri":"` + fxText + `","length":0}`},
+		// grep_resource
+		{grep, `{"uri":"` + fxText + `","pattern":"e"}`},
+		{grep, `{"uri":"` + fxText + `","pattern":"(","literal":true,"context":3,"maxMatches":1}`},
+		{grep, `{"uri":"` + fxText + `","pattern":"("}`},
+		{grep, `{"uri":"` + fxText + `","pattern":"x","afterOffset":2,"afterLine":1}`},
+		{grep, `{"uri":"` + fxBin + `","pattern":"x"}`},
+		{grep, `{"uri":"` + fxSecret + `","pattern":"x"}`},
+		{grep, `{"uri":"` + fxShared + `","pattern":"x","context":11}`},
+		// query_resource
+		{query, `{"uri":"` + fxSnap + `","path":"$.hits[*]"}`},
+		{query, `{"uri":"` + fxSnap + `","path":"$..id","maxMatches":1,"startIndex":1}`},
+		{query, `{"uri":"` + fxSnap + `","path":"$[?"}`},
+		{query, `{"uri":"` + fxText + `","path":"$"}`},
+		{query, `{"uri":"` + fxSecret + `","path":"$"}`},
 	}
 }
 
@@ -336,7 +350,7 @@ func FuzzToolArguments(f *testing.F) {
 		}
 
 		switch name {
-		case "stat_resource", "list_resources", "read_resource":
+		case "stat_resource", "list_resources", "read_resource", "grep_resource", "query_resource":
 			if d := diff(before, after); d != "" {
 				t.Fatalf("%s(%s) is read-only but changed the store: %s", name, args, d)
 			}

@@ -220,7 +220,7 @@ func (s *Server) toolDefs() []toolDef {
 	boolp := func(b bool) *bool { return &b }
 	list := successSchema[listValue](lim, []string{"ok"})
 	delete(list.Properties["items"].Items.Properties, "status") // items carry no status
-	return []toolDef{
+	return append([]toolDef{
 		{
 			scope: auth.ScopeWrite,
 			fn:    s.saveSearchSnapshot,
@@ -285,5 +285,5 @@ func (s *Server) toolDefs() []toolDef {
 			},
 		},
 		s.readResourceToolDef(lim),
-	}
+	}, s.searchToolDefs(lim)...)
 }

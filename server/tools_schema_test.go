@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/resourced/resourced/toolapi"
+
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
@@ -94,6 +96,8 @@ var schemaExamples = map[string][]string{
 	"read_resource":   {`{"uri":"report://t1/ex/a"}`, `{"uri":"report://t1/ex/a","offset":0,"length":3}`, `{"uri":"report://t1/ex/a","startLine":1,"lineCount":1,"includeDownloadUrl":true}`},
 	"list_resources":  {`{}`, `{"scheme":"report","prefix":"ex/","limit":10}`},
 	"delete_resource": {`{"uri":"report://t1/ex/b"}`},
+	"grep_resource":   {`{"uri":"report://t1/ex/a","pattern":"h.l"}`, `{"uri":"report://t1/ex/a","pattern":"(","literal":true,"context":2,"maxMatches":5,"afterLine":0,"afterOffset":0}`},
+	"query_resource":  {`{"uri":"report://t1/ex/q.json","path":"$.a"}`, `{"uri":"report://t1/ex/q.json","path":"$..id","maxMatches":5,"startIndex":1}`},
 }
 
 // TestSchemasTakeExamplesAndRefuseUnknownProperties: each tool's
@@ -157,6 +161,7 @@ func TestSchemasTakeExamplesAndRefuseUnknownProperties(t *testing.T) {
 		args := map[string]any{
 			"save_search_snapshot": &snapshotArgs{}, "save_report": &reportArgs{}, "stat_resource": &statArgs{},
 			"read_resource": &readArgs{}, "list_resources": &listArgs{}, "delete_resource": &uriArgs{},
+			"grep_resource": &toolapi.GrepArgs{}, "query_resource": &toolapi.QueryArgs{},
 		}[name]
 		fields := fieldNames(reflectElem(args))
 		if len(fields) != len(sch.Properties) {

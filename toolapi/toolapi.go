@@ -157,3 +157,67 @@ type ReadResult struct {
 	Truncated    bool      `json:"truncated" jsonschema:"The window was cut to fit the result size limit."`
 	DownloadLink
 }
+
+// GrepArgs are grep_resource's arguments.
+type GrepArgs struct {
+	URI         string `json:"uri" jsonschema:"A resource URI with a textual body, e.g. report://<tenant>/<path>."`
+	Pattern     string `json:"pattern" jsonschema:"An RE2 regular expression (Go regexp syntax), matched within each line; with literal: true, the exact text." schema:"minLength=1;maxLength=4096"`
+	Literal     bool   `json:"literal,omitempty" jsonschema:"Match pattern as plain text, not as a regular expression." schema:"default=false"`
+	Context     *int   `json:"context,omitempty" jsonschema:"Lines of context before and after each match." schema:"minimum=0;maximum=10;default=0"`
+	MaxMatches  *int   `json:"maxMatches,omitempty" jsonschema:"Most matches to return." schema:"minimum=1;maximum=1000;default=50"`
+	AfterLine   *int64 `json:"afterLine,omitempty" jsonschema:"Only matches on lines after this one (pass nextAfterLine to continue)." schema:"minimum=0"`
+	AfterOffset *int64 `json:"afterOffset,omitempty" jsonschema:"Only matches that start after this byte offset (pass nextAfterOffset to continue)." schema:"minimum=0"`
+}
+
+// GrepMatch is one match of grep_resource.
+type GrepMatch struct {
+	Line    int64    `json:"line" jsonschema:"Line of the match, from 1." schema:"minimum=1"`
+	Offset  int64    `json:"offset" jsonschema:"Byte offset of the match in the body." schema:"minimum=0"`
+	Length  int64    `json:"length" jsonschema:"Length of the match in bytes." schema:"minimum=0"`
+	Text    string   `json:"text" jsonschema:"The line of the match, or a part of it around the match when the line is long (textCut)."`
+	TextCut bool     `json:"textCut,omitempty" jsonschema:"text is part of a longer line; read_resource with offset reads the rest."`
+	Before  []string `json:"before,omitempty" jsonschema:"Lines before the match (context), long ones cut."`
+	After   []string `json:"after,omitempty" jsonschema:"Lines after the match (context), long ones cut."`
+}
+
+// GrepResult is grep_resource's success value.
+type GrepResult struct {
+	Status          string      `json:"status"`
+	URI             string      `json:"uri"`
+	MIMEType        string      `json:"mimeType"`
+	TotalSize       int64       `json:"totalSize" jsonschema:"Size of the whole body in bytes." schema:"minimum=0"`
+	SHA256          string      `json:"sha256" jsonschema:"SHA-256 of the whole body." schema:"pattern=^[0-9a-f]{64}$"`
+	Matches         []GrepMatch `json:"matches"`
+	Truncated       bool        `json:"truncated" jsonschema:"More matches follow: continue with afterOffset: nextAfterOffset (or afterLine: nextAfterLine)."`
+	NextAfterOffset *int64      `json:"nextAfterOffset,omitempty" jsonschema:"Pass as afterOffset for the next matches; absent when none are left." schema:"minimum=0"`
+	NextAfterLine   *int64      `json:"nextAfterLine,omitempty" jsonschema:"Pass as afterLine for the next matches, when the cut fell between lines." schema:"minimum=0"`
+}
+
+// QueryArgs are query_resource's arguments.
+type QueryArgs struct {
+	URI        string `json:"uri" jsonschema:"A resource URI with a JSON body, e.g. search://<tenant>/<id>."`
+	Path       string `json:"path" jsonschema:"An RFC 9535 JSONPath query, e.g. $.hits[?@.score > 0.5].title" schema:"minLength=1;maxLength=4096"`
+	MaxMatches *int   `json:"maxMatches,omitempty" jsonschema:"Most values to return." schema:"minimum=1;maximum=1000;default=50"`
+	StartIndex *int   `json:"startIndex,omitempty" jsonschema:"Skip the values before this index (pass nextIndex to continue)." schema:"minimum=0;default=0"`
+}
+
+// QueryMatch is one value query_resource selected.
+type QueryMatch struct {
+	Path       string `json:"path" jsonschema:"The normalized path of the value, e.g. $['hits'][0]."`
+	Value      any    `json:"value" jsonschema:"The value; null with omitted: true when it alone exceeds the result limit."`
+	Omitted    bool   `json:"omitted,omitempty" jsonschema:"The value is too large for one result: query a path below it."`
+	ValueChars int    `json:"valueChars,omitempty" jsonschema:"Characters of the omitted value's JSON." schema:"minimum=0"`
+}
+
+// QueryResult is query_resource's success value.
+type QueryResult struct {
+	Status    string       `json:"status"`
+	URI       string       `json:"uri"`
+	MIMEType  string       `json:"mimeType"`
+	TotalSize int64        `json:"totalSize" schema:"minimum=0"`
+	SHA256    string       `json:"sha256" schema:"pattern=^[0-9a-f]{64}$"`
+	Count     int          `json:"count" jsonschema:"How many values the query selects in all, in normalized path order." schema:"minimum=0"`
+	Matches   []QueryMatch `json:"matches"`
+	Truncated bool         `json:"truncated" jsonschema:"More values follow: continue with startIndex: nextIndex."`
+	NextIndex *int         `json:"nextIndex,omitempty" jsonschema:"Pass as startIndex for the next values; absent at the end." schema:"minimum=0"`
+}
