@@ -657,10 +657,6 @@ func wantResult(method string) badOutcome {
 	return badOutcome{what: "result", status: 200, method: method}
 }
 
-// wantIDSafe: the request is refused (HTTP 400), or answered with the very id
-// it carried; never answered under another id.
-func wantIDSafe(method string) badOutcome { return badOutcome{what: "idSafe", method: method} }
-
 func wantBoth(o badOutcome) map[string]badOutcome { return map[string]badOutcome{v2026: o, v2025: o} }
 
 func wantPer(o2026, o2025 badOutcome) map[string]badOutcome {
@@ -685,7 +681,7 @@ func (o badOutcome) check(t *testing.T, v string, q badRequest, id string, r *ra
 		} else {
 			t.Errorf("unexpected result to %q: %s", method, short)
 		}
-		if o.what != "idSafe" && o.what != "envelope" {
+		if o.what != "envelope" {
 			checkID(t, id, r)
 		}
 	}
@@ -733,13 +729,6 @@ func (o badOutcome) check(t *testing.T, v string, q badRequest, id string, r *ra
 	case "result":
 		if r.Status != 200 || !isJSON || r.Error != nil || r.Result == nil {
 			t.Fatalf("got HTTP %d: %s\nwant a %s result", r.Status, short, o.method)
-		}
-	case "idSafe":
-		switch {
-		case r.Status == 400 && r.Result == nil:
-		case r.Status == 200 && isJSON && r.Result != nil && sameID(id, idOf(r)):
-		default:
-			t.Fatalf("request id %s got HTTP %d, response id %s\nwant HTTP 400, or a result carrying the same id", id, r.Status, idOf(r))
 		}
 	case "toolError", "toolOK":
 		if r.Status != 200 || !isJSON || r.Error != nil {

@@ -20,21 +20,6 @@ func (s *Server) encodeForStore(mimeType string, body []byte) []byte {
 // textual reports whether a read serves body as text rather than blob.
 func textual(mimeType string, body []byte) bool { return jsonwire.Textual(mimeType, body) }
 
-// appendContents appends the text or blob member of a read's contents: the
-// stored form when it is usable, else body encoded now. A form that fails
-// its checksum is never served: the body is encoded instead, and the
-// damage logged and counted (resourced fsck reports the record).
-func (s *Server) appendContents(dst []byte, m *store.Meta, encoded, body []byte) []byte {
-	member, err := jsonwire.FormMember(encoded)
-	if err != nil {
-		s.formDamaged(m)
-	}
-	if member != nil {
-		return append(dst, member...)
-	}
-	return jsonwire.AppendMember(dst, textual(m.MIMEType, body), body)
-}
-
 // formDamaged reports a stored form that failed its checksum and
 // remembers it, so that later reads of the same record encode the body.
 func (s *Server) formDamaged(m *store.Meta) {

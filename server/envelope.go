@@ -11,6 +11,7 @@ import (
 
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 )
 
 // The envelope check runs on every /mcp POST before go-sdk sees the body.
@@ -108,7 +109,7 @@ func parseMessage(data []byte) (message, error) {
 			}
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n > maxSafeID || n < -maxSafeID {
-				return &errEnvelope{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + truncate(string(v), 40)}
+				return &errEnvelope{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + service.Truncate(string(v), 40)}
 			}
 		case "method":
 			hasMethod, m.hasMethod = true, true

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/uri"
 )
@@ -64,7 +65,7 @@ func stateOf(m *store.Meta) resState {
 // rule of readableBy (own tenant, or public), from metadata only. Its own
 // tenant hears of a resource's removal; nobody else does.
 func mayRead(p auth.Principal, k store.Key, st resState) bool {
-	return k.Tenant() == p.Tenant || st.present && readable(p, k.Tenant(), st.vis)
+	return k.Tenant() == p.Tenant || st.present && service.Readable(p, k.Tenant(), st.vis)
 }
 
 // dedupeListen removes repeated URIs from a subscriptions/listen before

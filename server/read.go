@@ -89,15 +89,9 @@ func (v *readView) release() {
 }
 
 // readableBy reports whether p may read the object m describes: its own,
-// or another tenant's public one. It is the only such rule.
+// or another tenant's public one. The rule is service.Readable.
 func readableBy(p auth.Principal, m *store.Meta) bool {
-	return readable(p, m.Key.Tenant(), m.Visibility)
-}
-
-// readable is readableBy's rule for an object of owner with visibility v
-// (notify.go's mayRead decides from a remembered state with it).
-func readable(p auth.Principal, owner string, v store.Visibility) bool {
-	return service.Readable(p, owner, v)
+	return service.Readable(p, m.Key.Tenant(), m.Visibility)
 }
 
 // checkReadURI accepts only canonical URIs of configured schemes. A URI of
@@ -518,28 +512,3 @@ func cacheScope(v store.Visibility) string {
 }
 
 func formatTime(t time.Time) string { return jsonwire.FormatTime(t) }
-
-// lookup resolves a URI to the live object the caller may read, deciding
-// from the metadata first like resolveRead; every way of not being allowed
-// to read it gives the same store.ErrNotFound.
-func (s *Server) lookup(ctx context.Context, p auth.Principal, u uri.URI) (*store.Object, error) {
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return nil, store.ErrNotFound
-	}
-	m, err := s.store.Stat(ctx, k)
-	if err != nil {
-		return nil, err
-	}
-	if !readableBy(p, &m) {
-		return nil, store.ErrNotFound
-	}
-	obj, err := s.store.Get(ctx, k)
-	if err != nil {
-		return nil, err
-	}
-	if !readableBy(p, &obj.Meta) {
-		return nil, store.ErrNotFound
-	}
-	return obj, nil
-}

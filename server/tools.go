@@ -77,7 +77,6 @@ func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
 // server calls them by these names.
 type (
 	metaValue    = toolapi.Metadata
-	saveOptions  = toolapi.SaveOptions
 	hit          = toolapi.Hit
 	snapshotArgs = toolapi.SearchSnapshotArgs
 	reportArgs   = toolapi.ReportArgs
@@ -167,4 +166,3 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 }
 
 // truncate cuts s to at most n bytes at a character boundary.
-func truncate(s string, n int) string { return service.Truncate(s, n) }
