@@ -113,3 +113,17 @@ type Sessions interface {
 	// Close stops every session and process.
 	Close() error
 }
+
+// FrontOptions are what cmd/resourced gives server.Options.Gateway; the
+// server builds the Front from them with its own service, logger and
+// metrics registry. A nil server.Options.Gateway means no gateway.
+type FrontOptions struct {
+	// Sessions reach the upstreams (the Pool).
+	Sessions Sessions
+	// Scheme is the resourced scheme offloaded parts are saved in (a
+	// report-kind scheme; config default "result").
+	Scheme string
+	// PreviewChars is how many characters of an offloaded text part stay
+	// inline as its preview (config default 500).
+	PreviewChars int
+}
