@@ -96,6 +96,11 @@ func (g *guardedStore) Get(ctx context.Context, k store.Key) (o *store.Object, e
 	return g.b.Get(ctx, k)
 }
 
+func (g *guardedStore) GetIf(ctx context.Context, k store.Key, allow func(*store.Meta) bool) (o *store.Object, err error) {
+	defer g.catch(ctx, "get", &err)
+	return g.b.GetIf(ctx, k, allow)
+}
+
 func (g *guardedStore) Stat(ctx context.Context, k store.Key) (m store.Meta, err error) {
 	defer g.catch(ctx, "stat", &err)
 	return g.b.Stat(ctx, k)

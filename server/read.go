@@ -190,22 +190,12 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 			return nil
 		})
 	} else {
-		// Backends that keep no encoded form (s3store): the metadata
-		// first, then the body, so that an object the caller may not read
-		// is never downloaded.
-		var m store.Meta
-		if m, err = s.store.Stat(ctx, k); err == nil {
-			if !readableBy(p, &m) {
-				err = errUnreadable
-			} else {
-				var obj *store.Object
-				if obj, err = s.store.Get(ctx, k); err == nil {
-					if !readableBy(p, &obj.Meta) { // replaced in between
-						err = errUnreadable
-					}
-					v.meta, v.body = obj.Meta, obj.Body
-				}
-			}
+		// Backends that keep no encoded form (s3store): one GetIf, which
+		// decides on the metadata before the body is fetched, so that an
+		// object the caller may not read is never downloaded.
+		var obj *store.Object
+		if obj, err = s.store.GetIf(ctx, k, func(m *store.Meta) bool { return readableBy(p, m) }); err == nil {
+			v.meta, v.body = obj.Meta, obj.Body
 		}
 	}
 	switch {

@@ -240,6 +240,52 @@ func (b *Bucket) Get(ctx context.Context, k Key) (*Object, error) {
 	return obj, nil
 }
 
+// errRefused is how Bucket.GetIf's gate stops a read allow refused.
+var errRefused = errors.New("refused")
+
+// GetIf implements Backend: through the driver's ReadGated when it has
+// one, else its Read with the gate in fn.
+func (b *Bucket) GetIf(ctx context.Context, k Key, allow func(*Meta) bool) (*Object, error) {
+	if err := b.begin(ctx, "get", k); err != nil {
+		return nil, err
+	}
+	gate := func(m *Meta) error {
+		switch {
+		case m.Expired(b.now()):
+			return errExpired
+		case !allow(m):
+			return errRefused
+		}
+		return nil
+	}
+	var obj *Object
+	fn := func(m *Meta, body []byte) error {
+		obj = &Object{Meta: *m, Body: bytes.Clone(body)}
+		if obj.Body == nil {
+			obj.Body = []byte{}
+		}
+		return nil
+	}
+	var err error
+	if gd, ok := b.d.(GateDriver); ok {
+		err = gd.ReadGated(ctx, k, gate, fn)
+	} else {
+		err = b.d.Read(ctx, k, func(m *Meta, body []byte) error {
+			if err := gate(m); err != nil {
+				return err
+			}
+			return fn(m, body)
+		})
+	}
+	switch {
+	case err == nil:
+		return obj, nil
+	case errors.Is(err, errExpired), errors.Is(err, errRefused):
+		return nil, notFound("get", k)
+	}
+	return nil, fail("get "+k.String(), err)
+}
+
 // Stat implements Backend.
 func (b *Bucket) Stat(ctx context.Context, k Key) (Meta, error) {
 	if err := b.begin(ctx, "stat", k); err != nil {

@@ -305,6 +305,14 @@ type Backend interface {
 	// Stat returns the metadata of the object at k.
 	Stat(ctx context.Context, k Key) (Meta, error)
 
+	// GetIf is Get of an object that allow accepts, decided on its
+	// metadata before its body is fetched: an object allow refuses is not
+	// downloaded, and GetIf returns ErrNotFound for it as for a missing
+	// one. allow sees the metadata of the very version whose body is
+	// returned, so a read decided this way takes one backend access, hit
+	// or miss, and cannot pair one version's metadata with another's body.
+	GetIf(ctx context.Context, k Key, allow func(*Meta) bool) (*Object, error)
+
 	// List returns live objects matching q in (scheme, path) order, strictly
 	// after q.After. Objects deleted between pages are not returned; objects
 	// added after the cursor position are.
