@@ -46,12 +46,12 @@ type DownloadLink struct {
 // download link.
 type LinkOptions struct {
 	IncludeDownloadURL bool            `json:"includeDownloadUrl,omitempty" jsonschema:"Also return downloadUrl: a signed HTTPS link to the raw body that works without a token until downloadUrlExpiresAt." schema:"default=false"`
-	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl,omitempty" jsonschema:"Life of the download link: seconds or an ISO-8601 duration (\"PT10M\"); capped by the server's maximum and the resource's expiry."`
+	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl,omitempty" jsonschema:"Life of the download link, an ISO-8601 duration such as \"PT10M\"; capped by the server's maximum and the resource's expiry."`
 }
 
 // SaveOptions are the arguments both save tools share.
 type SaveOptions struct {
-	Retention  json.RawMessage `json:"retention,omitempty" jsonschema:"How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."`
+	Retention  json.RawMessage `json:"retention,omitempty" jsonschema:"How long to keep it, at least 1 second, as an ISO-8601 duration of weeks, days, hours, minutes and seconds (\"PT1H\", \"P7D\", \"P1W\"). Default and maximum are per scheme; longer values are capped."`
 	Listed     bool            `json:"listed,omitempty" jsonschema:"Show it in resources/list. Unlisted resources are still readable by URI." schema:"default=false"`
 	Visibility string          `json:"visibility,omitempty" jsonschema:"public: readable by any authenticated caller and cacheable across users." schema:"enum=private|public;default=private"`
 	Scheme     string          `json:"scheme,omitempty" jsonschema:"URI scheme to save under; defaults to the server's scheme of this kind."`
