@@ -42,7 +42,7 @@ func TestTextWindow(t *testing.T) {
 		{11, -1, 100, "", 11, false},   // at the end
 		{10, 100, 100, "z", 10, false}, // a length past the end is fine
 	} {
-		w, err := textWindow(strings.NewReader(body), int64(len(body)), tc.off, tc.length, tc.budget)
+		w, err := textWindow(strings.NewReader(body), int64(len(body)), tc.off, tc.length, tc.budget, unitCost)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestTextWindow(t *testing.T) {
 	}
 	// Not UTF-8: not text (the caller sends it as base64).
 	bad := "ab\xffcd"
-	w, _ := textWindow(strings.NewReader(bad), int64(len(bad)), 0, -1, 100)
+	w, _ := textWindow(strings.NewReader(bad), int64(len(bad)), 0, -1, 100, unitCost)
 	if w.text {
 		t.Errorf("textWindow of invalid UTF-8 is marked text")
 	}
@@ -71,7 +71,7 @@ func TestTextWindowsReassemble(t *testing.T) {
 	for _, budget := range []int64{1, 2, 7, 64, 1000} {
 		var got []byte
 		for off := int64(0); off < int64(len(body)); {
-			w, err := textWindow(strings.NewReader(body), int64(len(body)), off, -1, budget)
+			w, err := textWindow(strings.NewReader(body), int64(len(body)), off, -1, budget, unitCost)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestLineWindow(t *testing.T) {
 		{start: 3, count: 1, budget: 3, want: "thr", lines: 1, complete: 0, truncated: true}, // one line over the budget
 		{start: 5, count: 1, budget: 100, err: true},
 	} {
-		w, err := lineWindow(strings.NewReader(body), size, tc.start, tc.count, tc.budget)
+		w, err := lineWindow(strings.NewReader(body), size, tc.start, tc.count, tc.budget, unitCost)
 		if tc.err {
 			if err == nil {
 				t.Errorf("lineWindow(start %d) = %q, want an error", tc.start, w.data)
@@ -122,12 +122,12 @@ func TestLineWindow(t *testing.T) {
 		}
 	}
 	// A body ending with "\n" has no line after it.
-	if _, err := lineWindow(strings.NewReader("a\nb\n"), 4, 3, 1, 100); err == nil {
+	if _, err := lineWindow(strings.NewReader("a\nb\n"), 4, 3, 1, 100, unitCost); err == nil {
 		t.Error("line 3 of \"a\\nb\\n\" is not past the end")
 	}
 	// Lines longer than the scanner's buffer are counted right.
 	long := strings.Repeat("x", 200<<10) + "\nsecond\n"
-	w, err := lineWindow(strings.NewReader(long), int64(len(long)), 2, 1, 100)
+	w, err := lineWindow(strings.NewReader(long), int64(len(long)), 2, 1, 100, unitCost)
 	if err != nil || string(w.data) != "second\n" || w.start != 200<<10+1 {
 		t.Errorf("line after a 200 KiB line: %q at %d, %v", w.data, w.start, err)
 	}
@@ -135,11 +135,11 @@ func TestLineWindow(t *testing.T) {
 
 func TestBinaryWindow(t *testing.T) {
 	body := bytes.Repeat([]byte{0, 1, 2, 0xff}, 100)
-	w, _ := binaryWindow(bytes.NewReader(body), 400, 10, -1, 40) // 40 base64 characters hold 30 bytes
+	w, _ := binaryWindow(bytes.NewReader(body), 400, 10, -1, 30)
 	if w.start != 10 || len(w.data) != 30 || !w.truncated || !bytes.Equal(w.data, body[10:40]) {
 		t.Errorf("binaryWindow = %d bytes at %d, truncated %v", len(w.data), w.start, w.truncated)
 	}
-	w, _ = binaryWindow(bytes.NewReader(body), 400, 395, 100, 40)
+	w, _ = binaryWindow(bytes.NewReader(body), 400, 395, 100, 30)
 	if len(w.data) != 5 || w.truncated {
 		t.Errorf("binaryWindow at the end = %d bytes, truncated %v", len(w.data), w.truncated)
 	}
@@ -329,5 +329,121 @@ func TestUploadWithoutStreamer(t *testing.T) {
 	}
 	if code, v := put("up/one", "again", "If-Match", `"`+store.Sum([]byte("uploaded"))+`"`); code != 200 || v["status"] != "replaced" {
 		t.Errorf("replace = %d %v", code, v)
+	}
+}
+
+// readEnv is a server on a memstore with the smallest maxReadChars and
+// room for bodies several times larger.
+func readEnv(t *testing.T) *linkEnv {
+	t.Helper()
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	e := &linkEnv{clock: &clock}
+	e.st = memstore.New(memstore.Options{Now: func() time.Time { return *e.clock }})
+	s, err := New(Options{
+		Store: e.st, BaseURL: "http://links.test", Auth: tenantAuth{},
+		Now:     func() time.Time { return *e.clock },
+		Limits:  Limits{MaxReadChars: 4096},
+		LinkKey: testLinkKey, LinkTTL: 5 * time.Minute, LinkMaxTTL: 10 * time.Minute,
+		Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = s
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	e.url = hs.URL
+	return e
+}
+
+// TestReadWindowInStructuredContent: read_resource's value, which is its
+// structuredContent and its first text item, holds the window (text or
+// blob), the same bytes as the window item; following nextOffset over
+// bodies full of characters JSON escapes gives the body back, and no
+// result's content exceeds maxReadChars.
+func TestReadWindowInStructuredContent(t *testing.T) {
+	e := readEnv(t)
+	var escapes strings.Builder
+	for i := 0; escapes.Len() < 20000; i++ {
+		escapes.WriteString([]string{`"`, `\`, "\n", "<", ">", "&", "\u2028", "\x01", "\t", "é", "a", "日"}[i%12])
+	}
+	bodies := map[string]struct {
+		mime string
+		body string
+	}{
+		"escapes": {"text/plain", escapes.String()},
+		"plain":   {"text/plain", strings.Repeat("0123456789abcdef\n", 1500)},
+		"binary":  {"application/octet-stream", strings.Repeat("\x00\x01\xfe\xff", 3000)},
+		"invalid": {"text/plain", strings.Repeat("ab\xffcd", 2000)},
+	}
+	for name, b := range bodies {
+		e.put(t, "t1", "read/"+name, b.body, store.Private)
+		if b.mime != "text/plain" {
+			m, _ := e.st.Stat(context.Background(), store.MustKey("t1", "report", "read/"+name))
+			m.MIMEType = b.mime
+			e.st.Put(context.Background(), &store.Object{Meta: m, Body: []byte(b.body)}, store.Cond{})
+		}
+		var got []byte
+		for off, calls := int64(0), 0; ; calls++ {
+			if calls > 100 {
+				t.Fatalf("%s: no end after %d windows", name, calls)
+			}
+			args, _ := json.Marshal(map[string]any{"uri": "report://t1/read/" + name, "offset": off})
+			res, rerr := e.callRaw(t, "read_resource", args)
+			if rerr != nil || res["isError"] == true {
+				t.Fatalf("%s at %d: %v %v", name, off, rerr, res)
+			}
+			content := res["content"].([]any)
+			first := content[0].(map[string]any)["text"].(string)
+			var fromText map[string]any
+			json.Unmarshal([]byte(first), &fromText)
+			sc := res["structuredContent"].(map[string]any)
+			if fmt.Sprint(fromText) != fmt.Sprint(sc) {
+				t.Fatalf("%s: the text item is not the structured value", name)
+			}
+			chars := utf8.RuneCountInString(first)
+			var window []byte
+			switch sc["encoding"] {
+			case "text":
+				item := content[1].(map[string]any)["text"].(string)
+				if sc["text"] != item || sc["blob"] != nil {
+					t.Fatalf("%s at %d: structured text %q, window item %q", name, off, sc["text"], item)
+				}
+				window, chars = []byte(item), chars+utf8.RuneCountInString(item)
+			case "base64":
+				blob := content[1].(map[string]any)["resource"].(map[string]any)["blob"].(string)
+				if sc["blob"] != blob || sc["text"] != nil {
+					t.Fatalf("%s at %d: structured blob differs from the embedded one", name, off)
+				}
+				window, _ = base64.StdEncoding.DecodeString(blob)
+				chars += len(blob)
+			}
+			if chars > 4096 {
+				t.Fatalf("%s at %d: the content holds %d characters, over 4096", name, off, chars)
+			}
+			if rng := sc["range"].(map[string]any); int64(rng["offset"].(float64)) != off || int(rng["length"].(float64)) != len(window) || len(window) == 0 {
+				t.Fatalf("%s at %d: range %v, window of %d bytes", name, off, rng, len(window))
+			}
+			got = append(got, window...)
+			next, ok := sc["nextOffset"].(float64)
+			if !ok {
+				break
+			}
+			off = int64(next)
+		}
+		if string(got) != b.body {
+			t.Errorf("%s: the windows do not reassemble the body", name)
+		}
+	}
+}
+
+// TestTextCostIsJSONLength: textCost charges each character once for the
+// window item plus what encoding/json writes for it.
+func TestTextCostIsJSONLength(t *testing.T) {
+	for _, r := range []rune{'a', '"', '\\', '\n', '\r', '\t', '\b', '\f', 0, 0x1f, '<', '>', '&', '\u2028', '\u2029', 'é', '日', '🙂', 0x7f} {
+		b, _ := json.Marshal(string(r))
+		if want := 1 + int64(utf8.RuneCount(b)-2); textCost(r) != want {
+			t.Errorf("textCost(%U) = %d, want %d (JSON %s)", r, textCost(r), want, b)
+		}
 	}
 }

@@ -76,7 +76,11 @@ func anyValueSchema() []*jsonschema.Schema {
 // errors that every test run would hit.
 func schemaOf(t reflect.Type, limits map[string]int, input bool) *jsonschema.Schema {
 	sch, err := jsonschema.ForType(t, &jsonschema.ForOptions{
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{rawMessageType: durationSchema},
+		TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+			rawMessageType: durationSchema,
+			// encoding/json writes []byte as a base64 string.
+			reflect.TypeFor[[]byte](): {Type: "string", ContentEncoding: "base64"},
+		},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("server: schema of %v: %v", t, err))
@@ -100,7 +104,7 @@ func refine(sch *jsonschema.Schema, t reflect.Type, limits map[string]int, input
 		}
 	}
 	switch {
-	case t == rawMessageType:
+	case t == rawMessageType, t == reflect.TypeFor[[]byte]():
 	case t.Kind() == reflect.Interface && sch.Type == "" && len(sch.Types) == 0 && len(sch.AnyOf) == 0:
 		sch.AnyOf = anyValueSchema()
 	case t.Kind() == reflect.Slice && sch.Items != nil:

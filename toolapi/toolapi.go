@@ -141,13 +141,13 @@ type ReadRange struct {
 	LineCount *int64 `json:"lineCount,omitempty" schema:"minimum=0"`
 }
 
-// ReadResult is read_resource's success value (the window itself is a
-// separate content item).
+// ReadResult is read_resource's success value, the window included (Text
+// or Blob); the result repeats the window as a content item of its own.
 type ReadResult struct {
 	Status       string    `json:"status"`
 	URI          string    `json:"uri"`
 	MIMEType     string    `json:"mimeType"`
-	Encoding     string    `json:"encoding" jsonschema:"How the window item carries the bytes: a text item, or an embedded resource with a base64 blob." schema:"enum=text|base64"`
+	Encoding     string    `json:"encoding" jsonschema:"How the window is carried: text (the text member, and a text item), or base64 (the blob member, and an embedded resource with a blob)." schema:"enum=text|base64"`
 	TotalSize    int64     `json:"totalSize" jsonschema:"Size of the whole body in bytes." schema:"minimum=0"`
 	SHA256       string    `json:"sha256" jsonschema:"SHA-256 of the whole body." schema:"pattern=^[0-9a-f]{64}$"`
 	LastModified string    `json:"lastModified" schema:"format=date-time"`
@@ -156,6 +156,8 @@ type ReadResult struct {
 	NextLine     *int64    `json:"nextLine,omitempty" jsonschema:"Line of the next window (line windows only); absent at the end." schema:"minimum=1"`
 	Truncated    bool      `json:"truncated" jsonschema:"The window was cut to fit the result size limit."`
 	DownloadLink
+	Text *string `json:"text,omitempty" jsonschema:"The window as text (encoding text): exactly the bytes of range, never a split character."`
+	Blob []byte  `json:"blob,omitempty" jsonschema:"The window in base64 (encoding base64): exactly the bytes of range." schema:"contentEncoding=base64"`
 }
 
 // GrepArgs are grep_resource's arguments.
