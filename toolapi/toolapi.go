@@ -33,6 +33,7 @@ type Metadata struct {
 	Listed       bool   `json:"listed"`
 	Visibility   string `json:"visibility" schema:"enum=private|public"`
 	DownloadLink
+	HowToRead string `json:"howToRead,omitempty" jsonschema:"How to read the resource in plain words: resources/read, the read_resource tool, or the signed link when one was asked for."`
 }
 
 // DownloadLink is the signed link to the body a result carries when the
@@ -121,6 +122,7 @@ type ListResult struct {
 	Status     string     `json:"status"`
 	Items      []Metadata `json:"items"`
 	NextCursor string     `json:"nextCursor,omitempty"`
+	HowToRead  string     `json:"howToRead,omitempty" jsonschema:"How to read the listed resources in plain words."`
 }
 
 // ReadArgs are read_resource's arguments.
