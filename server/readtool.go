@@ -122,8 +122,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 		LastModified: formatTime(m.Modified),
 	}
 	if ttl > 0 {
-		url, exp := s.downloadURL(&m, p.Tenant, ttl)
-		v.DownloadURL, v.DownloadURLExpiresAt = url, formatTime(exp)
+		v.DownloadLink = s.signedLink(&m, p.Tenant, ttl)
 	}
 	budget := s.readBudget(v, lineMode)
 	if budget < 64 {

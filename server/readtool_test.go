@@ -229,8 +229,8 @@ func TestDownloadLinks(t *testing.T) {
 	}
 	// The canonical string, as docs/large-reports.md describes it.
 	mac := hmac.New(sha256.New, testLinkKey)
-	fmt.Fprintf(mac, "v1|report|t1|a/b|%d|owner", exp.Unix())
-	if want := fmt.Sprintf("http://links.test/v1/blobs/report/t1/a/b?exp=%d&sig=%s", exp.Unix(), base64.RawURLEncoding.EncodeToString(mac.Sum(nil))); link != want {
+	fmt.Fprintf(mac, "v2|report|t1|a/b|%d|owner|%s", exp.Unix(), m.SHA256)
+	if want := fmt.Sprintf("http://links.test/v1/blobs/report/t1/a/b?exp=%d&sha256=%s&sig=%s", exp.Unix(), m.SHA256, base64.RawURLEncoding.EncodeToString(mac.Sum(nil))); link != want {
 		t.Errorf("downloadURL = %s, want %s", link, want)
 	}
 	code, h, body := e.get(t, link)
@@ -445,5 +445,118 @@ func TestTextCostIsJSONLength(t *testing.T) {
 		if want := 1 + int64(utf8.RuneCount(b)-2); textCost(r) != want {
 			t.Errorf("textCost(%U) = %d, want %d (JSON %s)", r, textCost(r), want, b)
 		}
+	}
+}
+
+// TestLinksAreBoundToTheirBody: a link serves only the body it was minted
+// for. After a replace, and after a delete and re-create with another
+// body, it answers the one 404, which says to ask for a new link; an
+// unchanged body (rewritten with the same bytes too) still downloads; a
+// link whose digest was changed, or dropped, is refused like any bad link
+// (403); a link of version 1, without a digest, is refused too.
+func TestLinksAreBoundToTheirBody(t *testing.T) {
+	e := newLinkEnv(t)
+	ctx := context.Background()
+	m := e.put(t, "t1", "bound/a", "first body", store.Private)
+	link, exp := e.s.downloadURL(&m, "t1", 5*time.Minute)
+	if code, _, body := e.get(t, link); code != 200 || body != "first body" {
+		t.Fatalf("fresh link: %d %q", code, body)
+	}
+	// The same bytes written again: the same digest, the link still works.
+	e.put(t, "t1", "bound/a", "first body", store.Private)
+	if code, _, body := e.get(t, link); code != 200 || body != "first body" {
+		t.Errorf("after rewriting the same body: %d %q", code, body)
+	}
+	// Replaced: 404, saying to ask for a new link; a new link serves the new body.
+	m2 := e.put(t, "t1", "bound/a", "second body", store.Private)
+	code, h, body := e.get(t, link)
+	if code != 404 || body != blobMissing || !strings.Contains(body, "ask for a new link") || h.Get("Cache-Control") != "no-store" {
+		t.Errorf("after a replace: %d %q %v", code, body, h)
+	}
+	fresh, _ := e.s.downloadURL(&m2, "t1", 5*time.Minute)
+	if code, _, body := e.get(t, fresh); code != 200 || body != "second body" {
+		t.Errorf("a new link after the replace: %d %q", code, body)
+	}
+	// Deleted and re-created with another body: the old link stays dead.
+	if err := e.st.Delete(ctx, store.MustKey("t1", "report", "bound/a"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := e.get(t, fresh); code != 404 || body != blobMissing {
+		t.Errorf("deleted: %d %q", code, body)
+	}
+	e.put(t, "t1", "bound/a", "third body, re-created", store.Private)
+	for name, l := range map[string]string{"first": link, "second": fresh} {
+		if code, _, body := e.get(t, l); code != 404 || body != blobMissing {
+			t.Errorf("the %s link after delete and re-create: %d %q", name, code, body)
+		}
+	}
+	// A tampered digest (the third body's, which the server would serve)
+	// breaks the signature: 403, never the body.
+	m3, _ := e.st.Stat(ctx, store.MustKey("t1", "report", "bound/a"))
+	tampered := strings.Replace(fresh, "sha256="+m2.SHA256, "sha256="+m3.SHA256, 1)
+	dropped := strings.Replace(fresh, "&sha256="+m2.SHA256, "", 1)
+	upper := strings.Replace(fresh, "sha256="+m2.SHA256, "sha256="+strings.ToUpper(m2.SHA256), 1)
+	for name, l := range map[string]string{"tampered": tampered, "dropped": dropped, "upper case": upper} {
+		if l == fresh {
+			t.Fatalf("%s: the test did not change the link", name)
+		}
+		if code, _, body := e.get(t, l); code != 403 || body != linkRefused {
+			t.Errorf("%s digest: %d %q", name, code, body)
+		}
+	}
+	// A version 1 link (no digest), correctly signed under the key: refused.
+	mac := hmac.New(sha256.New, testLinkKey)
+	fmt.Fprintf(mac, "v1|report|t1|bound/a|%d|owner", exp.Unix())
+	v1 := fmt.Sprintf("http://links.test/v1/blobs/report/t1/bound/a?exp=%d&sig=%s", exp.Unix(), base64.RawURLEncoding.EncodeToString(mac.Sum(nil)))
+	if code, _, body := e.get(t, v1); code != 403 || body != linkRefused {
+		t.Errorf("a version 1 link: %d %q", code, body)
+	}
+}
+
+// TestDownloadFileDescriptor: a result with a signed link also carries it
+// as a SEP-2631 AuthorizedFile: the file (uri, name, mimeType, size and
+// sha-256 digest in base64url) and the HTTPS GET with the link's own
+// expiry, which is not the resource's.
+func TestDownloadFileDescriptor(t *testing.T) {
+	e := newLinkEnv(t)
+	body := "col\n1\n"
+	res, _ := e.callRaw(t, "save_report", []byte(`{"path":"files/out.csv","mimeType":"text/csv","text":"col\n1\n","includeDownloadUrl":true,"downloadUrlTtl":"PT2M"}`))
+	sc := res["structuredContent"].(map[string]any)
+	df, ok := sc["downloadFile"].(map[string]any)
+	if !ok {
+		t.Fatalf("no downloadFile: %v", sc)
+	}
+	file, dl := df["file"].(map[string]any), df["download"].(map[string]any)
+	sum := sha256.Sum256([]byte(body))
+	digest := file["digest"].(map[string]any)
+	if file["uri"] != "report://t1/files/out.csv" || file["name"] != "out.csv" || file["mimeType"] != "text/csv" ||
+		file["size"] != float64(len(body)) || digest["algorithm"] != "sha-256" || digest["value"] != base64.RawURLEncoding.EncodeToString(sum[:]) {
+		t.Errorf("file = %v", file)
+	}
+	if dl["transport"] != "https" || dl["method"] != "GET" || dl["url"] != sc["downloadUrl"] || dl["expiresAt"] != sc["downloadUrlExpiresAt"] {
+		t.Errorf("download = %v (downloadUrl %v, downloadUrlExpiresAt %v)", dl, sc["downloadUrl"], sc["downloadUrlExpiresAt"])
+	}
+	// Two clocks: the link lives 2 minutes, the resource a week.
+	if want := e.clock.Add(2 * time.Minute).Format(time.RFC3339Nano); dl["expiresAt"] != want || sc["expiresAt"] == dl["expiresAt"] {
+		t.Errorf("link expiresAt %v (want %s), resource expiresAt %v", dl["expiresAt"], want, sc["expiresAt"])
+	}
+	if code, _, got := e.get(t, dl["url"].(string)); code != 200 || got != body {
+		t.Errorf("GET of download.url: %d %q", code, got)
+	}
+	// read_resource and stat_resource carry the same descriptor; without a
+	// link there is none.
+	for _, c := range []struct{ tool, args string }{
+		{"read_resource", `{"uri":"report://t1/files/out.csv","includeDownloadUrl":true}`},
+		{"stat_resource", `{"uri":"report://t1/files/out.csv","includeDownloadUrl":true}`},
+	} {
+		res, _ := e.callRaw(t, c.tool, []byte(c.args))
+		sc := res["structuredContent"].(map[string]any)
+		if df, ok := sc["downloadFile"].(map[string]any); !ok || df["download"].(map[string]any)["url"] != sc["downloadUrl"] {
+			t.Errorf("%s: downloadFile %v", c.tool, sc["downloadFile"])
+		}
+	}
+	res, _ = e.callRaw(t, "stat_resource", []byte(`{"uri":"report://t1/files/out.csv"}`))
+	if _, ok := res["structuredContent"].(map[string]any)["downloadFile"]; ok {
+		t.Errorf("downloadFile without includeDownloadUrl: %v", res["structuredContent"])
 	}
 }

@@ -37,10 +37,47 @@ type Metadata struct {
 }
 
 // DownloadLink is the signed link to the body a result carries when the
-// caller asked for one (includeDownloadUrl).
+// caller asked for one (includeDownloadUrl), plainly and as a file
+// descriptor shaped like the draft MCP proposal SEP-2631 (File Objects and
+// Transfer).
 type DownloadLink struct {
-	DownloadURL          string `json:"downloadUrl,omitempty" jsonschema:"Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires." schema:"format=uri"`
-	DownloadURLExpiresAt string `json:"downloadUrlExpiresAt,omitempty" schema:"format=date-time"`
+	DownloadURL          string          `json:"downloadUrl,omitempty" jsonschema:"Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires. It serves only the body it was minted for: after a replace, or a delete and re-create, it answers 404; ask for a new link." schema:"format=uri"`
+	DownloadURLExpiresAt string          `json:"downloadUrlExpiresAt,omitempty" jsonschema:"When the download link expires: the link's clock, not the resource's expiresAt." schema:"format=date-time"`
+	DownloadFile         *AuthorizedFile `json:"downloadFile,omitempty" jsonschema:"The same link as a SEP-2631 file descriptor: the file (its name, media type, size and SHA-256 digest) and how to download it."`
+}
+
+// AuthorizedFile is a file with its download authorization, in the field
+// names of SEP-2631's AuthorizedFile (draft): the file, and the HTTPS GET
+// that downloads it.
+type AuthorizedFile struct {
+	File     FileValue    `json:"file"`
+	Download FileTransfer `json:"download"`
+}
+
+// FileValue is SEP-2631's FileValue of a stored body. Its uri is the
+// resource's URI (resources/read reads it; resourced serves no files/*
+// methods); digest names the exact body that download serves.
+type FileValue struct {
+	URI      string     `json:"uri" jsonschema:"The resource's URI."`
+	Name     string     `json:"name" jsonschema:"A file name for the body: the last segment of the resource's path."`
+	MIMEType string     `json:"mimeType"`
+	Size     int64      `json:"size" jsonschema:"Body length in bytes." schema:"minimum=0"`
+	Digest   FileDigest `json:"digest"`
+}
+
+// FileDigest is SEP-2631's FileDigest: an algorithm and the digest in
+// base64url without padding.
+type FileDigest struct {
+	Algorithm string `json:"algorithm" schema:"enum=sha-256"`
+	Value     string `json:"value" jsonschema:"The SHA-256 of the body, base64url without padding (the sha256 member holds the same digest in hex)." schema:"pattern=^[A-Za-z0-9_-]{43}$"`
+}
+
+// FileTransfer is SEP-2631's HTTPS download descriptor.
+type FileTransfer struct {
+	Transport string `json:"transport" schema:"enum=https"`
+	Method    string `json:"method" schema:"enum=GET"`
+	URL       string `json:"url" jsonschema:"The signed link (downloadUrl)." schema:"format=uri"`
+	ExpiresAt string `json:"expiresAt" jsonschema:"When the link expires (downloadUrlExpiresAt); the resource itself may live longer or shorter (its own expiresAt)." schema:"format=date-time"`
 }
 
 // LinkOptions are the arguments of tools that can return a signed
