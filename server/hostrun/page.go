@@ -213,7 +213,7 @@ td.result{font-weight:600;white-space:nowrap}
 tr.pass td.result{background:#d8f5d8}tr.fail td.result{background:#f9d6d6}tr.not-run td.result{color:#777}
 tr.awaiting-markers td.result{background:#fff3c4}tr.observed td.result{background:#dde8fa}
 .src{color:#666;font-size:.9em}input[type=text]{width:100%;box-sizing:border-box}
-textarea{width:100%;box-sizing:border-box;min-height:6em;font-family:ui-monospace,monospace}
+textarea{width:100%;box-sizing:border-box;font-family:ui-monospace,monospace}
 .note{color:#7a4b00}.muted{color:#666}button{font-size:1em;padding:.3em 1em}
 </style>
 </head>
@@ -225,9 +225,19 @@ Keep this page's address to yourself: it is the run's key.</p>
 <ol>
 <li>Point the host at <code>{{.Endpoint}}</code> (Streamable HTTP, with a bearer token of tenant <b>{{.Tenant}}</b>): it serves what <code>/mcp</code> serves, and this page records what the host does there.</li>
 <li>Ask the model to call every fixture tool (<code>search_*</code>, <code>probe_*</code>), to read every resource link, and to write down every <code>RSD-FIXTURE-</code> code it can see.</li>
-<li>Paste the model's answer below and submit: each row is marked. Reload to see new calls.</li>
+<li>Paste the model's answer below and submit: each row is marked. Type the host and model in the run conditions. Reload to see new calls.</li>
 </ol>
 <form method="post">
+<h2>Markers the model wrote</h2>
+<textarea name="markers" aria-label="markers" rows="3" placeholder="Paste the model's answer: every RSD-FIXTURE- code it saw">{{.Pasted}}</textarea>
+<p><button type="submit">Mark the rows</button>
+{{if .Submitted}}<span class="muted">Last submitted {{time .Submitted}}: {{len .Reported}} known markers{{if .Unknown}}, unknown: <span class="mono">{{range .Unknown}}{{.}} {{end}}</span>{{end}}.</span>{{else}}<span class="muted">No markers submitted yet.</span>{{end}}</p>
+<h2>Cases</h2>
+<table id="rows">
+<tr><th>id</th><th>kind</th><th>check</th><th>what the server saw</th><th>markers</th><th>model reported</th><th>not reported</th><th>result</th></tr>
+{{range .Rows}}<tr id="row-{{.ID}}" class="{{lower .Result}}" data-result="{{.Result}}"><td><code>{{.ID}}</code></td><td>{{.Kind}}</td><td>{{.Check}}</td>
+<td>{{.ServerSaw}}{{if .Note}}<br><span class="note">{{.Note}}</span>{{end}}</td><td class="mono">{{short .Markers}}</td><td class="mono">{{short .Reported}}</td><td class="mono">{{short .Missing}}</td><td class="result">{{.Result}}</td></tr>
+{{end}}</table>
 <h2>Run conditions</h2>
 <table id="conditions">
 <tr><th>condition</th><th>value</th><th>source</th></tr>
@@ -235,17 +245,8 @@ Keep this page's address to yourself: it is the run's key.</p>
 {{if $.User .Key}}<td><input type="text" name="{{.Key}}" value="{{.Value}}" maxlength="200" aria-label="{{.Key}}"></td><td class="src">you</td>
 {{else}}<td>{{.Value}}</td><td class="src">{{if .Value}}server{{else}}not seen yet{{end}}</td>{{end}}</tr>
 {{end}}</table>
-<h2>Markers the model wrote</h2>
-<textarea name="markers" aria-label="markers" placeholder="Paste the model's answer: every RSD-FIXTURE- code it saw">{{.Pasted}}</textarea>
-<p><button type="submit">Mark the rows</button>
-{{if .Submitted}}<span class="muted">Last submitted {{time .Submitted}}: {{len .Reported}} known markers{{if .Unknown}}, unknown: <span class="mono">{{range .Unknown}}{{.}} {{end}}</span>{{end}}.</span>{{else}}<span class="muted">No markers submitted yet.</span>{{end}}</p>
+<p><button type="submit">Save and mark the rows</button></p>
 </form>
-<h2>Cases</h2>
-<table id="rows">
-<tr><th>id</th><th>kind</th><th>check</th><th>what the server saw</th><th>markers</th><th>model reported</th><th>not reported</th><th>result</th></tr>
-{{range .Rows}}<tr id="row-{{.ID}}" class="{{lower .Result}}" data-result="{{.Result}}"><td><code>{{.ID}}</code></td><td>{{.Kind}}</td><td>{{.Check}}</td>
-<td>{{.ServerSaw}}{{if .Note}}<br><span class="note">{{.Note}}</span>{{end}}</td><td class="mono">{{short .Markers}}</td><td class="mono">{{short .Reported}}</td><td class="mono">{{short .Missing}}</td><td class="result">{{.Result}}</td></tr>
-{{end}}</table>
 <h2>Resources read more than once</h2>
 {{if .Rereads}}<table id="rereads"><tr><th>uri</th><th>cacheScope</th><th>ttlMs</th><th>reads</th><th>reads within ttlMs</th></tr>
 {{range .Rereads}}<tr><td class="mono">{{.URI}}</td><td>{{.CacheScope}}</td><td>{{.TTLMs}}</td><td>{{.Reads}}</td><td>{{.WithinTTL}}</td></tr>
