@@ -48,7 +48,8 @@ type hostReport struct {
 	} `json:"rereads"`
 	Clients []string `json:"clients"`
 	Events  []struct {
-		Method, Tool, URI, Route, ProtocolVersion, Client, Outcome string
+		Method, Tool, URI, Route, ProtocolVersion, Client, Outcome, CacheScope string
+		Bytes                                                                  int64
 	} `json:"events"`
 }
 
@@ -169,6 +170,11 @@ func goSDKHost(t *testing.T, in *instance, run hostRun, token, v string) string 
 	}
 	if v != v2026 {
 		return ""
+	}
+	// A read larger than one chunk of the read path (64 KiB).
+	big, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "report://fixtures/probe/size-155k.txt"})
+	if err != nil || len(big.Contents) != 1 || len(big.Contents[0].Text) != 155000 {
+		t.Fatalf("reading size-155k.txt through the run: %v", err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_resource", Arguments: map[string]any{"uri": link, "includeDownloadUrl": true}})
 	if err != nil || res.IsError {
@@ -330,6 +336,15 @@ func TestHostRun(t *testing.T) {
 	}
 	if r := rep.row("T01"); r.Calls != clients || r.Result != "AWAITING MARKERS" {
 		t.Errorf("T01 %+v", r)
+	}
+	bigRead := false
+	for _, e := range rep.Events {
+		if e.Method == "resources/read" && e.URI == "report://fixtures/probe/size-155k.txt" && e.Outcome == "ok" && e.Bytes > 155000 && e.CacheScope == "public" {
+			bigRead = true
+		}
+	}
+	if !bigRead {
+		t.Errorf("no event of the 155 KB read")
 	}
 	if r := rep.row("NOTFOUND"); r.Result != "PASS" {
 		t.Errorf("NOTFOUND %+v", r)
