@@ -271,16 +271,19 @@ func parseRequests(body []byte) []rpcRequest {
 	return out
 }
 
+// rpcResult is what a run looks at in a JSON-RPC result.
+type rpcResult struct {
+	IsError         bool   `json:"isError"`
+	ProtocolVersion string `json:"protocolVersion"`
+	TTLMs           *int64 `json:"ttlMs"`
+	CacheScope      string `json:"cacheScope"`
+}
+
 // rpcAnswer is what a run looks at in one JSON-RPC response.
 type rpcAnswer struct {
 	ID     json.RawMessage `json:"id"`
-	Result *struct {
-		IsError         bool   `json:"isError"`
-		ProtocolVersion string `json:"protocolVersion"`
-		TTLMs           *int64 `json:"ttlMs"`
-		CacheScope      string `json:"cacheScope"`
-	} `json:"result"`
-	Error *struct {
+	Result *rpcResult      `json:"result"`
+	Error  *struct {
 		Code int64 `json:"code"`
 	} `json:"error"`
 }
@@ -332,12 +335,7 @@ func answers(cw *captureWriter) []rpcAnswer {
 		switch k {
 		case "result":
 			var a rpcAnswer
-			a.Result = &struct {
-				IsError         bool   `json:"isError"`
-				ProtocolVersion string `json:"protocolVersion"`
-				TTLMs           *int64 `json:"ttlMs"`
-				CacheScope      string `json:"cacheScope"`
-			}{IsError: bytes.Contains(cw.tail, []byte(`"isError":true`))}
+			a.Result = &rpcResult{IsError: bytes.Contains(cw.tail, []byte(`"isError":true`))}
 			hd := append(slices.Clone(cw.head), cw.tail...)
 			if m := ttlRE.FindSubmatch(hd); m != nil {
 				n, _ := strconv.ParseInt(string(m[1]), 10, 64)

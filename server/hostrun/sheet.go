@@ -388,7 +388,7 @@ func (run *Run) row(d rowDef) Row {
 	default:
 		row.Result = ResultFail
 	}
-	inline := run.inlineMarkers(d)
+	inline := inlineMarkers(d)
 	linkedReported := slices.ContainsFunc(row.Reported, func(m string) bool { return !slices.Contains(inline, m) })
 	switch {
 	case d.reads != nil && reads == 0 && linkedReported:
@@ -403,7 +403,7 @@ func (run *Run) row(d rowDef) Row {
 
 // inlineMarkers returns the markers of d that a tool result itself
 // carries (not behind a link).
-func (run *Run) inlineMarkers(d rowDef) []string {
+func inlineMarkers(d rowDef) []string {
 	var out []string
 	for _, t := range d.tools {
 		out = append(out, fixtureTools[t].Markers...)
