@@ -31,6 +31,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/server/fixtures"
+	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -149,6 +150,8 @@ type Server struct {
 	budgets     Budgets
 	limiter     *tenantLimiter
 	uploadSlots chan struct{}
+	// runs are the host runs (server/hostrun); nil without fixtures.
+	runs *hostrun.Runs
 }
 
 // New builds a Server.
@@ -252,6 +255,8 @@ func New(opts Options) (*Server, error) {
 		for _, n := range names {
 			s.toolScopes[n] = auth.ScopeRead
 		}
+		s.runs = hostrun.New(hostrun.Options{BaseURL: s.baseURL, ServerVersion: version, Body: requestBody,
+			Principal: s.principal, Now: s.now, Logger: s.log})
 	}
 	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
 	s.mcp.AddReceivingMiddleware(s.recoverMCP) // added last: outermost
@@ -266,7 +271,11 @@ func New(opts Options) (*Server, error) {
 		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.readStage(streamable))))
+	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.runs.Record(s.readStage(streamable)))))
+	if s.runs != nil { // host runs (docs/fixtures.md); Route below maps their URLs
+		mux.Handle("/fixtures/runs", s.guardOrigin(s.runs.Create()))
+		mux.Handle("/fixtures/runs/", s.guardOrigin(s.runs.Pages()))
+	}
 	if s.requiresAuth() {
 		mux.Handle(metadataPath, s.resourceMetadata())
 		mux.Handle(metadataPath+"/mcp", s.resourceMetadata())
@@ -274,8 +283,17 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	s.handler = s.logRequests(s.guardHTTP(s.routeV1(mux)))
+	s.handler = s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux))))
 	return s, nil
+}
+
+// requestBody is the body of a POST /mcp that authenticate has read.
+func requestBody(r *http.Request) []byte {
+	req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
+	if req == nil {
+		return nil
+	}
+	return req.body
 }
 
 // requestBodyLimit is the HTTP body limit for a largest body of maxBody
