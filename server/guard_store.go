@@ -96,9 +96,9 @@ func (g *guardedStore) Get(ctx context.Context, k store.Key) (o *store.Object, e
 	return g.b.Get(ctx, k)
 }
 
-func (g *guardedStore) GetIf(ctx context.Context, k store.Key, allow func(*store.Meta) bool) (o *store.Object, err error) {
+func (g *guardedStore) ReadIf(ctx context.Context, k store.Key, allow func(*store.Meta) bool, fn func(m *store.Meta, body []byte) error) (err error) {
 	defer g.catch(ctx, "get", &err)
-	return g.b.GetIf(ctx, k, allow)
+	return g.b.ReadIf(ctx, k, allow, fn)
 }
 
 func (g *guardedStore) Stat(ctx context.Context, k store.Key) (m store.Meta, err error) {

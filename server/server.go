@@ -104,6 +104,10 @@ type Options struct {
 	// and saves per second, and concurrent uploads; the zero value is the
 	// defaults documented on its fields (guard.go).
 	Budgets Budgets
+	// MemberCache is the memory kept for the JSON forms of bodies read
+	// from a backend that stores none (S3), so that a body read again is
+	// not encoded again (membercache.go); 0 keeps none.
+	MemberCache int64
 	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
@@ -147,8 +151,10 @@ type Server struct {
 	damagedForms sync.Map
 	damagedCount atomic.Int64
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
-	budgets     Budgets
-	limiter     *tenantLimiter
+	budgets Budgets
+	limiter *tenantLimiter
+	// members caches the JSON forms of bodies the backend keeps none of.
+	members     *memberCache
 	uploadSlots chan struct{}
 	// runs are the host runs (server/hostrun); nil without fixtures.
 	runs *hostrun.Runs
@@ -186,6 +192,9 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
+	if _, stored := opts.Store.(store.EncodedViewer); !stored {
+		s.members = newMemberCache(opts.MemberCache)
+	}
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
 	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on

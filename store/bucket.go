@@ -240,14 +240,14 @@ func (b *Bucket) Get(ctx context.Context, k Key) (*Object, error) {
 	return obj, nil
 }
 
-// errRefused is how Bucket.GetIf's gate stops a read allow refused.
+// errRefused is how Bucket.ReadIf's gate stops a read allow refused.
 var errRefused = errors.New("refused")
 
-// GetIf implements Backend: through the driver's ReadGated when it has
+// ReadIf implements Backend: through the driver's ReadGated when it has
 // one, else its Read with the gate in fn.
-func (b *Bucket) GetIf(ctx context.Context, k Key, allow func(*Meta) bool) (*Object, error) {
+func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) error {
 	if err := b.begin(ctx, "get", k); err != nil {
-		return nil, err
+		return err
 	}
 	gate := func(m *Meta) error {
 		switch {
@@ -258,32 +258,35 @@ func (b *Bucket) GetIf(ctx context.Context, k Key, allow func(*Meta) bool) (*Obj
 		}
 		return nil
 	}
-	var obj *Object
-	fn := func(m *Meta, body []byte) error {
-		obj = &Object{Meta: *m, Body: bytes.Clone(body)}
-		if obj.Body == nil {
-			obj.Body = []byte{}
-		}
-		return nil
+	var (
+		called bool
+		ferr   error
+	)
+	call := func(m *Meta, body []byte) error {
+		called = true
+		ferr = fn(m, body)
+		return ferr
 	}
 	var err error
 	if gd, ok := b.d.(GateDriver); ok {
-		err = gd.ReadGated(ctx, k, gate, fn)
+		err = gd.ReadGated(ctx, k, gate, call)
 	} else {
 		err = b.d.Read(ctx, k, func(m *Meta, body []byte) error {
 			if err := gate(m); err != nil {
 				return err
 			}
-			return fn(m, body)
+			return call(m, body)
 		})
 	}
 	switch {
 	case err == nil:
-		return obj, nil
+		return nil
+	case called && err == ferr:
+		return err
 	case errors.Is(err, errExpired), errors.Is(err, errRefused):
-		return nil, notFound("get", k)
+		return notFound("get", k)
 	}
-	return nil, fail("get "+k.String(), err)
+	return fail("get "+k.String(), err)
 }
 
 // Stat implements Backend.

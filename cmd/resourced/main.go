@@ -434,6 +434,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		MaxListensPerTenant:  cfg.NotifyMaxListensPerTenant,
 		Budgets:              budgets(cfg),
 		Fixtures:             cfg.Fixtures,
+		MemberCache:          s3Options(cfg).ReadCache, // used only on a backend without stored forms
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),
 		SweepBatch:           cfg.Sweep.Batch,

@@ -305,7 +305,7 @@ func TestGetIfDecidesBeforeTheBody(t *testing.T) {
 	}
 	c.gets.Store(0)
 	c.read.Store(0)
-	_, err := s.GetIf(ctx, k, func(m *store.Meta) bool { return m.Visibility == store.Public })
+	_, err := store.GetIf(ctx, s, k, func(m *store.Meta) bool { return m.Visibility == store.Public })
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetIf(public only) of a private object = %v, want ErrNotFound", err)
 	}
@@ -313,7 +313,7 @@ func TestGetIfDecidesBeforeTheBody(t *testing.T) {
 		t.Fatalf("refusing took %d GETs and read %d body bytes; want 1 GET and at most 256 KiB of a 4 MiB object", g, n)
 	}
 	c.gets.Store(0)
-	got, err := s.GetIf(ctx, k, func(m *store.Meta) bool { return m.Visibility == store.Private })
+	got, err := store.GetIf(ctx, s, k, func(m *store.Meta) bool { return m.Visibility == store.Private })
 	if err != nil || !bytes.Equal(got.Body, body) {
 		t.Fatalf("GetIf(private) = %v; want the body", err)
 	}

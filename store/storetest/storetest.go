@@ -404,7 +404,7 @@ func testGetIf(t *testing.T, h *harness) {
 			return ok
 		}
 	}
-	o, err := h.b.GetIf(h.ctx, k, allow(true))
+	o, err := store.GetIf(h.ctx, h.b, k, allow(true))
 	if err != nil {
 		t.Fatalf("GetIf(%s, allow) = %v, want nil", k, err)
 	}
@@ -418,7 +418,7 @@ func testGetIf(t *testing.T, h *harness) {
 	h.wantBody(t, k, []byte("gated body"))
 
 	seen = nil
-	_, err = h.b.GetIf(h.ctx, k, allow(false))
+	_, err = store.GetIf(h.ctx, h.b, k, allow(false))
 	wantNotFound(t, fmt.Sprintf("GetIf(%s, refuse)", k), k, err)
 	if len(seen) != 1 {
 		t.Fatalf("GetIf(%s, refuse) called its gate %d times, want 1", k, len(seen))
@@ -426,7 +426,7 @@ func testGetIf(t *testing.T, h *harness) {
 
 	missing := store.MustKey("t1", "report", "absent")
 	seen = nil
-	_, err = h.b.GetIf(h.ctx, missing, allow(true))
+	_, err = store.GetIf(h.ctx, h.b, missing, allow(true))
 	wantNotFound(t, fmt.Sprintf("GetIf(%s) of a missing object", missing), missing, err)
 	if len(seen) != 0 {
 		t.Fatalf("GetIf of a missing object called its gate with %+v", seen)
@@ -436,7 +436,7 @@ func testGetIf(t *testing.T, h *harness) {
 	pub.Visibility = store.Public
 	h.put(t, pub, store.Cond{})
 	seen = nil
-	if o, err = h.b.GetIf(h.ctx, k, func(m *store.Meta) bool { return m.Visibility == store.Public }); err != nil || string(o.Body) != "now public" {
+	if o, err = store.GetIf(h.ctx, h.b, k, func(m *store.Meta) bool { return m.Visibility == store.Public }); err != nil || string(o.Body) != "now public" {
 		t.Fatalf("GetIf(%s, public only) after a replace = %v, %v; want the new body", k, o, err)
 	}
 
@@ -446,12 +446,12 @@ func testGetIf(t *testing.T, h *harness) {
 	h.put(t, eo, store.Cond{})
 	h.clock.Set(eo.Expires)
 	seen = nil
-	_, err = h.b.GetIf(h.ctx, exp, allow(true))
+	_, err = store.GetIf(h.ctx, h.b, exp, allow(true))
 	wantNotFound(t, fmt.Sprintf("GetIf(%s) of an expired object", exp), exp, err)
 	if len(seen) != 0 {
 		t.Fatalf("GetIf of an expired object called its gate with %+v", seen)
 	}
-	_, err = h.b.GetIf(h.ctx, store.Key{}, allow(true))
+	_, err = store.GetIf(h.ctx, h.b, store.Key{}, allow(true))
 	wantErr(t, "GetIf(zero key)", err, store.ErrInvalidKey)
 }
 
