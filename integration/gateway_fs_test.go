@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -323,5 +324,81 @@ func TestGatewayPerTenant(t *testing.T) {
 	_, err := connectHTTP(t, &sessionRecorder{}, in.URL+"/mcp", tokens["acme"], v2026).ReadResource(ctx, &mcp.ReadResourceParams{URI: uris["globex"]})
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("acme reading globex's result with the go-sdk client: %v, want -32602", err)
+	}
+}
+
+// TestGatewayReadmeExample runs the README's option 0 as written: its
+// five-line gateway.yaml (npx of server-filesystem over /tmp) on the
+// defaults (bbolt, the dev token of the first start), and its host entry,
+// whose url and Authorization header reach the gateway; a 2 MB log under
+// /tmp comes back as a link. It runs in integration/upstreams, where npx
+// finds the pinned server-filesystem without downloading it.
+func TestGatewayReadmeExample(t *testing.T) {
+	requireUpstreams(t)
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skip("npx is not on PATH")
+	}
+	sec := section(t, readme(t), "Backing your server")
+	var cfg, host string
+	for _, b := range codeBlocks(sec, "yaml") {
+		if strings.Contains(b, "gateway:") && cfg == "" {
+			cfg = b
+		}
+	}
+	for _, b := range codeBlocks(sec, "json") {
+		if strings.Contains(b, "mcpServers") && host == "" {
+			host = b
+		}
+	}
+	if cfg == "" || host == "" {
+		t.Fatalf("README's Backing your server lacks the gateway yaml (%t) or the host json (%t)", cfg != "", host != "")
+	}
+	if n := strings.Count(strings.TrimSpace(cfg), "\n") + 1; n != 5 {
+		t.Errorf("the README's gateway config has %d lines, it says five", n)
+	}
+	var entry struct {
+		MCPServers map[string]struct {
+			Type    string            `json:"type"`
+			URL     string            `json:"url"`
+			Headers map[string]string `json:"headers"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(host), &entry); err != nil || len(entry.MCPServers) != 1 {
+		t.Fatalf("README host entry: %v (%d servers)", err, len(entry.MCPServers))
+	}
+	upstreams, _ := filepath.Abs("upstreams")
+	in := startGatewayConfig(t, cfg, upstreams)
+	m := regexp.MustCompile(`(?m)^(ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$`).FindStringSubmatch(in.stdout.String())
+	if m == nil {
+		t.Fatalf("first start printed no token; stdout:\n%s", in.stdout)
+	}
+	for _, s := range entry.MCPServers {
+		if s.Type != "http" || !strings.HasPrefix(s.URL, "http://127.0.0.1:8765/") {
+			t.Fatalf("host entry %+v: want type http and the default address", s)
+		}
+		dir, err := os.MkdirTemp("/tmp", "resourced-readme-gateway-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		_, large := writeFixtureFiles(t, dir)
+		want, _ := os.ReadFile(large)
+		auth := strings.ReplaceAll(s.Headers["Authorization"], "${RESOURCED_TOKEN}", m[1])
+		if !strings.HasPrefix(auth, "Bearer ") {
+			t.Fatalf("host entry's Authorization header %q", s.Headers["Authorization"])
+		}
+		endpoint := strings.Replace(s.URL, "http://127.0.0.1:8765", in.URL, 1)
+		cs := connectHTTP(t, &sessionRecorder{}, endpoint, strings.TrimPrefix(auth, "Bearer "), v2026)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": large}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := parseOffloaded(t, res, "default", "read_text_file", want, 500)
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: o.link.URI})
+		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != string(want) {
+			t.Fatalf("reading the README example's link back: %v", err)
+		}
 	}
 }

@@ -232,6 +232,20 @@ func startGateway(t *testing.T, jwt bool, gatewayYAML string) *instance {
 		}
 		cfgText = fmt.Sprintf("baseURL: %s\nauth:\n  hmacSecretFile: %s\n%s", testBaseURL, keyFile, gatewayYAML)
 	}
+	in := startGatewayConfig(t, cfgText, "")
+	if jwt {
+		in.Key = key
+		in.Token = in.mint(tokenClaims("default", scopeRead+" "+scopeWrite))
+	}
+	return in
+}
+
+// startGatewayConfig runs `resourced gateway -config FILE` with exactly
+// cfgText, in working directory cwd ("" for the test's), on 127.0.0.1:0
+// in a fresh data directory, and waits for it to listen.
+func startGatewayConfig(t *testing.T, cfgText, cwd string) *instance {
+	t.Helper()
+	dir := t.TempDir()
 	cfg := filepath.Join(dir, "resourced.yaml")
 	if err := os.WriteFile(cfg, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
@@ -240,6 +254,7 @@ func startGateway(t *testing.T, jwt bool, gatewayYAML string) *instance {
 	in.logs = &syncBuffer{}
 	in.stdout = &syncBuffer{}
 	in.cmd = exec.Command(binary, "gateway", "-config", cfg, "--listen", "127.0.0.1:0", "--data-dir", in.dataDir)
+	in.cmd.Dir = cwd
 	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
 	in.cmd.Stdout = in.stdout
 	stderr, err := in.cmd.StderrPipe()
@@ -275,10 +290,6 @@ func startGateway(t *testing.T, jwt bool, gatewayYAML string) *instance {
 		t.Fatalf("resourced gateway exited before listening:\n%s", in.logs)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("resourced gateway did not log 'listening' in 60s:\n%s", in.logs)
-	}
-	if jwt {
-		in.Key = key
-		in.Token = in.mint(tokenClaims("default", scopeRead+" "+scopeWrite))
 	}
 	return in
 }
