@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -499,7 +501,7 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 	} else {
 		t = &mcp.StreamableClientTransport{
 			Endpoint:             up.cfg.URL,
-			HTTPClient:           &http.Client{Transport: headerTransport{headers: up.cfg.Headers, base: http.DefaultTransport}},
+			HTTPClient:           &http.Client{Transport: newHeaderTransport(up.cfg.URL, up.cfg.Headers)},
 			DisableStandaloneSSE: true, // server-initiated messages have nowhere to go
 		}
 	}
@@ -564,14 +566,25 @@ func childEnv(env map[string]string, getenv func(string) string) []string {
 }
 
 // headerTransport adds an HTTP upstream's static headers to every request
-// go-sdk's client sends; nothing of the gateway's callers reaches it.
+// go-sdk's client sends to the upstream's origin; nothing of the gateway's
+// callers reaches it. A redirect to another origin gets none of them (the
+// headers are the upstream's credentials).
 type headerTransport struct {
+	origin  string // scheme://host of the upstream's URL
 	headers map[string]string
 	base    http.RoundTripper
 }
 
+func newHeaderTransport(endpoint string, headers map[string]string) headerTransport {
+	t := headerTransport{headers: headers, base: http.DefaultTransport}
+	if u, err := url.Parse(endpoint); err == nil {
+		t.origin = strings.ToLower(u.Scheme + "://" + u.Host)
+	}
+	return t
+}
+
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && t.origin != "" && strings.ToLower(req.URL.Scheme+"://"+req.URL.Host) == t.origin {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)

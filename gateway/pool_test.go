@@ -532,3 +532,31 @@ func TestNewPoolRefusesBadUpstreams(t *testing.T) {
 		}
 	}
 }
+
+func TestPoolHTTPHeadersStayWithTheUpstreamsOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer other.Close()
+	redirector := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
+	defer redirector.Close()
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{{Name: "web", URL: redirector.URL + "/mcp", Headers: map[string]string{"X-Api-Key": "k-123"}}}})
+	if _, err := p.Session(context.Background(), "web", ""); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Session through a redirect to a 404 = %v, want ErrUnavailable", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) == 0 {
+		t.Fatal("the redirect was not followed; the test proves nothing")
+	}
+	for _, v := range leaked {
+		if v != "" {
+			t.Fatalf("the redirect target got X-Api-Key %q", v)
+		}
+	}
+}
