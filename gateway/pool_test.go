@@ -246,7 +246,7 @@ func TestPoolPerTenantProcesses(t *testing.T) {
 
 func TestPoolIdleTenantSessionIsClosed(t *testing.T) {
 	up := stdioUpstream(t, "fs", PerTenant)
-	up.IdleTimeout, up.CallTimeout = 200*time.Millisecond, 200*time.Millisecond
+	up.IdleTimeout, up.CallTimeout = 500*time.Millisecond, 500*time.Millisecond
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}})
 	pid := pidOf(t, p, "fs", "acme")
 	waitGone(t, pid, 5*time.Second)
@@ -312,7 +312,7 @@ func TestPoolBackoffDoublesAndCaps(t *testing.T) {
 
 func TestPoolTenantCapEvictsOnlyIdleSessions(t *testing.T) {
 	up := stdioUpstream(t, "fs", PerTenant)
-	up.IdleTimeout, up.CallTimeout = time.Hour, 400*time.Millisecond
+	up.IdleTimeout, up.CallTimeout = time.Hour, 2*time.Second
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}, MaxTenantSessions: 2})
 	a := pidOf(t, p, "fs", "a")
 	time.Sleep(20 * time.Millisecond)
@@ -321,7 +321,7 @@ func TestPoolTenantCapEvictsOnlyIdleSessions(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a third tenant while two sessions are in use: %v, want ErrUnavailable", err)
 	}
-	time.Sleep(450 * time.Millisecond) // a and b are idle now: no call can still use them
+	time.Sleep(2100 * time.Millisecond) // a and b are idle now: no call can still use them
 	c := pidOf(t, p, "fs", "c")
 	waitGone(t, a, 5*time.Second) // the least recently used one
 	if !alive(b) {
