@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/gateway"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -412,9 +413,10 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		return err
 	}
 	var metrics *prometheus.Registry
+	var front *gateway.FrontOptions
 	if gw != nil {
 		defer gw.pool.Close() // on every return; the shutdown below closes it first
-		metrics = gw.metrics
+		metrics, front = gw.metrics, gw.front
 	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
@@ -458,6 +460,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		MaxListensPerTenant:  cfg.NotifyMaxListensPerTenant,
 		Budgets:              budgets(cfg),
 		Fixtures:             cfg.Fixtures,
+		Gateway:              front,
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),
 		SweepBatch:           cfg.Sweep.Batch,
