@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -53,10 +52,6 @@ const DefaultPreviewChars = 500
 // DefaultThreshold is the offload threshold of an upstream that sets none.
 const DefaultThreshold = 16 << 10
 
-// DefaultCallTimeout bounds a forwarded request of an upstream that sets
-// no CallTimeout.
-const DefaultCallTimeout = 2 * time.Minute
-
 // Front serves the upstreams' tools, prompts, resources and completions
 // on the server's MCP endpoint.
 type Front struct {
@@ -74,8 +69,6 @@ type Front struct {
 	calls    inflight
 	private  bool // some upstream is perTenant: its lists are per caller
 }
-
-var namePattern = regexp.MustCompile(NamePattern)
 
 // NewFront checks opts and builds a Front.
 func NewFront(opts FrontOptions, d Deps) (*Front, error) {
