@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -53,10 +52,6 @@ const DefaultPreviewChars = 500
 // DefaultThreshold is the offload threshold of an upstream that sets none.
 const DefaultThreshold = 16 << 10
 
-// DefaultCallTimeout bounds a forwarded request of an upstream that sets
-// no CallTimeout.
-const DefaultCallTimeout = 2 * time.Minute
-
 // Front serves the upstreams' tools, prompts, resources and completions
 // on the server's MCP endpoint.
 type Front struct {
@@ -74,8 +69,6 @@ type Front struct {
 	calls    inflight
 	private  bool // some upstream is perTenant: its lists are per caller
 }
-
-var namePattern = regexp.MustCompile(NamePattern)
 
 // NewFront checks opts and builds a Front.
 func NewFront(opts FrontOptions, d Deps) (*Front, error) {
@@ -447,11 +440,10 @@ func (c *toolCache) put(key, up string, tools []*mcp.Tool) {
 	}
 }
 
-func (c *toolCache) get(key, name string) (t *mcp.Tool, listed bool) {
+func (c *toolCache) get(key, name string) *mcp.Tool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l, listed := c.lists[key]
-	return l[name], listed
+	return c.lists[key][name]
 }
 
 // label is the metrics' tool label: a name the upstream listed, or
@@ -469,20 +461,19 @@ func (c *toolCache) label(up, tool string) string {
 }
 
 // tool returns the upstream's definition of a tool, listing the
-// upstream's tools once if this caller's list is not known yet. nil: the
-// upstream did not list it (the call still goes to the upstream, which
-// answers it).
+// upstream's tools again when this caller's list is not known yet or does
+// not hold the tool (an upstream may add tools). nil: the upstream does
+// not list it (the call still goes to the upstream, which answers it).
 func (f *Front) tool(ctx context.Context, up, name string) *mcp.Tool {
 	p, _ := tenantOf(ctx)
 	key := f.cacheKey(up, p.Tenant)
-	if t, listed := f.tools.get(key, name); t != nil || listed {
+	if t := f.tools.get(key, name); t != nil {
 		return t
 	}
 	if _, err := f.upstreamTools(ctx, up); err != nil {
 		return nil
 	}
-	t, _ := f.tools.get(key, name)
-	return t
+	return f.tools.get(key, name)
 }
 
 // callTool forwards a tools/call to its upstream: the caller's progress

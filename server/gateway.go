@@ -69,6 +69,9 @@ func (s *Server) gatewayStage(next, sse http.Handler) http.Handler {
 		}
 		r = r.WithContext(ctx)
 		if len(req.msgs) == 1 && req.msgs[0].method == "tools/call" && hasProgressToken(req.msgs[0].params) && acceptsEventStream(r) {
+			// The stream carries progress for as long as the call runs:
+			// each write gets the write grace, not the response as a whole.
+			streamResponse(w)
 			sse.ServeHTTP(w, r)
 			return
 		}

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -239,6 +241,16 @@ func newUpstream(t *testing.T, name string) *upstream {
 	add("two", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", 300)}, &mcp.TextContent{Text: bigText()}}}, nil
 	}, nil)
+	add("embedded", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///data/big.csv", MIMEType: "text/csv", Text: strings.Repeat("a,b,c\n", 5000)}}}}, nil
+	}, nil)
+	add("stream", func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := range 4 {
+			r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: r.Params.GetProgressToken(), Progress: float64(i)})
+			time.Sleep(150 * time.Millisecond)
+		}
+		return text("streamed"), nil
+	}, nil)
 	add("image", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: pngBytes(40 << 10), MIMEType: "image/png"}}}, nil
 	}, nil)
@@ -327,11 +339,12 @@ type gwEnv struct {
 
 func newGWEnv(t *testing.T, ups ...gateway.Upstream) *gwEnv {
 	t.Helper()
-	return newGWEnvWith(t, 8<<20, ups...)
+	return newGWEnvWith(t, 8<<20, nil, ups...)
 }
 
-// newGWEnvWith is newGWEnv with the result scheme's maxBytes.
-func newGWEnvWith(t *testing.T, maxBytes int64, ups ...gateway.Upstream) *gwEnv {
+// newGWEnvWith is newGWEnv with the result scheme's maxBytes and opt
+// applied to the server's options.
+func newGWEnvWith(t *testing.T, maxBytes int64, opt func(*Options), ups ...gateway.Upstream) *gwEnv {
 	t.Helper()
 	e := &gwEnv{ups: map[string]*upstream{}}
 	servers := map[string]*mcp.Server{}
@@ -347,7 +360,7 @@ func newGWEnvWith(t *testing.T, maxBytes int64, ups ...gateway.Upstream) *gwEnv 
 	for name, u := range e.ups {
 		u.kill = func() { e.sessions.kill(name) }
 	}
-	srv, err := New(Options{
+	opts := Options{
 		Store: memstore.New(memstore.Options{}),
 		Schemes: []Scheme{
 			{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 8 << 20},
@@ -355,7 +368,11 @@ func newGWEnvWith(t *testing.T, maxBytes int64, ups ...gateway.Upstream) *gwEnv 
 		},
 		Auth: gwAuth{}, BaseURL: "http://127.0.0.1", Version: "test",
 		Gateway: &gateway.FrontOptions{Sessions: e.sessions, Scheme: "result", PreviewChars: 100},
-	})
+	}
+	if opt != nil {
+		opt(&opts)
+	}
+	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -907,7 +924,7 @@ func TestGatewayCancellation(t *testing.T) {
 // over the scheme's maxBytes) the call answers that failure and the parts
 // saved before it are removed: never a half-offloaded result.
 func TestGatewayOffloadFailureIsWhole(t *testing.T) {
-	e := newGWEnvWith(t, 1<<20, fsUpstream())
+	e := newGWEnvWith(t, 1<<20, nil, fsUpstream())
 	cs := e.client(t, "t1", "2026-07-28", nil)
 	res := call(t, cs, "two", nil)
 	sc, _ := res.StructuredContent.(map[string]any)
@@ -945,5 +962,132 @@ func validateAgainst(t *testing.T, tool string, schema, value any) {
 	}
 	if err := sch.Validate(v); err != nil {
 		t.Errorf("%s: structuredContent does not validate against its listed outputSchema: %v", tool, err)
+	}
+}
+
+func TestGatewayOffloadsEmbeddedResourceWithItsType(t *testing.T) {
+	e := newGWEnv(t, fsUpstream())
+	cs := e.client(t, "t1", "2025-11-25", nil)
+	res := call(t, cs, "embedded", nil)
+	l := linkOf(t, res)
+	if l.MIMEType != "text/csv" || *l.Size != 30000 {
+		t.Errorf("embedded link = %+v", l)
+	}
+	if got := readAll(t, cs, l.URI); got.Text != strings.Repeat("a,b,c\n", 5000) || got.MIMEType != "text/csv" {
+		t.Errorf("read back %d bytes of %s", len(got.Text), got.MIMEType)
+	}
+}
+
+func TestGatewayCallTimeoutIsUnavailable(t *testing.T) {
+	up := fsUpstream()
+	up.CallTimeout = 200 * time.Millisecond
+	e := newGWEnv(t, up)
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	res := call(t, cs, "slow", map[string]any{"wait": true})
+	checkUnavailable(t, "timeout", res)
+	if txt := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "did not answer in time") {
+		t.Errorf("timeout text = %q", txt)
+	}
+	select {
+	case <-e.ups["fs"].canceled:
+	case <-time.After(5 * time.Second):
+		t.Error("the upstream call went on after its CallTimeout")
+	}
+}
+
+// TestGatewayProgressStreamOutlivesWriteGrace: a call that streams
+// progress for longer than the write grace is not cut: each write of the
+// stream gets the grace.
+func TestGatewayProgressStreamOutlivesWriteGrace(t *testing.T) {
+	e := newGWEnvWith(t, 8<<20, func(o *Options) { o.Budgets.WriteGrace = 250 * time.Millisecond }, fsUpstream())
+	cs := e.client(t, "t1", "2025-11-25", &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {}})
+	params := &mcp.CallToolParams{Name: "stream", Arguments: map[string]any{}}
+	params.SetProgressToken(7)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "streamed" {
+		t.Fatalf("stream = %v, %v", res, err)
+	}
+}
+
+// TestGatewayMetricsAndLog: calls are counted by upstream, method, tool
+// (unlisted tools as "other") and outcome, offloaded parts and bytes by
+// upstream and tool, never by tenant; each upstream call logs one line
+// without its arguments.
+func TestGatewayMetricsAndLog(t *testing.T) {
+	var logs syncBuffer
+	e := newGWEnvWith(t, 8<<20, func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	}, fsUpstream())
+	cs := e.client(t, "acme", "2026-07-28", nil)
+	call(t, cs, "big", nil)
+	call(t, cs, "echo", map[string]any{"secret": "hunter2"})
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "unlisted-tool", Arguments: map[string]any{}}); err == nil {
+		t.Error("an unknown upstream tool answered without an error")
+	}
+	resp, err := http.Get(e.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	m := body.String()
+	for _, want := range []string{
+		`resourced_gateway_calls_total{method="tools/call",outcome="ok",tool="big",upstream="fs"} 1`,
+		`resourced_gateway_calls_total{method="tools/call",outcome="ok",tool="echo",upstream="fs"} 1`,
+		`resourced_gateway_calls_total{method="tools/call",outcome="-32602",tool="other",upstream="fs"} 1`,
+		`resourced_gateway_calls_total{method="tools/list",outcome="ok",tool="",upstream="fs"}`,
+		`resourced_gateway_offloaded_parts_total{tool="big",upstream="fs"} 1`,
+		`resourced_gateway_offloaded_bytes_total{tool="big",upstream="fs"} ` + strconv.FormatFloat(bigSize, 'g', -1, 64),
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(m, "acme") {
+		t.Error("a tenant is a metrics label")
+	}
+	var lines int
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(l, `"msg":"upstream call"`) {
+			continue
+		}
+		if strings.Contains(l, `"tool":"big"`) {
+			lines++
+			for _, f := range []string{`"upstream":"fs"`, `"method":"tools/call"`, `"duration":`, `"outcome":"ok"`, `"offloadedParts":1`, fmt.Sprintf(`"offloadedBytes":%d`, bigSize)} {
+				if !strings.Contains(l, f) {
+					t.Errorf("log line %s lacks %s", l, f)
+				}
+			}
+		}
+	}
+	if lines != 1 {
+		t.Errorf("%d log lines for one call of big", lines)
+	}
+	if strings.Contains(logs.String(), "hunter2") {
+		t.Error("the log holds a call's arguments")
+	}
+}
+
+// TestGatewayToolAddedLater: a tool the upstream did not list when the
+// gateway last asked is looked up again, so its outputSchema is known
+// and its structuredContent stays inline.
+func TestGatewayToolAddedLater(t *testing.T) {
+	e := newGWEnv(t, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "string"}}}
+	e.ups["fs"].server.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}, OutputSchema: schema},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			v := map[string]any{"n": strings.Repeat("z", 40<<10)}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: v}, nil
+		})
+	res := call(t, cs, "late", nil)
+	if sc, ok := res.StructuredContent.(map[string]any); !ok || sc["n"] == nil {
+		t.Errorf("late: structuredContent = %v, want it inline (the tool has an outputSchema)", res.StructuredContent)
 	}
 }
