@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	// Transports over the service.
 	"server/internal/mcptool": {"auth", "internal/jsonwire", "service", "store"},
 	"server/fixtures":         {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
-	"server":                  {"auth", "internal/jsonwire", "server/fixtures", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	"server":                  {"auth", "gateway", "internal/jsonwire", "server/fixtures", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "service", "store", "toolapi", "uri"},
