@@ -260,7 +260,7 @@ func TestPoolIdleTenantSessionIsClosed(t *testing.T) {
 
 func TestPoolCrashedProcessIsRestartedAfterBackoff(t *testing.T) {
 	logs := newLogRecorder()
-	p := newTestPool(t, logs, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", Shared)}, backoffBase: 700 * time.Millisecond})
+	p := newTestPool(t, logs, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", Shared)}, backoffBase: time.Second})
 	cs := session(t, p, "fs", "")
 	pid := pidOf(t, p, "fs", "")
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash"}); err == nil {
@@ -285,10 +285,10 @@ func TestPoolCrashedProcessIsRestartedAfterBackoff(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Session right after the crash = %v, want ErrUnavailable", err)
 	}
-	if time.Since(died) > 600*time.Millisecond {
+	if time.Since(died) > 900*time.Millisecond {
 		t.Skip("too slow a machine to check the backoff window")
 	}
-	time.Sleep(time.Until(died.Add(800 * time.Millisecond)))
+	time.Sleep(time.Until(died.Add(1100 * time.Millisecond)))
 	again := pidOf(t, p, "fs", "")
 	if again == pid {
 		t.Fatalf("the restarted upstream has the dead process's pid %d", pid)
