@@ -228,6 +228,25 @@ func TestPoolConcurrentFirstCallsShareOneProcess(t *testing.T) {
 	}
 }
 
+func TestPoolConcurrentFirstCallsOfOneTenantShareOneProcess(t *testing.T) {
+	logs := newLogRecorder()
+	p := newTestPool(t, logs, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", PerTenant)}})
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.Session(context.Background(), "fs", "acme"); err != nil {
+				t.Errorf("Session: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(logs.find("upstream stderr", map[string]string{"upstream": "fs", "tenant": "acme"})); n != 1 {
+		t.Fatalf("six first calls of one tenant started %d processes, want 1", n)
+	}
+}
+
 func TestPoolPerTenantProcesses(t *testing.T) {
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", PerTenant)}})
 	a1 := pidOf(t, p, "fs", "acme")
@@ -484,6 +503,17 @@ func TestPoolHTTPConnectRefusedIsUnavailableWithBackoff(t *testing.T) {
 	}
 	if errs := p.Ready(context.Background()); !errors.Is(errs["web"], ErrUnavailable) {
 		t.Fatalf("Ready = %v, want web unavailable", errs)
+	}
+}
+
+func TestPoolHTTPServerErrorOnConnectIsUnavailable(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream broken", http.StatusBadGateway)
+	}))
+	defer ts.Close()
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{{Name: "web", URL: ts.URL}}})
+	if _, err := p.Session(context.Background(), "web", ""); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Session of an upstream answering 502 = %v, want ErrUnavailable", err)
 	}
 }
 
