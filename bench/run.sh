@@ -7,7 +7,7 @@
 #   bash bench/run.sh                  # every scenario on bbolt → bench/results/<date>-bbolt.txt
 #   BACKEND=s3 bash bench/run.sh       # the same on S3 (versitygw, started by scripts/versitygw.sh)
 #   REV=HEAD bash bench/run.sh         # benchmark a commit, built from a clean export of it
-#   bash bench/run.sh --smoke          # ~30 s: one read with ceiling, one save, each abuse scenario tiny; for CI
+#   bash bench/run.sh --smoke          # ~30 s: one read with ceiling, one save, each abuse scenario and the gateway tiny; for CI
 #   SCENARIOS=abuse bash bench/run.sh  # the abuse scenarios (issue 13), each on a freshly started server
 #
 # Environment (defaults in brackets):
@@ -48,6 +48,12 @@
 #   profile   CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and
 #             256 KiB reads at c=16, summarised with go tool pprof -top
 #   gobench   the Go benchmarks of the hot paths (go test ./bench -bench . -benchmem)
+#   gateway   `resourced gateway` vs its upstreams called directly (issue 15; not in the
+#             default list): the p50 of a small server-everything echo through the gateway
+#             over the same call made directly, alternated; read_text_file of a 2 MB log
+#             through the gateway (offloaded to a link) vs from server-filesystem directly:
+#             bytes reaching the caller and time to the answer. Needs integration/upstreams
+#             (npm ci --prefix integration/upstreams). GATEWAY_N pass-through calls each [1000]
 #   abuse     all five abuse scenarios below, in this order (not in the default list)
 #   abuse-slowbody      slow upload and /mcp bodies holding connections; a 1 KiB probe read meanwhile
 #   abuse-noread        clients asking for a 16 MiB body of '"' and never reading; server RSS
@@ -311,6 +317,90 @@ abuse() {
 
 ABUSE_ALL="slowbody noread listen noisy-tenant timing"
 
+# gateway_bench LABEL N LARGE_N starts server-everything (Streamable HTTP on
+# 127.0.0.1, held there by the loopback preload) and `resourced gateway`
+# (auth none, its own data directory) fronting it and server-filesystem,
+# runs `resourced-bench gateway` against both, records it, and stops both.
+gateway_bench() {
+	local label=$1 n=$2 large_n=$3
+	local up="$ROOT/integration/upstreams"
+	local ev="$up/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+	local fsrv="$up/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+	if [ ! -f "$ev" ] || [ ! -f "$fsrv" ]; then
+		die "scenario gateway: integration/upstreams is not installed (npm ci --prefix integration/upstreams)"
+	fi
+	local evport="" gwport="" p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 40000))
+		port_free "$p" && [ "$p" != "$PORT" ] || continue
+		if [ -z "$evport" ]; then
+			evport=$p
+		elif [ "$p" != "$evport" ]; then
+			gwport=$p
+			break
+		fi
+	done
+	[ -n "$gwport" ] || die "no free ports for the gateway scenario"
+	rm -rf "$WORK/gw"
+	mkdir -p "$WORK/gw/files"
+	# A 2 MB log (2097152 bytes of ASCII lines).
+	yes "2026-07-01T00:00:00Z level=info component=bench-gateway msg=\"one line of a large log\"" |
+		head -c 2097152 >"$WORK/gw/files/big.log"
+	PORT="$evport" node --import "$up/loopback.mjs" "$ev" streamableHttp </dev/null >"$WORK/gw/everything.log" 2>&1 &
+	local evpid=$!
+	cat >"$WORK/gw/gateway.yaml" <<EOF
+listen: 127.0.0.1:$gwport
+dataDir: $WORK/gw/data
+logLevel: $LOG_LEVEL
+auth:
+  mode: none
+gateway:
+  upstreams:
+    - name: everything
+      url: http://127.0.0.1:$evport/mcp
+    - name: fs
+      command: node
+      args: ["$fsrv", "$WORK/gw/files"]
+EOF
+	"$SERVER" gateway --config "$WORK/gw/gateway.yaml" </dev/null >"$WORK/gw/gateway.stdout" 2>"$WORK/gw/gateway.log" &
+	local gwpid=$!
+	local ok=""
+	for _ in $(seq 1 300); do
+		if grep -q "listening on port" "$WORK/gw/everything.log" 2>/dev/null &&
+			grep -q '"msg":"listening"' "$WORK/gw/gateway.log" 2>/dev/null; then
+			ok=1
+			break
+		fi
+		kill -0 "$evpid" 2>/dev/null && kill -0 "$gwpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$ok" ]; then
+		tail -n 5 "$WORK/gw/everything.log" "$WORK/gw/gateway.log" >&2 || true
+		kill "$evpid" "$gwpid" 2>/dev/null || true
+		die "scenario gateway: server-everything or resourced gateway did not start"
+	fi
+	# With two upstreams the gateway namespaces their tools (docs/gateway.md).
+	local cmd=("$TOOL" gateway -gateway "http://127.0.0.1:$gwport/mcp" -direct "http://127.0.0.1:$evport/mcp"
+		-protocol "$PROTOCOL" -tool echo -gateway-tool everything__echo -large-tool fs__read_text_file
+		-n "$n" -large-n "$large_n" -fs-command node -fs-args "$fsrv $WORK/gw/files" -file "$WORK/gw/files/big.log")
+	log "$label"
+	{
+		echo "## $label"
+		echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "\$ resourced-bench $(printf '%q ' "${cmd[@]:1}")"
+	} >>"$OUT"
+	local rc
+	set +e
+	"${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
+	rc=${PIPESTATUS[0]}
+	set -e
+	echo >>"$OUT"
+	kill "$gwpid" "$evpid" 2>/dev/null || true
+	wait "$gwpid" 2>/dev/null || true
+	wait "$evpid" 2>/dev/null || true
+	[ "$rc" -eq 0 ] || die "resourced-bench gateway failed (exit $rc) in scenario: $label"
+}
+
 if [ -n "$SMOKE" ]; then
 	bench "smoke read 1KiB c=16" -op read -size 1KiB -c 16 -ceiling
 	bench "smoke save 1KiB c=16" -op save -size 1KiB -c 16 -d 2s
@@ -320,6 +410,7 @@ if [ -n "$SMOKE" ]; then
 	for a in $ABUSE_ALL; do
 		abuse "$a" -smoke
 	done
+	gateway_bench "smoke gateway" 50 1
 	log "smoke passed"
 	exit 0
 fi
@@ -391,6 +482,9 @@ for scenario in $SCENARIOS; do
 		(cd "$SRC" && go test ./bench -run '^$' -bench . -benchmem -count 1) >>"$OUT" 2>&1 || die "Go benchmarks failed"
 		echo >>"$OUT"
 		;;
+	gateway)
+		gateway_bench "gateway: echo pass-through and a 2 MB read_text_file" "${GATEWAY_N:-1000}" 5
+		;;
 	abuse | abuse-*)
 		list=${scenario#abuse-}
 		[ "$scenario" = abuse ] && list=$ABUSE_ALL
@@ -405,7 +499,7 @@ for scenario in $SCENARIOS; do
 		SERVER_CONFIG="$WORK/resourced.yaml"
 		start_server
 		;;
-	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench abuse abuse-<name>)" ;;
+	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench gateway abuse abuse-<name>)" ;;
 	esac
 done
 

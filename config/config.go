@@ -57,6 +57,9 @@ type Config struct {
 	// Fixtures adds the fixture tools and their public resources in tenant
 	// "fixtures" (docs/fixtures.md), for testing hosts; off by default.
 	Fixtures bool `yaml:"fixtures"`
+	// Gateway puts resourced in front of other MCP servers
+	// (docs/gateway.md); nil: no gateway.
+	Gateway *Gateway `yaml:"gateway"`
 }
 
 // Budgets bound what one caller may take of the server (server.Budgets;
@@ -394,6 +397,7 @@ func (c *Config) applyDefaults() {
 			s.MaxBytes = d.MaxBytes
 		}
 	}
+	c.applyGatewayDefaults()
 }
 
 // Overrides are the few settings that flags and RESOURCED_* environment
@@ -449,6 +453,7 @@ func (c *Config) Validate() error {
 	c.validateStore(&p)
 	c.validateAuth(&p)
 	c.validateSchemes(&p)
+	c.validateGateway(&p)
 	return errors.Join(p...)
 }
 

@@ -233,7 +233,14 @@ func (s *Server) readStage(next http.Handler) http.Handler {
 func (s *Server) scopeFor(method, tool string) string {
 	switch method {
 	case "tools/call":
+		if s.gw != nil {
+			return auth.ScopeRead // every tool of the gateway reads (gateway.go)
+		}
 		return s.toolScopes[tool]
+	case "prompts/get", "completion/complete":
+		if s.gw != nil {
+			return auth.ScopeRead // upstream data (gateway.go)
+		}
 	case "resources/read", "resources/list", "resources/templates/list", "resources/subscribe", "resources/unsubscribe":
 		return auth.ScopeRead
 	}

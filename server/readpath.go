@@ -146,8 +146,8 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 		return false
 	}
 	req, ok := parseFastRead(body)
-	if !ok {
-		return false
+	if !ok || s.gw != nil && s.gw.ProxiesURI(req.URI) {
+		return false // an upstream's URI is the gateway's (gateway.go)
 	}
 	modern := false
 	switch r.Header.Get("MCP-Protocol-Version") {

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/gateway"
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/service"
@@ -112,6 +113,9 @@ type Options struct {
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
 	Fixtures bool
+	// Gateway puts the server in front of the upstreams of its Sessions
+	// (docs/gateway.md, server/gateway.go); nil means no gateway.
+	Gateway *gateway.FrontOptions
 }
 
 // Server is resourced's HTTP handler.
@@ -158,6 +162,8 @@ type Server struct {
 	uploadSlots chan struct{}
 	// runs are the host runs (server/hostrun); nil without fixtures.
 	runs *hostrun.Runs
+	// gw is the gateway's front (server/gateway.go); nil: no gateway.
+	gw *gateway.Front
 }
 
 // New builds a Server.
@@ -236,20 +242,29 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.serverInfoMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
+	if opts.Gateway != nil {
+		if s.gw, err = s.newFront(opts.Gateway); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	caps := &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{},
+		Resources: &mcp.ResourceCapabilities{Subscribe: true},
+		// go-sdk answers prompts/list (with no prompts) whether or not
+		// the capability is declared, and the official conformance suite
+		// requires a server that answers prompts/list to declare it
+		// (sep-2575-server-declares-prompts-in-discover): declare it so
+		// the two agree (docs/decisions.md).
+		Prompts: &mcp.PromptCapabilities{},
+	}
+	if s.gw != nil {
+		gatewayCapabilities(caps)
+	}
 	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: "resourced stores large tool results (search snapshots, reports) and serves them by URI. " +
 			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read. " +
 			"Hosts that cannot read resources can call read_resource, which returns the body in windows.",
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{},
-			Resources: &mcp.ResourceCapabilities{Subscribe: true},
-			// go-sdk answers prompts/list (with no prompts) whether or not
-			// the capability is declared, and the official conformance suite
-			// requires a server that answers prompts/list to declare it
-			// (sep-2575-server-declares-prompts-in-discover): declare it so
-			// the two agree (docs/decisions.md).
-			Prompts: &mcp.PromptCapabilities{},
-		},
+		Capabilities:       caps,
 		SetCacheable:       s.setCacheable,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
@@ -267,7 +282,13 @@ func New(opts Options) (*Server, error) {
 		s.runs = hostrun.New(hostrun.Options{BaseURL: s.baseURL, ServerVersion: version, Body: requestBody,
 			Principal: s.principal, Now: s.now, Logger: s.log})
 	}
-	s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
+	if s.gw != nil {
+		// The front answers what it proxies before intercept checks URIs
+		// as resourced's; observe still records every request.
+		s.mcp.AddReceivingMiddleware(s.observe, s.gw.Middleware, s.intercept)
+	} else {
+		s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
+	}
 	s.mcp.AddReceivingMiddleware(s.recoverMCP) // added last: outermost
 	// Updates reach only listeners that may still read the resource.
 	s.mcp.AddSendingMiddleware(s.filterUpdates)
@@ -279,8 +300,17 @@ func New(opts Options) (*Server, error) {
 		// guardOrigin does this, with the configured allow-lists.
 		DisableLocalhostProtection: true,
 	})
+	mcpHandler := s.readStage(streamable)
+	if s.gw != nil {
+		sse := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+			Stateless:                  true,
+			MaxRequestBodyBytes:        requestBodyLimit(s.maxBody),
+			DisableLocalhostProtection: true,
+		})
+		mcpHandler = s.gatewayStage(mcpHandler, sse)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.runs.Record(s.readStage(streamable)))))
+	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.runs.Record(mcpHandler))))
 	if s.runs != nil { // host runs (docs/fixtures.md); Route below maps their URLs
 		mux.Handle("/fixtures/runs", s.guardOrigin(s.runs.Create()))
 		mux.Handle("/fixtures/runs/", s.guardOrigin(s.runs.Pages()))
@@ -346,6 +376,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("readiness check failed", "err", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintln(w, "store unavailable")
+		return
+	}
+	if s.gw != nil {
+		lines, ok := s.gatewayReady(ctx)
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready")
+		} else {
+			fmt.Fprintln(w, "ready")
+		}
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
 		return
 	}
 	fmt.Fprintln(w, "ready")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,6 +28,9 @@ type toolValue struct {
 
 func (s *Server) addTools() {
 	for _, t := range s.toolDefs() {
+		if s.gw != nil && !slices.Contains(gatewayTools, t.tool.Name) {
+			continue // gateway mode lists only the read tools (gateway.go)
+		}
 		s.toolScopes[t.tool.Name] = t.scope
 		s.mcp.AddTool(t.tool, s.toolHandler(t.scope, t.fn))
 	}

@@ -22,7 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/gateway"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -99,7 +102,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, args, getenv, stdout, stderr)
+		return serveAs(ctx, "serve", args, getenv, stdout, stderr)
+	case "gateway":
+		return gatewayCmd(ctx, args, getenv, stdout, stderr)
 	case "token":
 		return token(args, getenv, stdout, stderr)
 	case "fsck":
@@ -138,6 +143,8 @@ usage:
   resourced [serve] [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
                     [--backend bbolt|s3|memory] [--log-level LEVEL] [--fixtures]
                                         run the server (the default command)
+  resourced gateway [serve's flags]     run the server in front of the MCP servers of the config's
+                                        gateway: section (docs/gateway.md)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--subject S]
                   [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
                                         mint a token with the server's HMAC key
@@ -281,11 +288,15 @@ func formatVersion(v string, readBuildInfo func() (*debug.BuildInfo, bool)) stri
 // loadConfig parses serve's flags: the config file named by --config or
 // RESOURCED_CONFIG (none: defaults), then environment and flag overrides;
 // and validates the result.
-func loadConfig(args []string, getenv func(string) string, stdout, stderr io.Writer) (*config.Config, error) {
+func loadConfig(cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) (*config.Config, error) {
 	fs := newFlagSet("serve", "resourced [serve] [flags]",
 		"Runs the server: MCP at POST /mcp, signed links, uploads, /healthz, /readyz, /metrics.\n"+
 			"On its first start with no key configured it creates the token key in the data directory\n"+
-			"and prints one token for tenant \"default\".")
+			"and prints one token for tenant \"default\". With a gateway: section in the config it runs\n"+
+			"the gateway too (resourced gateway --help).")
+	if cmd == "gateway" {
+		fs = newFlagSet("gateway", "resourced gateway [flags]", gatewayAbout)
+	}
 	sf := addServerFlags(fs, getenv)
 	var logLevel string
 	fs.StringVar(&logLevel, "log-level", "", "debug, info, warn or error")
@@ -303,6 +314,9 @@ func loadConfig(args []string, getenv func(string) string, stdout, stderr io.Wri
 	}
 	if err := validate(cfg); err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	if cmd == "gateway" && cfg.Gateway == nil {
+		return nil, errors.New("invalid configuration:\ngateway.upstreams: resourced gateway needs a gateway: section with at least one upstream (docs/gateway.md)")
 	}
 	return cfg, nil
 }
@@ -385,13 +399,25 @@ func schemes(cfg *config.Config) []server.Scheme {
 	return out
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(args, getenv, stdout, stderr)
+// serveAs runs the server for cmd, "serve" or "gateway" (which requires
+// a gateway section; serve runs one when the config has it).
+func serveAs(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(cmd, args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	log, logw := newLogger(stderr, cfg.LogLevel)
 	defer logw.Flush()
+	gw, err := startGateway(cfg, getenv, log)
+	if err != nil {
+		return err
+	}
+	var metrics *prometheus.Registry
+	var front *gateway.FrontOptions
+	if gw != nil {
+		defer gw.pool.Close() // on every return; the shutdown below closes it first
+		metrics, front = gw.metrics, gw.front
+	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
@@ -423,7 +449,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv, err := server.New(server.Options{
-		Store: st, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version,
+		Store: st, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
 		BaseURL:              cfg.CanonicalBaseURL(),
 		AuthorizationServers: cfg.Auth.AuthorizationServers,
 		AllowedOrigins:       cfg.Auth.AllowedOrigins,
@@ -435,6 +461,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Budgets:              budgets(cfg),
 		Fixtures:             cfg.Fixtures,
 		MemberCache:          s3Options(cfg).ReadCache, // used only on a backend without stored forms
+		Gateway:              front,
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),
 		SweepBatch:           cfg.Sweep.Batch,
@@ -487,6 +514,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Error("shutdown did not finish in time; closing connections", "err", err)
 		_ = hs.Close()
+	}
+	if gw != nil {
+		// After the HTTP server, before the store: calls still under way
+		// fail at once, and every upstream process is stopped.
+		_ = gw.pool.Close()
+		log.Info("gateway upstreams stopped")
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

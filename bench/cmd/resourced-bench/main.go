@@ -29,7 +29,9 @@
 //
 // `resourced-bench abuse <scenario>` plays a hostile tenant instead (slow
 // bodies, clients that never read, a costly listen, a noisy tenant, timing
-// of foreign reads); see abuse.go and bench/README.md.
+// of foreign reads); see abuse.go and bench/README.md. `resourced-bench
+// gateway` compares `resourced gateway` with its upstreams called directly;
+// see gateway.go.
 package main
 
 import (
@@ -239,6 +241,9 @@ func waitQuiet(pid int, limit float64, maxWait time.Duration, stderr io.Writer) 
 func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 && args[0] == "abuse" {
 		return runAbuse(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "gateway" {
+		return runGateway(args[1:], stdout, stderr)
 	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {

@@ -1,0 +1,330 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/resourced/resourced/grammar"
+)
+
+// Gateway is the gateway: section (docs/gateway.md): resourced in front of
+// other MCP servers. Its presence makes `resourced serve` run the gateway;
+// `resourced gateway` requires it.
+type Gateway struct {
+	// Scheme is the resourced scheme offloaded parts are saved in; default
+	// "result". When it is not under schemes:, it is added as kind report
+	// (retention 24h, maxRetention 168h, ttl 5m, maxBytes the larger of
+	// 64MiB and the largest configured scheme's).
+	Scheme string `yaml:"scheme"`
+	// PreviewChars is how many characters of an offloaded text part stay
+	// inline; default 500.
+	PreviewChars int `yaml:"previewChars"`
+	// MaxTenantSessions caps the perTenant sessions (processes) of each
+	// upstream; default 32. At the cap a new tenant closes the least
+	// recently used idle one, or is answered unavailable.
+	MaxTenantSessions int `yaml:"maxTenantSessions"`
+	// Upstreams are the servers behind the gateway; at least one.
+	Upstreams []GatewayUpstream `yaml:"upstreams"`
+}
+
+// GatewayUpstream is one upstream: a stdio command or a Streamable HTTP
+// URL, exactly one of them.
+type GatewayUpstream struct {
+	// Name namespaces the upstream's tools and URIs
+	// (UpstreamNamePattern), unique.
+	Name string `yaml:"name"`
+	// Command, Args, Env and Dir start a stdio upstream. Env holds
+	// literal, non-secret values added to a minimal environment (PATH,
+	// HOME); the gateway's own environment never reaches the process.
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Dir     string            `yaml:"dir"`
+	// URL is a Streamable HTTP endpoint.
+	URL string `yaml:"url"`
+	// Headers are sent with every request to URL; their values are read
+	// from the environment or a file, never written here.
+	Headers map[string]HeaderValue `yaml:"headers"`
+	// Isolation is shared (default: one session for every caller) or
+	// perTenant (one per tenant, closed after IdleTimeout).
+	Isolation string `yaml:"isolation"`
+	// IdleTimeout closes a perTenant session unused this long; default 5m.
+	IdleTimeout Duration `yaml:"idleTimeout"`
+	// CallTimeout bounds one forwarded request; default 2m.
+	CallTimeout Duration `yaml:"callTimeout"`
+	// Required upstreams fail /readyz while they cannot be reached;
+	// default true.
+	Required *bool `yaml:"required"`
+	// Offload says when a tools/call result is saved and linked.
+	Offload Offload `yaml:"offload"`
+}
+
+// HeaderValue says where a header's value comes from: exactly one of an
+// environment variable and a file (mode 0600; surrounding white space is
+// trimmed). cmd/resourced reads it.
+type HeaderValue struct {
+	Env  string `yaml:"env"`
+	File string `yaml:"file"`
+}
+
+// Offload is an upstream's offloading rule.
+type Offload struct {
+	// Threshold is the content size above which a result is offloaded;
+	// default 16KiB.
+	Threshold *Size `yaml:"threshold"`
+	// Tools overrides Threshold by upstream tool name: always, never or a
+	// size.
+	Tools map[string]ToolOffload `yaml:"tools"`
+}
+
+// ToolOffload is one tool's override: "always", "never" or a size.
+type ToolOffload struct {
+	// Mode is "always", "never" or "size".
+	Mode string
+	// Threshold is the size, when Mode is "size".
+	Threshold Size
+}
+
+// Offload modes of a tool.
+const (
+	OffloadAlways = "always"
+	OffloadNever  = "never"
+	OffloadSize   = "size"
+)
+
+// UnmarshalYAML parses always, never or a size.
+func (o *ToolOffload) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	switch strings.TrimSpace(s) {
+	case OffloadAlways, OffloadNever:
+		*o = ToolOffload{Mode: strings.TrimSpace(s)}
+		return nil
+	}
+	v, err := ParseSize(s)
+	if err != nil {
+		return fmt.Errorf("line %d: want always, never or a size: %w", n.Line, err)
+	}
+	*o = ToolOffload{Mode: OffloadSize, Threshold: v}
+	return nil
+}
+
+// MarshalYAML writes the mode, or the size in bytes.
+func (o ToolOffload) MarshalYAML() (any, error) {
+	if o.Mode == OffloadSize {
+		return int64(o.Threshold), nil
+	}
+	return o.Mode, nil
+}
+
+// UpstreamNamePattern is the grammar of an upstream name; it is
+// gateway.NamePattern (a test in cmd/resourced holds them equal).
+const UpstreamNamePattern = `^[a-z][a-z0-9-]{0,31}$`
+
+var upstreamName = regexp.MustCompile(UpstreamNamePattern)
+
+// Gateway defaults.
+const (
+	DefaultGatewayScheme     = "result"
+	DefaultPreviewChars      = 500
+	DefaultMaxTenantSessions = 32
+	DefaultOffloadThreshold  = Size(16 << 10)
+	defaultUpstreamIdle      = Duration(5 * time.Minute)
+	defaultUpstreamCall      = Duration(2 * time.Minute)
+	gatewaySchemeMinBytes    = Size(64 << 20)
+)
+
+// applyGatewayDefaults fills the gateway section's defaults and adds its
+// scheme when it is not configured; schemes' own defaults are already
+// applied.
+func (c *Config) applyGatewayDefaults() {
+	g := c.Gateway
+	if g == nil {
+		return
+	}
+	if g.Scheme == "" {
+		g.Scheme = DefaultGatewayScheme
+	}
+	if g.PreviewChars == 0 {
+		g.PreviewChars = DefaultPreviewChars
+	}
+	if g.MaxTenantSessions == 0 {
+		g.MaxTenantSessions = DefaultMaxTenantSessions
+	}
+	for i := range g.Upstreams {
+		u := &g.Upstreams[i]
+		if u.Isolation == "" {
+			u.Isolation = "shared"
+		}
+		if u.IdleTimeout == 0 {
+			u.IdleTimeout = defaultUpstreamIdle
+		}
+		if u.CallTimeout == 0 {
+			u.CallTimeout = defaultUpstreamCall
+		}
+		if u.Required == nil {
+			t := true
+			u.Required = &t
+		}
+		if u.Offload.Threshold == nil {
+			u.Offload.Threshold = size(int64(DefaultOffloadThreshold))
+		}
+	}
+	if _, ok := c.Schemes[g.Scheme]; ok || grammar.Scheme(g.Scheme) != nil {
+		return // a bad name is reported once, as gateway.scheme
+	}
+	maxBytes := gatewaySchemeMinBytes
+	for _, s := range c.Schemes {
+		if s.MaxBytes != nil && *s.MaxBytes > maxBytes {
+			maxBytes = *s.MaxBytes
+		}
+	}
+	c.Schemes[g.Scheme] = &Scheme{
+		Kind: KindReport, TTL: dur(5 * time.Minute), Retention: dur(24 * time.Hour),
+		MaxRetention: dur(7 * 24 * time.Hour), MaxBytes: size(int64(maxBytes)),
+	}
+}
+
+// headers an upstream's config may not set: go-sdk's transport sets them
+// per request, or net/http does.
+var reservedHeaders = []string{
+	"Accept", "Connection", "Content-Length", "Content-Type", "Host", "Last-Event-Id",
+	"Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Mcp-Session-Id", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// validateGateway checks the gateway section, each problem naming its
+// key (gateway.upstreams[1].headers.X-Key: ...).
+func (c *Config) validateGateway(p *problems) {
+	g := c.Gateway
+	if g == nil {
+		return
+	}
+	if err := grammar.Scheme(g.Scheme); err != nil {
+		p.bad("gateway.scheme", "not a scheme name: %v", err)
+	} else if s := c.Schemes[g.Scheme]; s != nil && s.Kind != KindReport {
+		p.bad("gateway.scheme", "scheme %q is of kind %s; offloaded parts need a scheme of kind report", g.Scheme, s.Kind)
+	}
+	if g.PreviewChars < 0 || g.PreviewChars > 100000 {
+		p.bad("gateway.previewChars", "want 1 to 100000 (0 is the default, 500)")
+	}
+	if g.MaxTenantSessions < 0 || g.MaxTenantSessions > 10000 {
+		p.bad("gateway.maxTenantSessions", "want 1 to 10000 (0 is the default, 32)")
+	}
+	if len(g.Upstreams) == 0 {
+		p.bad("gateway.upstreams", "at least one upstream is required")
+	}
+	seen := map[string]int{}
+	for i := range g.Upstreams {
+		u := &g.Upstreams[i]
+		key := fmt.Sprintf("gateway.upstreams[%d]", i)
+		switch {
+		case u.Name == "":
+			p.bad(key+".name", "required")
+		case !upstreamName.MatchString(u.Name):
+			p.bad(key+".name", "%q is not an upstream name: want a lowercase letter, then up to 31 lowercase letters, digits or '-' (%s)", u.Name, UpstreamNamePattern)
+		default:
+			if j, dup := seen[u.Name]; dup {
+				p.bad(key+".name", "%q is also the name of gateway.upstreams[%d]", u.Name, j)
+			}
+			seen[u.Name] = i
+		}
+		validateUpstream(p, key, u)
+	}
+}
+
+func validateUpstream(p *problems, key string, u *GatewayUpstream) {
+	switch {
+	case u.Command == "" && u.URL == "":
+		p.bad(key, "want command (a stdio upstream) or url (a Streamable HTTP upstream)")
+	case u.Command != "" && u.URL != "":
+		p.bad(key, "want one of command and url, not both")
+	case u.Command != "":
+		if len(u.Headers) > 0 {
+			p.bad(key+".headers", "only for a url upstream; a stdio upstream gets env")
+		}
+	default:
+		if pu, err := url.Parse(u.URL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			p.bad(key+".url", "want an http:// or https:// URL, got %q", u.URL)
+		} else if pu.User != nil {
+			p.bad(key+".url", "must not hold credentials; use headers with a value from env or file")
+		}
+		for _, k := range []struct {
+			name string
+			set  bool
+		}{{"args", len(u.Args) > 0}, {"env", len(u.Env) > 0}, {"dir", u.Dir != ""}} {
+			if k.set {
+				p.bad(key+"."+k.name, "only for a command upstream")
+			}
+		}
+	}
+	for _, k := range sortedKeys(u.Env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			p.bad(key+".env", "%q is not an environment variable name", k)
+		} else if strings.ContainsRune(u.Env[k], 0) {
+			p.bad(key+".env."+k, "must not contain a NUL byte")
+		}
+	}
+	for _, name := range sortedKeys(u.Headers) {
+		h := u.Headers[name]
+		hkey := key + ".headers." + name
+		if !isToken(name) {
+			p.bad(hkey, "not a header name")
+			continue
+		}
+		if slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, name) }) {
+			p.bad(hkey, "set by the MCP transport; it cannot be configured")
+		}
+		if (h.Env == "") == (h.File == "") {
+			p.bad(hkey, "want exactly one of env (a variable name) and file (a mode 0600 file)")
+		}
+	}
+	if u.Isolation != "shared" && u.Isolation != "perTenant" {
+		p.bad(key+".isolation", "want shared or perTenant, got %q", u.Isolation)
+	}
+	if u.IdleTimeout < Duration(time.Second) {
+		p.bad(key+".idleTimeout", "want at least 1s")
+	}
+	if u.CallTimeout < Duration(time.Second) || u.CallTimeout > Duration(time.Hour) {
+		p.bad(key+".callTimeout", "want 1s to 1h")
+	}
+	if *u.Offload.Threshold <= 0 {
+		p.bad(key+".offload.threshold", "must be positive")
+	}
+	for _, tool := range sortedKeys(u.Offload.Tools) {
+		if tool == "" {
+			p.bad(key+".offload.tools", "a tool name is empty")
+		} else if o := u.Offload.Tools[tool]; o.Mode == OffloadSize && o.Threshold <= 0 {
+			p.bad(key+".offload.tools."+tool, "a size must be positive (or: always, never)")
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), a header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r >= 0x80 || !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,723 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
+)
+
+// The Front is the gateway's MCP face: a go-sdk receiving middleware that
+// answers the proxied methods through the Sessions (the Pool), namespaces
+// names and URIs (namespace.go) and offloads large tool results through
+// the service (offload.go). Requests it does not proxy (resourced's own
+// read tools, reads of resourced's URIs, initialize, …) go on to the next
+// handler untouched.
+
+// Deps are what the Front needs of the server that mounts it.
+type Deps struct {
+	// Service saves offloaded parts (and removes them again when a later
+	// part of the same result cannot be saved).
+	Service *service.Service
+	// Logger gets one line per upstream call; nil: silent.
+	Logger *slog.Logger
+	// Metrics is where the gateway's collectors are registered; nil: none.
+	Metrics prometheus.Registerer
+	// RenderFailure turns a failure into the isError result every tool of
+	// the server returns.
+	RenderFailure func(*service.Failure) *mcp.CallToolResult
+	// Schemes are resourced's configured schemes: their URIs are
+	// resourced's, never an upstream's.
+	Schemes []string
+	// OwnTools are the tools the server lists itself in gateway mode
+	// (read_resource, grep_resource, query_resource).
+	OwnTools []string
+}
+
+// DefaultPreviewChars is the preview length when FrontOptions leaves it 0.
+const DefaultPreviewChars = 500
+
+// DefaultThreshold is the offload threshold of an upstream that sets none.
+const DefaultThreshold = 16 << 10
+
+// Front serves the upstreams' tools, prompts, resources and completions
+// on the server's MCP endpoint.
+type Front struct {
+	sessions Sessions
+	ups      map[string]Upstream
+	order    []string
+	names    *names
+	svc      *service.Service
+	log      *slog.Logger
+	render   func(*service.Failure) *mcp.CallToolResult
+	scheme   string
+	preview  int
+	m        *frontMetrics
+	tools    toolCache
+	calls    inflight
+	private  bool // some upstream is perTenant: its lists are per caller
+}
+
+// NewFront checks opts and builds a Front.
+func NewFront(opts FrontOptions, d Deps) (*Front, error) {
+	if opts.Sessions == nil {
+		return nil, errors.New("gateway: FrontOptions.Sessions is required")
+	}
+	if d.Service == nil || d.RenderFailure == nil {
+		return nil, errors.New("gateway: Deps.Service and Deps.RenderFailure are required")
+	}
+	f := &Front{
+		sessions: opts.Sessions, ups: map[string]Upstream{}, svc: d.Service, log: d.Logger,
+		render: d.RenderFailure, scheme: opts.Scheme, preview: opts.PreviewChars,
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	if f.preview <= 0 {
+		f.preview = DefaultPreviewChars
+	}
+	sc := d.Service.Schemes()[f.scheme]
+	if sc == nil || sc.Kind != service.KindReport {
+		return nil, fmt.Errorf("gateway: scheme %q must be a configured scheme of kind report", f.scheme)
+	}
+	for _, u := range opts.Sessions.Upstreams() {
+		if !namePattern.MatchString(u.Name) {
+			return nil, fmt.Errorf("gateway: upstream name %q does not match %s", u.Name, NamePattern)
+		}
+		if _, dup := f.ups[u.Name]; dup {
+			return nil, fmt.Errorf("gateway: upstream %q is configured twice", u.Name)
+		}
+		if u.CallTimeout <= 0 {
+			u.CallTimeout = DefaultCallTimeout
+		}
+		f.private = f.private || u.Isolation == PerTenant
+		f.ups[u.Name] = u
+		f.order = append(f.order, u.Name)
+	}
+	if len(f.order) == 0 {
+		return nil, errors.New("gateway: at least one upstream is required")
+	}
+	f.names = newNames(f.order, d.OwnTools, d.Schemes)
+	m, err := newFrontMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	f.m = m
+	return f, nil
+}
+
+// ProxiesURI reports whether a resources/read of uri goes to an upstream
+// (the read stage leaves those to the middleware).
+func (f *Front) ProxiesURI(uri string) bool {
+	_, _, ok := f.names.backURI(uri)
+	return ok
+}
+
+// Ready reports, per upstream, nil or why it cannot be reached, and
+// whether each is required.
+func (f *Front) Ready(ctx context.Context) (status map[string]error, required map[string]bool) {
+	status = f.sessions.Ready(ctx)
+	required = make(map[string]bool, len(f.ups))
+	for n, u := range f.ups {
+		required[n] = u.Required
+	}
+	return status, required
+}
+
+// Upstreams lists the upstream names in config order.
+func (f *Front) Upstreams() []string { return append([]string(nil), f.order...) }
+
+// Middleware is the go-sdk receiving middleware that answers the proxied
+// methods. It runs inside the server's observation and recovery
+// middleware and outside its own interception.
+func (f *Front) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			return f.listTools(ctx, next, method, req)
+		case "tools/call":
+			r, ok := req.(*mcp.CallToolRequest)
+			if !ok || r.Params == nil {
+				break
+			}
+			if up, name, ok := f.names.backTool(r.Params.Name, true); ok {
+				return f.callTool(ctx, r, up, name)
+			}
+		case "prompts/list":
+			if r, ok := req.(*mcp.ListPromptsRequest); ok {
+				return f.listPrompts(ctx, r)
+			}
+		case "prompts/get":
+			if r, ok := req.(*mcp.GetPromptRequest); ok && r.Params != nil {
+				if up, name, ok := f.names.backTool(r.Params.Name, false); ok {
+					return f.getPrompt(ctx, r, up, name)
+				}
+			}
+		case "resources/list":
+			if r, ok := req.(*mcp.ListResourcesRequest); ok {
+				return f.listResources(ctx, next, method, r)
+			}
+		case "resources/templates/list":
+			if r, ok := req.(*mcp.ListResourceTemplatesRequest); ok {
+				return f.listTemplates(ctx, next, method, r)
+			}
+		case "resources/read":
+			if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
+				if up, raw, ok := f.names.backURI(r.Params.URI); ok {
+					return f.readResource(ctx, r, up, raw)
+				}
+			}
+		case "completion/complete":
+			if r, ok := req.(*mcp.CompleteRequest); ok && r.Params != nil && r.Params.Ref != nil {
+				return f.complete(ctx, r)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// tenantOf is the caller's tenant ("" when the request carries no
+// principal, which the server's authentication never lets happen).
+func tenantOf(ctx context.Context) (auth.Principal, bool) {
+	return auth.FromContext(ctx)
+}
+
+// session returns the upstream's session for the caller, bounded by its
+// CallTimeout, with the caller's cancellation (inflight.go) attached.
+func (f *Front) session(ctx context.Context, up string) (context.Context, context.CancelFunc, *mcp.ClientSession, error) {
+	u := f.ups[up]
+	cctx, cancel := f.calls.context(ctx)
+	cctx, cancelTimeout := context.WithTimeout(cctx, u.CallTimeout)
+	stop := func() { cancelTimeout(); cancel() }
+	p, _ := tenantOf(ctx)
+	cs, err := f.sessions.Session(cctx, up, p.Tenant)
+	if err != nil {
+		return cctx, stop, nil, err
+	}
+	return cctx, stop, cs, nil
+}
+
+// upstreamError is what went wrong with one upstream request.
+type upstreamError struct {
+	// wire is the upstream's own JSON-RPC error answer, passed on
+	// unchanged; nil when the upstream could not answer.
+	wire *jsonrpc.Error
+	// canceled: the caller went away or cancelled the call.
+	canceled bool
+	// timeout: CallTimeout passed.
+	timeout bool
+}
+
+// transportCodes are the codes go-sdk's client uses for its own
+// transport failures (connection closing, rejected by the transport):
+// they are not an upstream's answer.
+var transportCodes = map[int64]bool{-32003: true, -32004: true, -32005: true}
+
+// classify sorts an upstream request's error: an upstream's JSON-RPC
+// answer, the caller's cancellation, or an upstream that cannot be
+// reached (anything else: ErrUnavailable, a closed connection, a process
+// that died, a timeout, an answer that does not decode).
+func classify(callerCtx context.Context, cctx context.Context, err error) upstreamError {
+	switch {
+	case callerCtx.Err() != nil, errors.Is(cctx.Err(), context.Canceled):
+		return upstreamError{canceled: true}
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return upstreamError{timeout: true}
+	}
+	var we *jsonrpc.Error
+	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, mcp.ErrConnectionClosed) && errors.As(err, &we) && !transportCodes[we.Code] {
+		return upstreamError{wire: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}
+	}
+	return upstreamError{}
+}
+
+func (e upstreamError) outcome() string {
+	switch {
+	case e.wire != nil:
+		return fmt.Sprint(e.wire.Code)
+	case e.canceled:
+		return "canceled"
+	case e.timeout:
+		return "timeout"
+	}
+	return "unavailable"
+}
+
+// rpcError is the JSON-RPC error of a method other than tools/call for e:
+// the upstream's own answer, or an internal error naming the upstream.
+func (e upstreamError) rpcError(up string) error {
+	switch {
+	case e.wire != nil:
+		return e.wire
+	case e.canceled:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Request canceled"}
+	case e.timeout:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " did not answer in time; retry later"}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " is unavailable; retry later"}
+}
+
+// unavailable is the failure of a tools/call whose upstream cannot be
+// reached.
+func (e upstreamError) failure(up string) *service.Failure {
+	if e.timeout {
+		return service.Fail(service.KindUnavailable, "The upstream server "+up+" did not answer in time. Retry the same call later.")
+	}
+	return service.Fail(service.KindUnavailable, "The upstream server "+up+" is unavailable. Retry the same call later.")
+}
+
+// forwardMeta is the caller's _meta as sent upstream: without the
+// protocol's reserved keys (the gateway's client session adds its own)
+// and without the caller's progress token (the router's replaces it).
+func forwardMeta(m mcp.Meta) mcp.Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	out := mcp.Meta{}
+	for k, v := range m {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// resultMeta is an upstream result's _meta as passed on: the protocol's
+// reserved keys are the front's (its serverInfo, not the upstream's).
+func resultMeta(m mcp.Meta) mcp.Meta {
+	if len(m) == 0 {
+		return m
+	}
+	var out mcp.Meta
+	for k := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			if out == nil {
+				out = maps.Clone(m)
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return m
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// logCall writes the one line of an upstream call; never arguments,
+// results or tokens.
+func (f *Front) logCall(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64) {
+	f.log.InfoContext(ctx, "upstream call", "upstream", up, "method", method, "tool", tool,
+		"duration", time.Since(start), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes)
+	f.m.calls.WithLabelValues(up, method, f.tools.label(up, tool), outcome).Inc()
+}
+
+// listTools answers tools/list: the server's own tools, then every
+// upstream's (all of their pages), namespaced. A required upstream that
+// cannot be reached fails the list; an optional one is left out.
+func (f *Front) listTools(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return res, err
+	}
+	own, ok := res.(*mcp.ListToolsResult)
+	if !ok {
+		return res, nil
+	}
+	out := *own
+	out.Tools = append([]*mcp.Tool(nil), own.Tools...)
+	for _, up := range f.order {
+		tools, err := f.upstreamTools(ctx, up)
+		if err != nil {
+			if f.ups[up].Required {
+				return nil, err
+			}
+			continue
+		}
+		for _, t := range tools {
+			c := *t
+			c.Name = f.names.frontTool(up, t.Name, true)
+			out.Tools = append(out.Tools, &c)
+		}
+	}
+	if f.private {
+		out.CacheScope = "private"
+	}
+	return &out, nil
+}
+
+// upstreamTools fetches every page of an upstream's tools/list for the
+// caller and remembers them (outputSchema and metric labels).
+func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, error) {
+	start := time.Now()
+	cctx, stop, cs, err := f.session(ctx, up)
+	defer stop()
+	var tools []*mcp.Tool
+	if err == nil {
+		for t, terr := range cs.Tools(cctx, nil) {
+			if terr != nil {
+				err = terr
+				break
+			}
+			tools = append(tools, t)
+		}
+	}
+	if err != nil {
+		e := classify(ctx, cctx, err)
+		f.logCall(ctx, up, "tools/list", "", start, e.outcome(), 0, 0)
+		return nil, e.rpcError(up)
+	}
+	p, _ := tenantOf(ctx)
+	f.tools.put(f.cacheKey(up, p.Tenant), up, tools)
+	f.logCall(ctx, up, "tools/list", "", start, "ok", 0, 0)
+	return tools, nil
+}
+
+func (f *Front) cacheKey(up, tenant string) string {
+	if f.ups[up].Isolation == PerTenant {
+		return up + "\x00" + tenant
+	}
+	return up
+}
+
+// toolCache remembers the tools each upstream listed (per tenant under
+// perTenant isolation): whether a tool declares an outputSchema decides
+// how its result is offloaded, and the names bound the metrics' tool
+// label. It holds at most maxCachedLists lists and maxLabels names per
+// upstream.
+type toolCache struct {
+	mu     sync.Mutex
+	lists  map[string]map[string]*mcp.Tool
+	labels map[string]map[string]bool
+}
+
+const (
+	maxCachedLists = 4096
+	maxLabels      = 1000
+)
+
+func (c *toolCache) put(key, up string, tools []*mcp.Tool) {
+	m := make(map[string]*mcp.Tool, len(tools))
+	for _, t := range tools {
+		m[t.Name] = t
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lists == nil || len(c.lists) >= maxCachedLists {
+		c.lists = map[string]map[string]*mcp.Tool{}
+	}
+	c.lists[key] = m
+	if c.labels == nil {
+		c.labels = map[string]map[string]bool{}
+	}
+	l := c.labels[up]
+	if l == nil {
+		l = map[string]bool{}
+		c.labels[up] = l
+	}
+	for _, t := range tools {
+		if len(l) < maxLabels {
+			l[t.Name] = true
+		}
+	}
+}
+
+func (c *toolCache) get(key, name string) *mcp.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists[key][name]
+}
+
+// label is the metrics' tool label: a name the upstream listed, or
+// "other".
+func (c *toolCache) label(up, tool string) string {
+	if tool == "" {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.labels[up][tool] {
+		return tool
+	}
+	return "other"
+}
+
+// tool returns the upstream's definition of a tool, listing the
+// upstream's tools again when this caller's list is not known yet or does
+// not hold the tool (an upstream may add tools). nil: the upstream does
+// not list it (the call still goes to the upstream, which answers it).
+func (f *Front) tool(ctx context.Context, up, name string) *mcp.Tool {
+	p, _ := tenantOf(ctx)
+	key := f.cacheKey(up, p.Tenant)
+	if t := f.tools.get(key, name); t != nil {
+		return t
+	}
+	if _, err := f.upstreamTools(ctx, up); err != nil {
+		return nil
+	}
+	return f.tools.get(key, name)
+}
+
+// callTool forwards a tools/call to its upstream: the caller's progress
+// token replaced by the router's, the caller's cancellation and the
+// upstream's CallTimeout on its context; the answer namespaced and, when
+// large, offloaded.
+func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name string) (mcp.Result, error) {
+	start := time.Now()
+	p, ok := tenantOf(ctx)
+	if !ok || !p.Has(auth.ScopeRead) {
+		return f.render(service.Fail(service.KindValidation, "calling an upstream tool needs the resources:read scope")), nil
+	}
+	def := f.tool(ctx, up, name)
+	cctx, stop, cs, err := f.session(ctx, up)
+	defer stop()
+	var res *mcp.CallToolResult
+	if err == nil {
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		params := &mcp.CallToolParams{Name: name, Arguments: args, Meta: forwardMeta(req.Params.Meta)}
+		var q *quiet
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			session := req.Session
+			q = newQuiet()
+			upTok, done := f.sessions.Progress().Route(func(n *mcp.ProgressNotificationParams) {
+				q.touch()
+				c := *n
+				c.ProgressToken = tok
+				c.Meta = forwardMeta(n.Meta)
+				if session != nil {
+					_ = session.NotifyProgress(ctx, &c)
+				}
+			})
+			defer done()
+			params.SetProgressToken(upTok)
+		}
+		res, err = cs.CallTool(cctx, params)
+		q.settle()
+	}
+	if err != nil {
+		e := classify(ctx, cctx, err)
+		f.logCall(ctx, up, "tools/call", name, start, e.outcome(), 0, 0)
+		if e.wire != nil || e.canceled {
+			return nil, e.rpcError(up)
+		}
+		return f.render(e.failure(up)), nil
+	}
+	out := f.frontResult(up, res)
+	hasSchema := def != nil && def.OutputSchema != nil
+	o, fail := f.offload(ctx, p, up, name, req.Params.Name, hasSchema, out)
+	if fail != nil {
+		f.logCall(ctx, up, "tools/call", name, start, "offload:"+fail.ErrorKind, 0, 0)
+		return f.render(fail), nil
+	}
+	outcome := "ok"
+	if out.IsError {
+		outcome = "isError"
+	}
+	f.logCall(ctx, up, "tools/call", name, start, outcome, o.parts, o.bytes)
+	if o.parts > 0 {
+		label := f.tools.label(up, name)
+		f.m.parts.WithLabelValues(up, label).Add(float64(o.parts))
+		f.m.bytes.WithLabelValues(up, label).Add(float64(o.bytes))
+		return o.result, nil
+	}
+	return out, nil
+}
+
+// quiet lets the progress notifications an upstream sent before its
+// result reach the caller before the result does. go-sdk's client hands
+// a response to its caller as soon as it reads it, but queues the
+// notifications read before it for a handler goroutine; so a call with a
+// progress token waits, after its result, until no notification has come
+// for progressQuiet (at most progressSettle). Calls without a token do not
+// wait.
+type quiet struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+const (
+	progressQuiet  = 10 * time.Millisecond
+	progressSettle = 100 * time.Millisecond
+)
+
+func newQuiet() *quiet { return &quiet{last: time.Now()} }
+
+func (q *quiet) touch() {
+	q.mu.Lock()
+	q.last = time.Now()
+	q.mu.Unlock()
+}
+
+func (q *quiet) settle() {
+	if q == nil {
+		return
+	}
+	q.touch()
+	deadline := time.Now().Add(progressSettle)
+	for time.Now().Before(deadline) {
+		q.mu.Lock()
+		idle := time.Since(q.last)
+		q.mu.Unlock()
+		if idle >= progressQuiet {
+			return
+		}
+		time.Sleep(progressQuiet - idle)
+	}
+}
+
+// frontResult is an upstream's tool result with its URIs namespaced (a
+// copy: the upstream's result is not changed).
+func (f *Front) frontResult(up string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	out := *res
+	out.Meta = resultMeta(res.Meta)
+	out.Content = f.frontContent(up, res.Content)
+	if out.Content == nil {
+		out.Content = []mcp.Content{}
+	}
+	return &out
+}
+
+// frontContent namespaces the URIs of resource links and embedded
+// resources.
+func (f *Front) frontContent(up string, content []mcp.Content) []mcp.Content {
+	if content == nil {
+		return nil
+	}
+	out := make([]mcp.Content, len(content))
+	for i, c := range content {
+		switch c := c.(type) {
+		case *mcp.ResourceLink:
+			l := *c
+			l.URI = f.names.frontURI(up, c.URI)
+			out[i] = &l
+		case *mcp.EmbeddedResource:
+			e := *c
+			if c.Resource != nil {
+				r := *c.Resource
+				r.URI = f.names.frontURI(up, r.URI)
+				e.Resource = &r
+			}
+			out[i] = &e
+		default:
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// getPrompt forwards prompts/get.
+func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, up, name string) (mcp.Result, error) {
+	start := time.Now()
+	cctx, stop, cs, err := f.session(ctx, up)
+	defer stop()
+	var res *mcp.GetPromptResult
+	if err == nil {
+		res, err = cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: req.Params.Arguments, Meta: forwardMeta(req.Params.Meta)})
+	}
+	if err != nil {
+		e := classify(ctx, cctx, err)
+		f.logCall(ctx, up, "prompts/get", "", start, e.outcome(), 0, 0)
+		return nil, e.rpcError(up)
+	}
+	f.logCall(ctx, up, "prompts/get", "", start, "ok", 0, 0)
+	out := *res
+	out.Meta = resultMeta(res.Meta)
+	out.Messages = make([]*mcp.PromptMessage, len(res.Messages))
+	for i, m := range res.Messages {
+		c := *m
+		if m.Content != nil {
+			c.Content = f.frontContent(up, []mcp.Content{m.Content})[0]
+		}
+		out.Messages[i] = &c
+	}
+	return &out, nil
+}
+
+// readResource forwards a resources/read of an upstream's URI; the
+// answer, errors included, comes back as the upstream gave it, with its
+// URIs namespaced.
+func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, up, raw string) (mcp.Result, error) {
+	start := time.Now()
+	cctx, stop, cs, err := f.session(ctx, up)
+	defer stop()
+	var res *mcp.ReadResourceResult
+	if err == nil {
+		res, err = cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: raw, Meta: forwardMeta(req.Params.Meta)})
+	}
+	if err != nil {
+		e := classify(ctx, cctx, err)
+		f.logCall(ctx, up, "resources/read", "", start, e.outcome(), 0, 0)
+		return nil, e.rpcError(up)
+	}
+	f.logCall(ctx, up, "resources/read", "", start, "ok", 0, 0)
+	out := *res
+	out.Meta = resultMeta(res.Meta)
+	out.Contents = make([]*mcp.ResourceContents, len(res.Contents))
+	for i, c := range res.Contents {
+		cc := *c
+		cc.URI = f.names.frontURI(up, c.URI)
+		out.Contents[i] = &cc
+	}
+	if out.CacheScope == "" {
+		// An upstream's data is its caller's: never "public" by default.
+		out.CacheScope = "private"
+	}
+	return &out, nil
+}
+
+// complete forwards completion/complete of a namespaced prompt or
+// resource template reference.
+func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Result, error) {
+	ref := *req.Params.Ref
+	var up string
+	var ok bool
+	switch ref.Type {
+	case "ref/prompt":
+		up, ref.Name, ok = f.names.backTool(ref.Name, false)
+	case "ref/resource":
+		up, ref.URI, ok = f.names.backURI(ref.URI)
+	}
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: the reference names no upstream prompt or resource template"}
+	}
+	start := time.Now()
+	cctx, stop, cs, err := f.session(ctx, up)
+	defer stop()
+	var res *mcp.CompleteResult
+	if err == nil {
+		params := *req.Params
+		params.Ref = &ref
+		params.Meta = forwardMeta(req.Params.Meta)
+		res, err = cs.Complete(cctx, &params)
+	}
+	if err != nil {
+		e := classify(ctx, cctx, err)
+		f.logCall(ctx, up, "completion/complete", "", start, e.outcome(), 0, 0)
+		return nil, e.rpcError(up)
+	}
+	f.logCall(ctx, up, "completion/complete", "", start, "ok", 0, 0)
+	out := *res
+	out.Meta = resultMeta(res.Meta)
+	return &out, nil
+}

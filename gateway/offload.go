@@ -1,0 +1,328 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/toolapi"
+)
+
+// Offloading (docs/gateway.md): a tools/call result whose content bytes
+// exceed its upstream's threshold (or its tool's override) has each part
+// larger than the preview saved through the service, under the caller's
+// tenant, unlisted, in the gateway's scheme, at
+// <tenant>/<upstream>/<tool>/<ulid>/<n> (n is the part's index in
+// content, "structuredContent" for that). The part is replaced by a
+// resource_link and, for text, a preview of its first PreviewChars
+// characters; one text item before the rest says how large the result was
+// and how to read the parts. Every part is saved, or none: a failed save
+// removes the parts already saved and answers its failure.
+//
+// The outputSchema decision: a tool that declares an outputSchema keeps
+// its structuredContent inline, whatever its size, so the result still
+// validates against the schema the caller was given in tools/list; its
+// content items are offloaded. A tool without one has a large
+// structuredContent replaced by {"resourced":{uri,size,sha256,mimeType}}.
+
+// textMIME is the media type of an offloaded text item.
+const textMIME = "text/plain; charset=utf-8"
+
+// contentBytes is a result's content size: text, decoded image, audio and
+// embedded blobs, embedded text, and the JSON of structuredContent.
+func contentBytes(res *mcp.CallToolResult, structured []byte) int64 {
+	var n int64
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += int64(len(c.Text))
+		case *mcp.ImageContent:
+			n += int64(len(c.Data))
+		case *mcp.AudioContent:
+			n += int64(len(c.Data))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				n += int64(len(c.Resource.Text) + len(c.Resource.Blob))
+			}
+		}
+	}
+	return n + int64(len(structured))
+}
+
+// shouldOffload applies an upstream's policy to a result of tool of size
+// bytes.
+func shouldOffload(pol OffloadPolicy, tool string, size int64) bool {
+	if t, ok := pol.Tools[tool]; ok {
+		switch t.Mode {
+		case OffloadNever:
+			return false
+		case OffloadAlways:
+			return size > 0
+		case OffloadSize:
+			return size > t.Threshold
+		}
+	}
+	th := pol.Threshold
+	if th <= 0 {
+		th = DefaultThreshold
+	}
+	return size > th
+}
+
+// offloaded is what offload did: the result to return, how many parts it
+// saved and their bytes.
+type offloaded struct {
+	result *mcp.CallToolResult
+	parts  int
+	bytes  int64
+}
+
+// savedPart is one saved part, for the note and for rollback.
+type savedPart struct {
+	uri, mimeType string
+	size          int64
+	preview       bool
+}
+
+// offload saves the large parts of res, a result of upstream's tool
+// (frontName as the caller named it), when its policy says so.
+func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontName string, hasOutputSchema bool, res *mcp.CallToolResult) (offloaded, *service.Failure) {
+	var structured []byte
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return offloaded{}, service.Fail(service.KindUnavailable, "The upstream server "+up+" returned a structuredContent that cannot be encoded. Retry the same call later.")
+		}
+		structured = b
+	}
+	total := contentBytes(res, structured)
+	if !shouldOffload(f.ups[up].Offload, tool, total) {
+		return offloaded{}, nil
+	}
+	o := offloadRun{f: f, ctx: ctx, p: p, base: up + "/" + pathSegment(tool) + "/" + ulid.Make().String()}
+	out := *res
+	out.Content = make([]mcp.Content, 0, len(res.Content)+2)
+	for i, c := range res.Content {
+		items, fail := o.part(i, c)
+		if fail != nil {
+			o.rollback()
+			return offloaded{}, fail
+		}
+		out.Content = append(out.Content, items...)
+	}
+	if structured != nil && !hasOutputSchema && int64(len(structured)) > int64(f.preview) {
+		r, fail := o.save("structuredContent", "application/json", structured, false, "structuredContent")
+		if fail != nil {
+			o.rollback()
+			return offloaded{}, fail
+		}
+		out.StructuredContent = map[string]any{"resourced": map[string]any{
+			"uri": r.Value.URI, "size": r.Meta.Size, "sha256": r.Meta.SHA256, "mimeType": "application/json",
+		}}
+		out.Content = append(out.Content, link(r))
+	}
+	if len(o.saved) == 0 {
+		return offloaded{}, nil
+	}
+	out.Content = append([]mcp.Content{&mcp.TextContent{Text: f.note(frontName, total, o.saved)}}, out.Content...)
+	return offloaded{result: &out, parts: len(o.saved), bytes: o.bytes}, nil
+}
+
+// offloadRun is one result being offloaded.
+type offloadRun struct {
+	f     *Front
+	ctx   context.Context
+	p     auth.Principal
+	base  string
+	saved []savedPart
+	bytes int64
+}
+
+// part returns what replaces content item i: itself when it is small,
+// else its link (and a preview for text).
+func (o *offloadRun) part(i int, c mcp.Content) ([]mcp.Content, *service.Failure) {
+	n := fmt.Sprint(i)
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		if utf8.RuneCountInString(c.Text) <= o.f.preview {
+			return []mcp.Content{c}, nil
+		}
+		r, fail := o.save(n, textMIME, []byte(c.Text), true, "text")
+		if fail != nil {
+			return nil, fail
+		}
+		return []mcp.Content{link(r), &mcp.TextContent{Text: preview(c.Text, o.f.preview), Annotations: c.Annotations}}, nil
+	case *mcp.ImageContent:
+		return o.blob(n, c, c.Data, c.MIMEType, "image")
+	case *mcp.AudioContent:
+		return o.blob(n, c, c.Data, c.MIMEType, "audio")
+	case *mcp.EmbeddedResource:
+		if c.Resource == nil {
+			return []mcp.Content{c}, nil
+		}
+		rc := c.Resource
+		if rc.Blob != nil {
+			return o.blob(n, c, rc.Blob, rc.MIMEType, "embedded resource "+rc.URI)
+		}
+		if utf8.RuneCountInString(rc.Text) <= o.f.preview {
+			return []mcp.Content{c}, nil
+		}
+		mt := rc.MIMEType
+		if mt == "" {
+			mt = textMIME
+		}
+		r, fail := o.save(n, mt, []byte(rc.Text), true, "embedded resource "+rc.URI)
+		if fail != nil {
+			return nil, fail
+		}
+		return []mcp.Content{link(r), &mcp.TextContent{Text: preview(rc.Text, o.f.preview)}}, nil
+	}
+	return []mcp.Content{c}, nil
+}
+
+func (o *offloadRun) blob(n string, c mcp.Content, data []byte, mimeType, what string) ([]mcp.Content, *service.Failure) {
+	if len(data) <= o.f.preview {
+		return []mcp.Content{c}, nil
+	}
+	if mimeType == "" {
+		mimeType = "application/octet-stream"
+	}
+	r, fail := o.save(n, mimeType, data, false, what)
+	if fail != nil {
+		return nil, fail
+	}
+	return []mcp.Content{link(r)}, nil
+}
+
+// save stores one part. A media type the service refuses is saved as
+// text/plain or application/octet-stream: the bytes matter more than the
+// label.
+func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what string) (*service.Result, *service.Failure) {
+	if service.CheckMIMEType("mimeType", mimeType) != nil {
+		mimeType = "application/octet-stream"
+		if text {
+			mimeType = textMIME
+		}
+	}
+	a := &toolapi.ReportArgs{
+		Path:        o.base + "/" + n,
+		MIMEType:    mimeType,
+		Title:       service.Truncate(what+" of "+o.base[:strings.LastIndexByte(o.base, '/')], 200),
+		SaveOptions: toolapi.SaveOptions{Scheme: o.f.scheme},
+	}
+	if text && utf8.Valid(body) {
+		s := string(body)
+		a.Text = &s
+	} else {
+		b := base64.StdEncoding.EncodeToString(body)
+		a.BlobBase64 = &b
+	}
+	r, fail := o.f.svc.SaveReport(o.ctx, o.p, a)
+	if fail != nil {
+		return nil, fail
+	}
+	o.saved = append(o.saved, savedPart{uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text})
+	o.bytes += r.Meta.Size
+	return r, nil
+}
+
+// rollback removes the parts already saved: a result is offloaded whole
+// or not at all.
+func (o *offloadRun) rollback() {
+	ctx := context.WithoutCancel(o.ctx)
+	for _, s := range o.saved {
+		if _, fail := o.f.svc.Delete(ctx, o.p, &toolapi.DeleteArgs{URI: s.uri}); fail != nil {
+			o.f.log.WarnContext(ctx, "removing an offloaded part after a failed save", "uri", s.uri, "errorKind", fail.ErrorKind)
+		}
+	}
+	o.saved = nil
+}
+
+// link is the resource_link of a saved part.
+func link(r *service.Result) *mcp.ResourceLink {
+	size := r.Meta.Size
+	return &mcp.ResourceLink{
+		URI:      r.Value.URI,
+		Name:     r.Value.Name,
+		MIMEType: r.Meta.MIMEType,
+		Size:     &size,
+		Meta:     mcp.Meta{"sha256": r.Meta.SHA256},
+	}
+}
+
+// preview is the first n characters of s, never splitting a UTF-8
+// character.
+func preview(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
+
+// pathSegment makes a tool name a path segment of the URI grammar
+// (A-Z a-z 0-9 . _ ~ -), at most 128 bytes.
+func pathSegment(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	s := string(b)
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	if s == "" || s == "." || s == ".." {
+		return "tool"
+	}
+	return s
+}
+
+// note is the text item that says, in plain words, how large the result
+// was and how to read its saved parts.
+func (f *Front) note(tool string, total int64, parts []savedPart) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The result of %s was %s, too large to return inline, so ", tool, sizeWords(total))
+	if len(parts) == 1 {
+		b.WriteString("its large part was saved and is linked below: ")
+	} else {
+		fmt.Fprintf(&b, "its %d large parts were saved and are linked below: ", len(parts))
+	}
+	for i, s := range parts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s, %s", s.uri, s.mimeType, sizeWords(s.size))
+		if s.preview {
+			fmt.Fprintf(&b, ", its first %d characters follow the link", f.preview)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ". Read a part whole with resources/read of its URI, or in windows with the read_resource tool: "+
+		`{"uri": "%s", "offset": 0}, then again with offset set to the nextOffset it returns until nextOffset is absent `+
+		"(for text, startLine and lineCount choose lines instead).", parts[0].uri)
+	return b.String()
+}
+
+// sizeWords is n bytes in words: "2097152 bytes (2.0 MiB)".
+func sizeWords(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d bytes (%.1f KiB)", n, float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestPreviewNeverSplitsACharacter(t *testing.T) {
+	for _, s := range []string{"héllo wörld", "✓✓✓✓✓", "𝄞𝄞𝄞", "abc", ""} {
+		for n := 0; n <= utf8.RuneCountInString(s)+1; n++ {
+			p := preview(s, n)
+			if !utf8.ValidString(p) || !strings.HasPrefix(s, p) || utf8.RuneCountInString(p) != min(n, utf8.RuneCountInString(s)) {
+				t.Errorf("preview(%q, %d) = %q", s, n, p)
+			}
+		}
+	}
+}
+
+func TestShouldOffload(t *testing.T) {
+	pol := OffloadPolicy{Threshold: 100, Tools: map[string]ToolOffload{
+		"a": {Mode: OffloadAlways}, "n": {Mode: OffloadNever}, "s": {Mode: OffloadSize, Threshold: 10},
+	}}
+	tests := []struct {
+		tool string
+		size int64
+		want bool
+	}{
+		{"x", 100, false}, {"x", 101, true},
+		{"a", 1, true}, {"a", 0, false},
+		{"n", 1 << 30, false},
+		{"s", 10, false}, {"s", 11, true},
+	}
+	for _, tt := range tests {
+		if got := shouldOffload(pol, tt.tool, tt.size); got != tt.want {
+			t.Errorf("shouldOffload(%s, %d) = %v, want %v", tt.tool, tt.size, got, tt.want)
+		}
+	}
+	if shouldOffload(OffloadPolicy{}, "x", DefaultThreshold) || !shouldOffload(OffloadPolicy{}, "x", DefaultThreshold+1) {
+		t.Error("the default threshold is not 16 KiB")
+	}
+}
+
+func TestContentBytesCountsDecodedBytes(t *testing.T) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: "héllo"}, // 6 bytes
+		&mcp.ImageContent{Data: make([]byte, 10)},
+		&mcp.AudioContent{Data: make([]byte, 20)},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{Text: "abc"}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{Blob: make([]byte, 7)}},
+		&mcp.ResourceLink{URI: "file:///x"},
+	}}
+	if got := contentBytes(res, []byte(`{"a":1}`)); got != 6+10+20+3+7+7 {
+		t.Errorf("contentBytes = %d", got)
+	}
+}
+
+func TestPathSegment(t *testing.T) {
+	for in, want := range map[string]string{"read_text_file": "read_text_file", "a/b c": "a-b-c", "..": "tool", "": "tool", "é": "--"} {
+		if got := pathSegment(in); got != want {
+			t.Errorf("pathSegment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIDKey(t *testing.T) {
+	same := [][2]string{{`1`, `1.0`}, {` "a" `, `"a"`}, {`"\u0061"`, `"a"`}}
+	for _, p := range same {
+		a, _ := idKey([]byte(p[0]))
+		b, _ := idKey([]byte(p[1]))
+		if a != b {
+			t.Errorf("idKey(%s) = %q, idKey(%s) = %q; want equal", p[0], a, p[1], b)
+		}
+	}
+	a, _ := idKey([]byte(`1`))
+	b, _ := idKey([]byte(`"1"`))
+	if a == b {
+		t.Error("the string id \"1\" and the number 1 collide")
+	}
+	if _, ok := idKey([]byte(`{}`)); ok {
+		t.Error("an object is an id")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	bg := context.Background()
+	canceled, cancel := context.WithCancel(bg)
+	cancel()
+	timedOut, stop := context.WithTimeout(bg, 0)
+	defer stop()
+	<-timedOut.Done()
+	wire := &jsonrpc.Error{Code: -32042, Message: "no", Data: []byte(`{"a":1}`)}
+	tests := []struct {
+		name    string
+		caller  context.Context
+		call    context.Context
+		err     error
+		outcome string
+	}{
+		{"answer", bg, bg, fmt.Errorf("calling %q: %w", "tools/call", wire), "-32042"},
+		{"unavailable", bg, bg, fmt.Errorf("x: %w", ErrUnavailable), "unavailable"},
+		{"closed", bg, bg, fmt.Errorf("%w: calling: %v", mcp.ErrConnectionClosed, errors.New("EOF")), "unavailable"},
+		{"rejected", bg, bg, &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}, "unavailable"},
+		{"other", bg, bg, errors.New("unexpected EOF"), "unavailable"},
+		{"timeout", bg, timedOut, context.DeadlineExceeded, "timeout"},
+		{"canceled", canceled, canceled, context.Canceled, "canceled"},
+	}
+	for _, tt := range tests {
+		e := classify(tt.caller, tt.call, tt.err)
+		if e.outcome() != tt.outcome {
+			t.Errorf("%s: outcome %s, want %s", tt.name, e.outcome(), tt.outcome)
+		}
+	}
+	e := classify(bg, bg, fmt.Errorf("calling: %w", wire))
+	if got, ok := e.rpcError("fs").(*jsonrpc.Error); !ok || got.Code != wire.Code || got.Message != wire.Message || string(got.Data) != string(wire.Data) {
+		t.Errorf("the upstream's answer is passed on as %v", e.rpcError("fs"))
+	}
+	if msg := classify(bg, bg, errors.New("dial tcp 10.0.0.1:443: secret detail")).rpcError("fs").Error(); strings.Contains(msg, "10.0.0.1") || !strings.Contains(msg, "fs") {
+		t.Errorf("unavailable error %q leaks internals or misses the upstream", msg)
+	}
+}
+
+func TestCancelIsScopedToTenantAndID(t *testing.T) {
+	var f Front
+	ctx1, done1 := f.Track(context.Background(), "t1", []byte(`7`))
+	defer done1()
+	ctx2, done2 := f.Track(context.Background(), "t2", []byte(`7`))
+	defer done2()
+	c1, stop1 := f.calls.context(ctx1)
+	defer stop1()
+	c2, stop2 := f.calls.context(ctx2)
+	defer stop2()
+	if f.Cancel("t1", []byte(`8`)) || f.Cancel("t3", []byte(`7`)) {
+		t.Error("Cancel of an id or tenant with no call reported true")
+	}
+	if !f.Cancel("t1", []byte(`7.0`)) {
+		t.Fatal("Cancel of t1's call 7 reported false")
+	}
+	<-c1.Done()
+	if c2.Err() != nil {
+		t.Error("t2's call with the same id was cancelled")
+	}
+	done1()
+	if f.Cancel("t1", []byte(`7`)) {
+		t.Error("Cancel after the call ended reported true")
+	}
+}

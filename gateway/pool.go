@@ -1,0 +1,770 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of the Pool; PoolOptions and Upstream fields left zero take them.
+const (
+	// DefaultMaxTenantSessions caps the perTenant sessions (processes) of
+	// one upstream, so that a caller with many tenants cannot start
+	// processes without bound.
+	DefaultMaxTenantSessions = 32
+	// DefaultIdleTimeout closes a perTenant session unused this long.
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultCallTimeout bounds one forwarded request, and a connect.
+	DefaultCallTimeout = 2 * time.Minute
+)
+
+// Restart backoff: a session that died or failed to connect is not tried
+// again before backoffBase, doubling with each further failure up to
+// backoffMax; a session that stayed up healthyAfter starts over at
+// backoffBase.
+const (
+	backoffBase  = 250 * time.Millisecond
+	backoffMax   = 30 * time.Second
+	healthyAfter = time.Minute
+	// readyPing bounds the ping of a live shared session in Ready.
+	readyPing = 5 * time.Second
+	// probeEvery is how often Ready may start a probe session of a
+	// perTenant upstream (see Ready).
+	probeEvery = time.Minute
+)
+
+// PoolOptions configure NewPool.
+type PoolOptions struct {
+	// Upstreams, in config order; names must match NamePattern and be
+	// unique, and each must have exactly one of URL and Command.
+	Upstreams []Upstream
+	// Logger receives restarts, session ends and the stderr of stdio
+	// upstreams; nil is silent.
+	Logger *slog.Logger
+	// Registerer gets the pool's metrics; nil registers them nowhere.
+	Registerer prometheus.Registerer
+	// Version is the gateway's clientInfo.version towards upstreams.
+	Version string
+	// MaxTenantSessions caps the perTenant sessions of each upstream
+	// (0: DefaultMaxTenantSessions).
+	MaxTenantSessions int
+
+	// Backoff of restarts, for tests (zero: the constants above).
+	backoffBase, backoffMax, healthyAfter time.Duration
+	// terminate is how long a stdio upstream gets after its stdin closes
+	// before SIGTERM (zero: go-sdk's 5s); for tests.
+	terminate time.Duration
+}
+
+// Pool is the Sessions of the gateway: it owns one go-sdk client session
+// per upstream (Shared) or per upstream and tenant (PerTenant), starting
+// stdio processes and connecting to HTTP servers on first use.
+//
+//   - Concurrent first uses share one connect.
+//   - A session that ends (its process exited, its HTTP session was lost)
+//     is replaced on the next Session call, but not before a backoff
+//     (250ms doubling to 30s, reset after a session stayed up a minute);
+//     within the backoff Session fails at once with ErrUnavailable.
+//   - A perTenant session is closed when unused for the larger of
+//     IdleTimeout and CallTimeout (so no call it was handed out for can
+//     still be running). At MaxTenantSessions, a new tenant evicts the
+//     least recently used session that is idle in that sense, else gets
+//     ErrUnavailable.
+//
+// A Pool is safe for concurrent use. Close stops every session and
+// process; after it Session answers ErrUnavailable.
+type Pool struct {
+	opts     PoolOptions
+	log      *slog.Logger
+	ups      []*upstream
+	byName   map[string]*upstream
+	progress ProgressRouter
+
+	sessions *prometheus.GaugeVec
+	restarts *prometheus.CounterVec
+
+	ctx    context.Context // canceled by Close: aborts connects under way
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // session watchers, connects, closes, the reaper
+
+	mu     sync.Mutex
+	closed bool
+	once   sync.Once
+}
+
+var _ Sessions = (*Pool)(nil)
+
+var namePattern = regexp.MustCompile(NamePattern)
+
+// NewPool checks opts and returns a Pool that has started nothing yet:
+// sessions are connected on first use (Session or Ready).
+func NewPool(opts PoolOptions) (*Pool, error) {
+	if opts.MaxTenantSessions == 0 {
+		opts.MaxTenantSessions = DefaultMaxTenantSessions
+	}
+	if opts.MaxTenantSessions < 0 {
+		return nil, fmt.Errorf("gateway: MaxTenantSessions %d is negative", opts.MaxTenantSessions)
+	}
+	if opts.backoffBase <= 0 {
+		opts.backoffBase = backoffBase
+	}
+	if opts.backoffMax <= 0 {
+		opts.backoffMax = backoffMax
+	}
+	if opts.healthyAfter <= 0 {
+		opts.healthyAfter = healthyAfter
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{opts: opts, log: log, byName: map[string]*upstream{}}
+	var errs []error
+	for i, u := range opts.Upstreams {
+		if err := checkUpstream(&u); err != nil {
+			errs = append(errs, fmt.Errorf("gateway: upstream %d (%q): %w", i, u.Name, err))
+			continue
+		}
+		if p.byName[u.Name] != nil {
+			errs = append(errs, fmt.Errorf("gateway: upstream %d: the name %q is used twice", i, u.Name))
+			continue
+		}
+		up := &upstream{cfg: u, tenants: map[string]*slot{}}
+		p.ups = append(p.ups, up)
+		p.byName[u.Name] = up
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	p.sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "resourced_gateway_upstream_sessions",
+		Help: "Open upstream sessions (stdio processes or HTTP sessions) by upstream.",
+	}, []string{"upstream"})
+	p.restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "resourced_gateway_upstream_restarts_total",
+		Help: "Connects that replace an upstream session that ended or failed to connect, by upstream.",
+	}, []string{"upstream"})
+	for _, up := range p.ups {
+		p.sessions.WithLabelValues(up.cfg.Name)
+		p.restarts.WithLabelValues(up.cfg.Name)
+	}
+	if opts.Registerer != nil {
+		for _, c := range []prometheus.Collector{p.sessions, p.restarts} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("gateway: registering the pool's metrics: %w", err)
+			}
+		}
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if tick := p.reapEvery(); tick > 0 {
+		p.wg.Add(1)
+		go p.reap(tick)
+	}
+	return p, nil
+}
+
+// checkUpstream fills u's defaults and checks what the pool relies on;
+// the config package reports the same problems by key first.
+func checkUpstream(u *Upstream) error {
+	if !namePattern.MatchString(u.Name) {
+		return fmt.Errorf("the name must match %s", NamePattern)
+	}
+	if (u.URL == "") == (u.Command == "") {
+		return errors.New("want exactly one of URL and Command")
+	}
+	switch u.Isolation {
+	case "":
+		u.Isolation = Shared
+	case Shared, PerTenant:
+	default:
+		return fmt.Errorf("isolation %q is neither %q nor %q", u.Isolation, Shared, PerTenant)
+	}
+	if u.IdleTimeout <= 0 {
+		u.IdleTimeout = DefaultIdleTimeout
+	}
+	if u.CallTimeout <= 0 {
+		u.CallTimeout = DefaultCallTimeout
+	}
+	return nil
+}
+
+// upstream is one configured upstream and its sessions.
+type upstream struct {
+	cfg Upstream
+
+	mu      sync.Mutex
+	shared  *slot            // Shared isolation
+	tenants map[string]*slot // PerTenant isolation, by tenant
+	probe   *slot            // PerTenant: Ready's probe (see Ready)
+}
+
+// slot is the state of one session of an upstream (the shared one, or one
+// tenant's): the live session, a connect under way, the backoff.
+type slot struct {
+	tenant string // "" for the shared session and the probe
+
+	cs         *mcp.ClientSession // nil when none is live
+	pgid       int                // the stdio process group, 0 if none
+	connecting chan struct{}      // closed when the connect under way ends
+	connectErr error              // the last connect's error, nil after a success
+
+	started  bool      // a session was connected (or tried) before: the next connect is a restart
+	failures int       // consecutive deaths and failed connects
+	retryAt  time.Time // no connect before then
+	upSince  time.Time // when cs connected
+	lastUsed time.Time // when Session last handed cs out
+	checked  time.Time // probe: when it last ran
+}
+
+// live reports whether s holds a session or is connecting one (what the
+// perTenant cap counts).
+func (s *slot) live() bool { return s.cs != nil || s.connecting != nil }
+
+// Upstreams lists the configured upstreams in config order, defaults
+// filled in.
+func (p *Pool) Upstreams() []Upstream {
+	out := make([]Upstream, len(p.ups))
+	for i, up := range p.ups {
+		out[i] = up.cfg
+	}
+	return out
+}
+
+// Progress is where the sessions' progress notifications are delivered.
+func (p *Pool) Progress() *ProgressRouter { return &p.progress }
+
+// Session returns the live session of upstream for tenant (ignored under
+// Shared isolation), connecting one when there is none. Errors of an
+// upstream that cannot be reached, is in its restart backoff, is at its
+// perTenant cap, or of a closed pool wrap ErrUnavailable.
+func (p *Pool) Session(ctx context.Context, upstream, tenant string) (*mcp.ClientSession, error) {
+	up := p.byName[upstream]
+	if up == nil {
+		return nil, fmt.Errorf("gateway: no upstream named %q", upstream)
+	}
+	if up.cfg.Isolation == PerTenant && tenant == "" {
+		return nil, fmt.Errorf("gateway: upstream %q is perTenant and the call has no tenant", upstream)
+	}
+	for {
+		up.mu.Lock()
+		// Checked under up.mu: Close marks the pool closed before it
+		// takes up.mu, so no connect starts after Close has swept up.
+		if p.isClosed() {
+			up.mu.Unlock()
+			return nil, fmt.Errorf("upstream %s: the gateway is shutting down: %w", upstream, ErrUnavailable)
+		}
+		s, err := p.slotFor(up, tenant)
+		if err != nil {
+			up.mu.Unlock()
+			return nil, err
+		}
+		now := time.Now()
+		if s.cs != nil {
+			s.lastUsed = now
+			cs := s.cs
+			up.mu.Unlock()
+			return cs, nil
+		}
+		if wait := s.connecting; wait != nil {
+			up.mu.Unlock()
+			select {
+			case <-wait:
+				continue // the connect ended: take its session or its error
+			case <-ctx.Done():
+				return nil, fmt.Errorf("upstream %s: waiting for its connect: %w: %w", upstream, ctx.Err(), ErrUnavailable)
+			}
+		}
+		if now.Before(s.retryAt) {
+			err := s.connectErr
+			retry := s.retryAt.Sub(now).Round(time.Millisecond)
+			up.mu.Unlock()
+			if err == nil {
+				return nil, fmt.Errorf("upstream %s: its session ended; restarting in %s: %w", upstream, retry, ErrUnavailable)
+			}
+			return nil, fmt.Errorf("upstream %s: %v; retrying in %s: %w", upstream, err, retry, ErrUnavailable)
+		}
+		done := p.startConnect(up, s)
+		up.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("upstream %s: waiting for its connect: %w: %w", upstream, ctx.Err(), ErrUnavailable)
+		}
+	}
+}
+
+// slotFor returns up's slot for tenant, creating a perTenant one within
+// the cap. up.mu is held.
+func (p *Pool) slotFor(up *upstream, tenant string) (*slot, error) {
+	if up.cfg.Isolation != PerTenant {
+		if up.shared == nil {
+			up.shared = &slot{}
+		}
+		return up.shared, nil
+	}
+	s := up.tenants[tenant]
+	if s != nil && (s.live() || time.Now().Before(s.retryAt)) {
+		return s, nil
+	}
+	// No session yet, or one that ended and may be connected again:
+	// connecting it needs room under the cap.
+	if p.countLive(up) >= p.opts.MaxTenantSessions && !p.evictIdle(up) {
+		return nil, fmt.Errorf("upstream %s: %d tenant sessions are open and in use (gateway.maxTenantSessions): %w",
+			up.cfg.Name, p.opts.MaxTenantSessions, ErrUnavailable)
+	}
+	if s == nil {
+		s = &slot{tenant: tenant}
+		up.tenants[tenant] = s
+	}
+	return s, nil
+}
+
+func (p *Pool) countLive(up *upstream) int {
+	n := 0
+	for _, s := range up.tenants {
+		if s.live() {
+			n++
+		}
+	}
+	return n
+}
+
+// idleAt is when a session last handed out at lastUsed may be closed
+// without cutting a call short: calls are bounded by CallTimeout.
+func idleAt(u *Upstream, lastUsed time.Time, idle time.Duration) time.Time {
+	return lastUsed.Add(max(idle, u.CallTimeout))
+}
+
+// evictIdle closes the least recently used perTenant session of up that
+// no call can still be using (handed out more than CallTimeout ago) and
+// reports whether there was one. up.mu is held.
+func (p *Pool) evictIdle(up *upstream) bool {
+	now := time.Now()
+	var lru *slot
+	for _, s := range up.tenants {
+		if s.cs == nil || s.connecting != nil || now.Before(idleAt(&up.cfg, s.lastUsed, 0)) {
+			continue
+		}
+		if lru == nil || s.lastUsed.Before(lru.lastUsed) {
+			lru = s
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	p.log.Info("closing the least recently used tenant session of an upstream for another tenant",
+		"upstream", up.cfg.Name, "tenant", lru.tenant, "maxTenantSessions", p.opts.MaxTenantSessions)
+	p.dropSession(up, lru)
+	delete(up.tenants, lru.tenant)
+	return true
+}
+
+// dropSession detaches s's session and closes it in the background.
+// up.mu is held.
+func (p *Pool) dropSession(up *upstream, s *slot) {
+	cs, pgid := s.cs, s.pgid
+	s.cs, s.pgid = nil, 0
+	if cs == nil {
+		return
+	}
+	p.sessions.WithLabelValues(up.cfg.Name).Dec()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.closeSession(up, cs, pgid)
+	}()
+}
+
+// closeSession closes cs (for stdio: closes stdin, waits, then SIGTERM,
+// then SIGKILL, as go-sdk's CommandTransport does) and kills whatever is
+// left of the process group (the children of an npx, say).
+func (p *Pool) closeSession(up *upstream, cs *mcp.ClientSession, pgid int) {
+	if err := cs.Close(); err != nil {
+		p.log.Debug("upstream session closed", "upstream", up.cfg.Name, "err", err)
+	}
+	killGroup(pgid)
+}
+
+// startConnect starts connecting s in the background and returns the
+// channel closed when it ends. up.mu is held.
+func (p *Pool) startConnect(up *upstream, s *slot) <-chan struct{} {
+	done := make(chan struct{})
+	s.connecting = done
+	restart := s.started
+	s.started = true
+	if restart {
+		p.restarts.WithLabelValues(up.cfg.Name).Inc()
+		p.log.Warn("restarting upstream session", "upstream", up.cfg.Name, "tenant", s.tenant, "failures", s.failures)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(p.ctx, up.cfg.CallTimeout)
+		cs, pgid, err := p.connect(ctx, up, s.tenant)
+		cancel()
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		s.connecting = nil
+		close(done)
+		now := time.Now()
+		if err != nil {
+			s.connectErr = err
+			s.failures++
+			s.retryAt = now.Add(p.backoff(s.failures))
+			p.log.Warn("upstream connect failed", "upstream", up.cfg.Name, "tenant", s.tenant, "err", err,
+				"retryIn", p.backoff(s.failures).String())
+			return
+		}
+		if p.isClosed() {
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.closeSession(up, cs, pgid) }()
+			return
+		}
+		s.cs, s.pgid, s.connectErr = cs, pgid, nil
+		s.upSince, s.lastUsed = now, now
+		p.sessions.WithLabelValues(up.cfg.Name).Inc()
+		p.wg.Add(1)
+		go p.watch(up, s, cs)
+	}()
+	return done
+}
+
+// backoff is the wait before the next connect after n consecutive
+// failures (n ≥ 1).
+func (p *Pool) backoff(n int) time.Duration {
+	d := p.opts.backoffBase
+	for i := 1; i < n && d < p.opts.backoffMax; i++ {
+		d *= 2
+	}
+	return min(d, p.opts.backoffMax)
+}
+
+// watch waits for cs to end. If the pool did not close it (its process
+// exited, its HTTP session was lost), the slot is emptied so that the
+// next Session connects again after the backoff.
+func (p *Pool) watch(up *upstream, s *slot, cs *mcp.ClientSession) {
+	defer p.wg.Done()
+	err := cs.Wait()
+	up.mu.Lock()
+	if s.cs != cs { // closed by the pool: idle, evicted, or Close
+		up.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if now.Sub(s.upSince) >= p.opts.healthyAfter {
+		s.failures = 0
+	}
+	s.failures++
+	s.retryAt = now.Add(p.backoff(s.failures))
+	s.connectErr = nil
+	p.log.Warn("upstream session ended", "upstream", up.cfg.Name, "tenant", s.tenant, "err", err,
+		"restartIn", p.backoff(s.failures).String())
+	p.dropSession(up, s) // reaps the process
+	up.mu.Unlock()
+}
+
+// connect starts or dials one session of up.
+func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.ClientSession, int, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "resourced-gateway", Version: p.opts.Version}, &mcp.ClientOptions{
+		// No roots, sampling or elicitation: the front is stateless and
+		// cannot carry a server-to-client request to its caller.
+		Capabilities: &mcp.ClientCapabilities{},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			p.progress.Deliver(req.Params)
+		},
+	})
+	var t mcp.Transport
+	var cmd *exec.Cmd
+	if up.cfg.Command != "" {
+		var stderr *os.File
+		var err error
+		if cmd, stderr, err = p.command(up, tenant); err != nil {
+			return nil, 0, err
+		}
+		// The child has its own copy once started; ours must close so
+		// that logStderr sees the end when the child's side closes.
+		defer stderr.Close()
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: p.opts.terminate}
+	} else {
+		t = &mcp.StreamableClientTransport{
+			Endpoint:             up.cfg.URL,
+			HTTPClient:           &http.Client{Transport: newHeaderTransport(up.cfg.URL, up.cfg.Headers)},
+			DisableStandaloneSSE: true, // server-initiated messages have nowhere to go
+		}
+	}
+	cs, err := client.Connect(ctx, t, nil)
+	pgid := 0
+	if cmd != nil && cmd.Process != nil {
+		pgid = cmd.Process.Pid
+	}
+	if err != nil {
+		// go-sdk closed the session (stdin, then SIGTERM); kill what is
+		// left of the process group.
+		killGroup(pgid)
+		return nil, 0, err
+	}
+	return cs, pgid, nil
+}
+
+// command is the exec.Cmd of a stdio upstream: its environment is PATH
+// and HOME of the gateway's plus the configured Env, never the rest of
+// the gateway's environment (which may hold keys); its stderr goes to the
+// log line by line; it leads a process group of its own so that Close can
+// stop its children too.
+func (p *Pool) command(up *upstream, tenant string) (*exec.Cmd, *os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("a pipe for its stderr: %w", err)
+	}
+	cmd := exec.Command(up.cfg.Command, up.cfg.Args...)
+	cmd.Env = childEnv(up.cfg.Env, os.Getenv)
+	cmd.Dir = up.cfg.Dir
+	cmd.Stderr = w
+	setProcessGroup(cmd)
+	attrs := []any{"upstream", up.cfg.Name}
+	if tenant != "" {
+		attrs = append(attrs, "tenant", tenant)
+	}
+	go func() {
+		defer r.Close()
+		logStderr(r, p.log.With(attrs...))
+	}()
+	return cmd, w, nil
+}
+
+// childEnv is the environment of a stdio upstream: PATH and HOME (when
+// set) and env, sorted; env wins.
+func childEnv(env map[string]string, getenv func(string) string) []string {
+	m := map[string]string{}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v := getenv(k); v != "" {
+			m[k] = v
+		}
+	}
+	for k, v := range env {
+		m[k] = v
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// headerTransport adds an HTTP upstream's static headers to every request
+// go-sdk's client sends to the upstream's origin; nothing of the gateway's
+// callers reaches it. A redirect to another origin gets none of them (the
+// headers are the upstream's credentials).
+type headerTransport struct {
+	origin  string // scheme://host of the upstream's URL
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func newHeaderTransport(endpoint string, headers map[string]string) headerTransport {
+	t := headerTransport{headers: headers, base: http.DefaultTransport}
+	if u, err := url.Parse(endpoint); err == nil {
+		t.origin = strings.ToLower(u.Scheme + "://" + u.Host)
+	}
+	return t
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 && t.origin != "" && strings.ToLower(req.URL.Scheme+"://"+req.URL.Host) == t.origin {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// reapEvery is the reaper's period: a quarter of the shortest perTenant
+// idle time, within [10ms, 15s]; 0 when no upstream is perTenant.
+func (p *Pool) reapEvery() time.Duration {
+	var d time.Duration
+	for _, up := range p.ups {
+		if up.cfg.Isolation == PerTenant && (d == 0 || up.cfg.IdleTimeout < d) {
+			d = up.cfg.IdleTimeout
+		}
+	}
+	if d == 0 {
+		return 0
+	}
+	return min(max(d/4, 10*time.Millisecond), 15*time.Second)
+}
+
+// reap closes perTenant sessions unused for their idle time and forgets
+// the backoff of tenants that have been quiet for a while.
+func (p *Pool) reap(every time.Duration) {
+	defer p.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, up := range p.ups {
+			if up.cfg.Isolation != PerTenant {
+				continue
+			}
+			up.mu.Lock()
+			for tenant, s := range up.tenants {
+				switch {
+				case s.connecting != nil:
+				case s.cs != nil && !now.Before(idleAt(&up.cfg, s.lastUsed, up.cfg.IdleTimeout)):
+					p.log.Info("closing an idle tenant session", "upstream", up.cfg.Name, "tenant", tenant,
+						"idleTimeout", up.cfg.IdleTimeout.String())
+					p.dropSession(up, s)
+					delete(up.tenants, tenant)
+				case s.cs == nil && now.After(s.retryAt.Add(p.opts.healthyAfter)):
+					delete(up.tenants, tenant) // its backoff has run out
+				}
+			}
+			up.mu.Unlock()
+		}
+	}
+}
+
+// Ready reports, per upstream name, nil or why it cannot be reached:
+//   - Shared: a live session is pinged (within 5s and ctx); without one,
+//     Ready connects it, as Session would (so a first /readyz starts the
+//     process), and reports the error, which within a restart backoff is
+//     the backoff's at once.
+//   - PerTenant: a probe session of Ready's own (not a tenant's, not
+//     counted in the cap) is connected and closed at most once a minute,
+//     and its result reported until the next; a live tenant session
+//     counts as a success. So /readyz of a perTenant upstream starts at
+//     most one process a minute.
+func (p *Pool) Ready(ctx context.Context) map[string]error {
+	out := make(map[string]error, len(p.ups))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, up := range p.ups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.ready(ctx, up)
+			mu.Lock()
+			out[up.cfg.Name] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (p *Pool) ready(ctx context.Context, up *upstream) error {
+	if up.cfg.Isolation == PerTenant {
+		return p.probe(ctx, up)
+	}
+	cs, err := p.Session(ctx, up.cfg.Name, "")
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, readyPing)
+	defer cancel()
+	if err := cs.Ping(pctx, nil); err != nil {
+		return fmt.Errorf("upstream %s: ping: %v: %w", up.cfg.Name, err, ErrUnavailable)
+	}
+	return nil
+}
+
+// probe is Ready for a perTenant upstream (see Ready).
+func (p *Pool) probe(ctx context.Context, up *upstream) error {
+	up.mu.Lock()
+	if p.isClosed() {
+		up.mu.Unlock()
+		return fmt.Errorf("upstream %s: the gateway is shutting down: %w", up.cfg.Name, ErrUnavailable)
+	}
+	for _, s := range up.tenants {
+		if s.cs != nil {
+			up.mu.Unlock()
+			return nil
+		}
+	}
+	if up.probe == nil {
+		up.probe = &slot{}
+	}
+	s := up.probe
+	if s.connecting == nil && (s.checked.IsZero() || time.Since(s.checked) >= probeEvery) {
+		s.checked = time.Now()
+		done := make(chan struct{})
+		s.connecting = done
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			cctx, cancel := context.WithTimeout(p.ctx, up.cfg.CallTimeout)
+			cs, pgid, err := p.connect(cctx, up, "")
+			cancel()
+			if cs != nil {
+				p.closeSession(up, cs, pgid)
+			}
+			up.mu.Lock()
+			s.connectErr, s.connecting = err, nil
+			close(done)
+			up.mu.Unlock()
+		}()
+	}
+	wait := s.connecting
+	up.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("upstream %s: probe: %w: %w", up.cfg.Name, ctx.Err(), ErrUnavailable)
+		}
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if s.connectErr != nil {
+		return fmt.Errorf("upstream %s: probe: %v: %w", up.cfg.Name, s.connectErr, ErrUnavailable)
+	}
+	return nil
+}
+
+// Close stops every session and process, waiting for them, and makes
+// Session answer ErrUnavailable. It is safe to call more than once.
+func (p *Pool) Close() error {
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.cancel()
+		for _, up := range p.ups {
+			up.mu.Lock()
+			if up.shared != nil {
+				p.dropSession(up, up.shared)
+			}
+			for _, s := range up.tenants {
+				p.dropSession(up, s)
+			}
+			up.mu.Unlock()
+		}
+		p.wg.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,22 @@
+//go:build unix
+
+package gateway
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup makes cmd lead a process group of its own, so that
+// killGroup reaches the children it starts (npx starts node, say).
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup kills what is left of process group pgid (0: none) once its
+// leader has been stopped and reaped.
+func killGroup(pgid int) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The pool's tests start this test binary again as a stdio upstream: with
+// poolUpstreamEnv set (through Upstream.Env, the only way a variable
+// reaches the child), init serves a go-sdk server on stdin/stdout and
+// exits, before the tests would run. init, not TestMain, so that the
+// package's other tests may keep a TestMain of their own.
+const poolUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_UPSTREAM"
+
+func init() {
+	if os.Getenv(poolUpstreamEnv) == "" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "test upstream up, pid %d\n", os.Getpid())
+	err := newTestUpstream().Run(context.Background(), &mcp.StdioTransport{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test upstream:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+type sleepArgs struct {
+	MS int `json:"ms"`
+}
+
+type progressArgs struct {
+	N int `json:"n"`
+}
+
+type stderrArgs struct {
+	Text string `json:"text"`
+}
+
+// newTestUpstream is the upstream of the pool's tests, served over stdio
+// by the re-executed test binary and over Streamable HTTP by httptest:
+//   - pid: the process id;
+//   - env: the sorted environment, one variable a line;
+//   - caps: the client capabilities the session was initialized with;
+//   - sleep {ms}: returns after ms milliseconds (or when cancelled);
+//   - crash: exits the process in the middle of the call;
+//   - progress {n}: sends n progress notifications, then returns;
+//   - stderr {text}: writes text to stderr as it is.
+func newTestUpstream() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "pool-test-upstream", Version: "1"}, nil)
+	text := func(format string, a ...any) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, a...)}}}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "pid"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return text("%d", os.Getpid()), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "env"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		env := os.Environ()
+		sort.Strings(env)
+		return text("%s", strings.Join(env, "\n")), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "caps"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		var c *mcp.ClientCapabilities
+		if ip := req.Session.InitializeParams(); ip != nil {
+			c = ip.Capabilities
+		}
+		if c == nil {
+			return text("none"), nil, nil
+		}
+		return text("roots=%t sampling=%t elicitation=%t", c.RootsV2 != nil, c.Sampling != nil, c.Elicitation != nil), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep"}, func(ctx context.Context, _ *mcp.CallToolRequest, a sleepArgs) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			return text("slept"), nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		os.Exit(3)
+		return nil, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, a progressArgs) (*mcp.CallToolResult, any, error) {
+		tok := req.Params.GetProgressToken()
+		for i := 1; i <= a.N; i++ {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: tok, Progress: float64(i), Total: float64(a.N), Message: fmt.Sprintf("step %d", i),
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		return text("done"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "stderr"}, func(_ context.Context, _ *mcp.CallToolRequest, a stderrArgs) (*mcp.CallToolResult, any, error) {
+		_, err := os.Stderr.WriteString(a.Text)
+		return text("written"), nil, err
+	})
+	return s
+}

@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGatewayEverything puts server-everything behind `resourced gateway`
+// over Streamable HTTP and over stdio and compares every operation of
+// exerciseEverything through the gateway (go-sdk client, both protocol
+// versions) with the same operation made directly, field by field: tools
+// (their definitions and results, images and resource_links included),
+// progress of the long-running tool, prompts, resources, templates,
+// completion and upstream errors. Over HTTP a second upstream (fs) makes
+// the gateway namespace names (everything__echo) and URIs
+// (everything+demo://…); over stdio, alone, it passes them unchanged.
+func TestGatewayEverything(t *testing.T) {
+	u := requireUpstreams(t)
+	t.Run("http", func(t *testing.T) {
+		endpoint := startEverythingHTTP(t, u)
+		rec := &sessionRecorder{}
+		want := exerciseEverything(t, connectHTTP(t, rec, endpoint, "", v2025), rec, naming{})
+		in := startGateway(t, true, fmt.Sprintf(`gateway:
+  upstreams:
+    - name: everything
+      url: %s
+    - name: fs
+      command: %q
+      args: [%q, %q]
+`, endpoint, u.Node, u.Filesystem, t.TempDir()))
+		for _, v := range versions {
+			t.Run(v, func(t *testing.T) {
+				rec := &sessionRecorder{}
+				cs := connectHTTP(t, rec, in.URL+"/mcp", in.Token, v)
+				got := exerciseEverything(t, cs, rec, naming{prefix: "everything"})
+				compareTranscripts(t, want, got, nil)
+			})
+		}
+	})
+	t.Run("stdio", func(t *testing.T) {
+		rec := &sessionRecorder{}
+		want := exerciseEverything(t, connectStdio(t, rec, u.Node, u.Everything, "stdio"), rec, naming{})
+		in := startGateway(t, true, fmt.Sprintf(`gateway:
+  upstreams:
+    - name: everything
+      command: %q
+      args: [%q, stdio]
+`, u.Node, u.Everything))
+		for _, v := range versions {
+			t.Run(v, func(t *testing.T) {
+				rec := &sessionRecorder{}
+				cs := connectHTTP(t, rec, in.URL+"/mcp", in.Token, v)
+				got := exerciseEverything(t, cs, rec, naming{})
+				compareTranscripts(t, want, got, map[string]string{
+					"tools/call/get-env": "the gateway starts a stdio upstream with a minimal environment (docs/gateway.md); shape/get-env is compared",
+				})
+			})
+		}
+	})
+}
+
+// TestGatewayInspectorCLI is the MCP Inspector CLI smoke test (Inspector
+// 2.12.0 on Node 22 from npm): it lists the tools of a gateway fronting
+// server-filesystem and calls one through it. The Inspector prints a
+// JSON-RPC error as JSON and exits 1, so the exit code is what is checked.
+// Auth is none so that no token goes on a command line.
+func TestGatewayInspectorCLI(t *testing.T) {
+	u := requireUpstreams(t)
+	dir := t.TempDir()
+	small, _ := writeFixtureFiles(t, dir)
+	in := startGateway(t, false, fsGatewayYAML(u, dir, "shared"))
+	run := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, u.Node22, append([]string{u.Inspector, "--cli", in.URL + "/mcp", "--transport", "http"}, args...)...)
+		// The launcher finds its own package relative to the working directory.
+		cmd.Dir = "upstreams"
+		cmd.Env = append(os.Environ(), "PATH="+strings.TrimSuffix(u.Node22, "/node")+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("--method", "tools/list")
+	if err != nil {
+		t.Fatalf("inspector tools/list: %v\n%s", err, out)
+	}
+	for _, name := range []string{"read_text_file", "list_directory", "read_resource"} {
+		if !strings.Contains(out, `"`+name+`"`) {
+			t.Errorf("inspector tools/list does not show %s:\n%.2000s", name, out)
+		}
+	}
+	out, err = run("--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", "path="+small)
+	if err != nil {
+		t.Fatalf("inspector tools/call read_text_file: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "a small file: it passes through unchanged") {
+		t.Errorf("inspector tools/call did not print the file:\n%s", out)
+	}
+	// And a failing call fails by exit code.
+	if out, err := run("--method", "tools/call", "--tool-name", "no_such_tool"); err == nil {
+		t.Errorf("inspector tools/call of an unknown tool exited 0:\n%s", out)
+	}
+}
