@@ -358,9 +358,7 @@ func (f *Front) listTools(ctx context.Context, next mcp.MethodHandler, method st
 			out.Tools = append(out.Tools, &c)
 		}
 	}
-	if f.private {
-		out.CacheScope = "private"
-	}
+	out.CacheScope = f.listScope()
 	return &out, nil
 }
 
@@ -371,7 +369,7 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	cctx, stop, cs, err := f.session(ctx, up)
 	defer stop()
 	var tools []*mcp.Tool
-	if err == nil {
+	if err == nil && serves(cs, "tools/list") {
 		for t, terr := range cs.Tools(cctx, nil) {
 			if terr != nil {
 				err = terr
@@ -383,11 +381,16 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	if err != nil {
 		e := classify(ctx, cctx, err)
 		f.logCall(ctx, up, "tools/list", "", start, e.outcome(), 0, 0)
-		return nil, e.rpcError(up)
+		if e.wire == nil || e.wire.Code != jsonrpc.CodeMethodNotFound {
+			return nil, e.rpcError(up)
+		}
+		tools = nil // an upstream without tools lists none
 	}
 	p, _ := tenantOf(ctx)
 	f.tools.put(f.cacheKey(up, p.Tenant), up, tools)
-	f.logCall(ctx, up, "tools/list", "", start, "ok", 0, 0)
+	if err == nil {
+		f.logCall(ctx, up, "tools/list", "", start, "ok", 0, 0)
+	}
 	return tools, nil
 }
 

@@ -316,6 +316,17 @@ func newUpstream(t *testing.T, name string) *upstream {
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///data/{name}", Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return nil, &jsonrpc.Error{Code: -32602, Message: "Resource not found", Data: json.RawMessage(`{"uri":"` + r.Params.URI + `"}`)}
 	})
+	if strings.HasPrefix(name, "bare") {
+		// Like server-filesystem: tools only, other methods -32601.
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/") || method == "completion/complete" {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	// A JSON-RPC error answer with data, for tools/call.
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -1089,5 +1100,75 @@ func TestGatewayToolAddedLater(t *testing.T) {
 	res := call(t, cs, "late", nil)
 	if sc, ok := res.StructuredContent.(map[string]any); !ok || sc["n"] == nil {
 		t.Errorf("late: structuredContent = %v, want it inline (the tool has an outputSchema)", res.StructuredContent)
+	}
+}
+
+// TestGatewayListsSkipUpstreamsWithoutTheMethod: a required upstream that
+// answers -32601 to prompts and resources (server-filesystem does) lists
+// none; the others' lists go on.
+func TestGatewayListsSkipUpstreamsWithoutTheMethod(t *testing.T) {
+	e := newGWEnv(t, fsUpstream(), gateway.Upstream{Name: "bare", Required: true})
+	cs := e.client(t, "t1", "2025-11-25", nil)
+	ctx := context.Background()
+	p, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(p.Prompts) != 1 || p.Prompts[0].Name != "fs__greet" {
+		t.Errorf("prompts/list = %+v, %v", p, err)
+	}
+	var uris []string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+	}
+	if strings.Join(uris, " ") != "fs+file:///data/a.txt" {
+		t.Errorf("resources = %v", uris)
+	}
+	for _, err := range cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := call(t, cs, "bare__echo", nil); r.IsError {
+		t.Errorf("bare__echo = %+v", r.Content)
+	}
+}
+
+// TestGatewayListsCarryACacheScope: lists the front builds itself carry a
+// cacheScope (go-sdk fills it only in results it builds): "public" with
+// shared upstreams, "private" when one is perTenant; resources/list is
+// always "private".
+func TestGatewayListsCarryACacheScope(t *testing.T) {
+	for _, iso := range []gateway.Isolation{gateway.Shared, gateway.PerTenant} {
+		up := fsUpstream()
+		up.Isolation = iso
+		e := newGWEnv(t, up)
+		cs := e.client(t, "t1", "2026-07-28", nil)
+		ctx := context.Background()
+		want := "public"
+		if iso == gateway.PerTenant {
+			want = "private"
+		}
+		tl, err := cs.ListTools(ctx, nil)
+		if err != nil || tl.CacheScope != want {
+			t.Errorf("%s: tools/list cacheScope %q (%v), want %q", iso, tl.CacheScope, err, want)
+		}
+		pl, err := cs.ListPrompts(ctx, nil)
+		if err != nil || pl.CacheScope != want {
+			t.Errorf("%s: prompts/list cacheScope %q (%v), want %q", iso, pl.CacheScope, err, want)
+		}
+		rt, err := cs.ListResourceTemplates(ctx, nil)
+		if err != nil || rt.CacheScope != want {
+			t.Errorf("%s: templates/list cacheScope %q (%v), want %q", iso, rt.CacheScope, err, want)
+		}
+		rl, err := cs.ListResources(ctx, nil)
+		if err != nil || rl.CacheScope != "private" {
+			t.Errorf("%s: resources/list cacheScope %q (%v)", iso, rl.CacheScope, err)
+		}
+		// An upstream's read keeps the upstream's own cacheScope (go-sdk's
+		// upstream sets "public").
+		if c, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///data/a.txt"}); err != nil || c.CacheScope != "public" {
+			t.Errorf("%s: upstream read cacheScope = %v, %v", iso, c, err)
+		}
 	}
 }
