@@ -128,10 +128,11 @@ func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontNa
 			o.rollback()
 			return offloaded{}, fail
 		}
+		// The pointer is the part's link (the note names it too): no
+		// resource_link of its own, so each replaced content item has one.
 		out.StructuredContent = map[string]any{"resourced": map[string]any{
 			"uri": r.Value.URI, "size": r.Meta.Size, "sha256": r.Meta.SHA256, "mimeType": "application/json",
 		}}
-		out.Content = append(out.Content, link(r))
 	}
 	if len(o.saved) == 0 {
 		return offloaded{}, nil
