@@ -8,8 +8,9 @@ import (
 // memberCache keeps the JSON content members ("text":"…" or "blob":"…")
 // of bodies read from a backend that stores no encoded form (s3store), so
 // that a body read again is not escaped again. An entry is keyed by what
-// alone decides the member, the body's SHA-256 and whether it is served as
-// text, so it is never stale: a replaced object has another digest, and two
+// alone decides the member, the body's SHA-256 and whether its media type
+// is textual (jsonwire.TextType; the body's UTF-8 validity, the rest of the
+// rule, follows from the body), so it is never stale: a replaced object has another digest, and two
 // objects with one body share one entry. Least recently used entries go
 // first once the members exceed max bytes.
 type memberCache struct {
@@ -22,8 +23,8 @@ type memberCache struct {
 }
 
 type memberKey struct {
-	sha256 string
-	text   bool
+	sha256   string
+	textType bool
 }
 
 type memberEntry struct {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -199,21 +200,25 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 		// is encoded once per body (s.members), not once per read.
 		err = s.store.ReadIf(ctx, k, func(m *store.Meta) bool { return readableBy(p, m) }, func(m *store.Meta, body []byte) error {
 			v.meta = *m
-			text := textual(m.MIMEType, body)
 			switch {
 			case wantBody:
 				v.body = append([]byte{}, body...)
 			case len(body) <= readChunk/8:
 				v.whole = chunkPool.Get().(*[]byte)
-				*v.whole = jsonwire.AppendMember((*v.whole)[:0], text, body)
+				*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
 			case s.members.fits(m.Size * 2):
-				if v.member = s.members.get(m.SHA256, text); v.member == nil {
-					v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), text, body)
-					s.members.put(m.SHA256, text, v.member)
+				// The member follows from the body and whether its type is
+				// textual (then the body's UTF-8 validity, a function of the
+				// body, decides), so that pair keys it and a hit needs no
+				// pass over the body.
+				tt := jsonwire.TextType(m.MIMEType)
+				if v.member = s.members.get(m.SHA256, tt); v.member == nil {
+					v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), tt && utf8.Valid(body), body)
+					s.members.put(m.SHA256, tt, v.member)
 				}
 			default:
 				// Too large to keep encoded: a copy, escaped as it is sent.
-				v.body, v.text = append([]byte{}, body...), text
+				v.body, v.text = append([]byte{}, body...), textual(m.MIMEType, body)
 			}
 			return nil
 		})

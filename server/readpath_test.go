@@ -228,6 +228,8 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 		put("t1", "report", "controls", "text/plain", bytes.Repeat([]byte{1, '<'}, 300), store.Private, time.Time{}),
 		put("t1", "report", "large", "text/markdown", bytes.Repeat([]byte("# é <&>\n\"q\" 日本 \u2028 😀 plain text runs here\n"), 2000), store.Private, now.Add(time.Hour)),
 		put("t1", "report", "large-bin", "image/png", bytes.Repeat(binary, 70), store.Private, now.Add(time.Hour)),
+		// A textual type whose body is not UTF-8: served as a blob.
+		put("t1", "report", "large-badutf8", "text/plain", bytes.Repeat([]byte{'a', 0xff, '"'}, 20000), store.Private, now.Add(time.Hour)),
 		"report://t1/missing", "report://t1/a//b", "REPORT://t1/a/text", "file:///etc/passwd", "report://t1/a/text?x", "",
 	}
 	ids := []string{`1`, `42`, `"abc"`, `"a\u0062c"`, `-7`, `9007199254740991`, `"<&>"`, `"é\u2028\u003c\n"`, "\"日本\u2028\""}
