@@ -27,8 +27,14 @@ func TestGatewayUpstreamsDirect(t *testing.T) {
 			for _, w := range tr.worked {
 				worked = worked || w == c.key
 			}
-			if want := c.key != "bad-arguments"; worked != want {
+			// get-roots-list is listed only to clients that declare roots.
+			if want := c.key != "bad-arguments" && c.key != "get-roots-list"; worked != want {
 				t.Errorf("%s: worked = %v, want %v: %s", c.key, worked, want, tr.ops["tools/call/"+c.key])
+			}
+		}
+		for _, tool := range tr.tools {
+			if tool == "get-roots-list" || strings.HasPrefix(tool, "trigger-sampling") || strings.HasPrefix(tool, "trigger-elicitation") {
+				t.Errorf("%s is listed to a client that declares no roots, sampling or elicitation", tool)
 			}
 		}
 		if got := tr.ops["progress/trigger-long-running-operation"]; got != "1/4 2/4 3/4 4/4" {
