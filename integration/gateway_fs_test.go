@@ -148,6 +148,19 @@ func TestGatewayFilesystem(t *testing.T) {
 			}
 			o := parseOffloaded(t, res, "default", "read_text_file", want, 500)
 			t.Logf("2 MB read_text_file: %d bytes reach the caller (%d original)", o.bytes, len(want))
+			// server-filesystem declares outputSchema {content: string} and
+			// returns the file in structuredContent too: offloaded as well,
+			// valid for the schema as listed (docs/gateway.md).
+			var listed *mcp.Tool
+			for tool, err := range cs.Tools(ctx, nil) {
+				if err == nil && tool.Name == "read_text_file" {
+					listed = tool
+				}
+			}
+			validateOutput(t, listed, res.StructuredContent)
+			validateOutput(t, listed, map[string]any{"content": "a small file"})
+			wantSC, _ := json.Marshal(map[string]any{"content": string(want)})
+			checkPointer(t, ctx, cs, "read_text_file", res.StructuredContent, wantSC)
 			uri = o.link.URI
 			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: o.link.URI})
 			if err != nil {
