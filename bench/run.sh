@@ -341,8 +341,9 @@ gateway_bench() {
 	rm -rf "$WORK/gw"
 	mkdir -p "$WORK/gw/files"
 	# A 2 MB log (2097152 bytes of ASCII lines).
-	yes "2026-07-01T00:00:00Z level=info component=bench-gateway msg=\"one line of a large log\"" |
-		head -c 2097152 >"$WORK/gw/files/big.log"
+	# (yes in a process substitution: its SIGPIPE must not fail the pipeline.)
+	head -c 2097152 < <(yes "2026-07-01T00:00:00Z level=info component=bench-gateway msg=\"one line of a large log\"") \
+		>"$WORK/gw/files/big.log"
 	PORT="$evport" node --import "$up/loopback.mjs" "$ev" streamableHttp </dev/null >"$WORK/gw/everything.log" 2>&1 &
 	local evpid=$!
 	cat >"$WORK/gw/gateway.yaml" <<EOF
