@@ -207,12 +207,12 @@ fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
 
-# ready reports whether the server answers GET /readyz with 200 (bash's
-# /dev/tcp: no curl needed).
+# ready [PORT] reports whether the server on PORT (default $PORT) answers
+# GET /readyz with 200 (bash's /dev/tcp: no curl needed).
 ready() {
-	local status
-	{ exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
-	printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$PORT" >&3
+	local status port=${1:-$PORT}
+	{ exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || return 1
+	printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$port" >&3
 	IFS= read -r -t 5 status <&3 || status=""
 	exec 3<&- 3>&-
 	[[ $status == *" 200 "* ]]
@@ -364,8 +364,8 @@ EOF
 	local gwpid=$!
 	local ok=""
 	for _ in $(seq 1 300); do
-		if grep -q "listening on port" "$WORK/gw/everything.log" 2>/dev/null &&
-			grep -q '"msg":"listening"' "$WORK/gw/gateway.log" 2>/dev/null; then
+		# Ready: /readyz answers 200 once every (required) upstream is reached.
+		if grep -q "listening on port" "$WORK/gw/everything.log" 2>/dev/null && ready "$gwport"; then
 			ok=1
 			break
 		fi
