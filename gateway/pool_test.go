@@ -228,6 +228,25 @@ func TestPoolConcurrentFirstCallsShareOneProcess(t *testing.T) {
 	}
 }
 
+func TestPoolConcurrentFirstCallsOfOneTenantShareOneProcess(t *testing.T) {
+	logs := newLogRecorder()
+	p := newTestPool(t, logs, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", PerTenant)}})
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.Session(context.Background(), "fs", "acme"); err != nil {
+				t.Errorf("Session: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(logs.find("upstream stderr", map[string]string{"upstream": "fs", "tenant": "acme"})); n != 1 {
+		t.Fatalf("six first calls of one tenant started %d processes, want 1", n)
+	}
+}
+
 func TestPoolPerTenantProcesses(t *testing.T) {
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", PerTenant)}})
 	a1 := pidOf(t, p, "fs", "acme")
@@ -260,7 +279,7 @@ func TestPoolIdleTenantSessionIsClosed(t *testing.T) {
 
 func TestPoolCrashedProcessIsRestartedAfterBackoff(t *testing.T) {
 	logs := newLogRecorder()
-	p := newTestPool(t, logs, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", Shared)}, backoffBase: 700 * time.Millisecond})
+	p := newTestPool(t, logs, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", Shared)}, backoffBase: time.Second})
 	cs := session(t, p, "fs", "")
 	pid := pidOf(t, p, "fs", "")
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash"}); err == nil {
@@ -285,10 +304,10 @@ func TestPoolCrashedProcessIsRestartedAfterBackoff(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Session right after the crash = %v, want ErrUnavailable", err)
 	}
-	if time.Since(died) > 600*time.Millisecond {
+	if time.Since(died) > 900*time.Millisecond {
 		t.Skip("too slow a machine to check the backoff window")
 	}
-	time.Sleep(time.Until(died.Add(800 * time.Millisecond)))
+	time.Sleep(time.Until(died.Add(1100 * time.Millisecond)))
 	again := pidOf(t, p, "fs", "")
 	if again == pid {
 		t.Fatalf("the restarted upstream has the dead process's pid %d", pid)
@@ -484,6 +503,17 @@ func TestPoolHTTPConnectRefusedIsUnavailableWithBackoff(t *testing.T) {
 	}
 	if errs := p.Ready(context.Background()); !errors.Is(errs["web"], ErrUnavailable) {
 		t.Fatalf("Ready = %v, want web unavailable", errs)
+	}
+}
+
+func TestPoolHTTPServerErrorOnConnectIsUnavailable(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream broken", http.StatusBadGateway)
+	}))
+	defer ts.Close()
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{{Name: "web", URL: ts.URL}}})
+	if _, err := p.Session(context.Background(), "web", ""); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Session of an upstream answering 502 = %v, want ErrUnavailable", err)
 	}
 }
 
