@@ -355,12 +355,11 @@ func (f *Front) listTools(ctx context.Context, next mcp.MethodHandler, method st
 		for _, t := range tools {
 			c := *t
 			c.Name = f.names.frontTool(up, t.Name, true)
+			c.OutputSchema = f.listedOutputSchema(up, t)
 			out.Tools = append(out.Tools, &c)
 		}
 	}
-	if f.private {
-		out.CacheScope = "private"
-	}
+	out.CacheScope = f.listScope()
 	return &out, nil
 }
 
@@ -371,7 +370,7 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	cctx, stop, cs, err := f.session(ctx, up)
 	defer stop()
 	var tools []*mcp.Tool
-	if err == nil {
+	if err == nil && serves(cs, "tools/list") {
 		for t, terr := range cs.Tools(cctx, nil) {
 			if terr != nil {
 				err = terr
@@ -383,11 +382,16 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	if err != nil {
 		e := classify(ctx, cctx, err)
 		f.logCall(ctx, up, "tools/list", "", start, e.outcome(), 0, 0)
-		return nil, e.rpcError(up)
+		if e.wire == nil || e.wire.Code != jsonrpc.CodeMethodNotFound {
+			return nil, e.rpcError(up)
+		}
+		tools = nil // an upstream without tools lists none
 	}
 	p, _ := tenantOf(ctx)
 	f.tools.put(f.cacheKey(up, p.Tenant), up, tools)
-	f.logCall(ctx, up, "tools/list", "", start, "ok", 0, 0)
+	if err == nil {
+		f.logCall(ctx, up, "tools/list", "", start, "ok", 0, 0)
+	}
 	return tools, nil
 }
 
@@ -399,13 +403,11 @@ func (f *Front) cacheKey(up, tenant string) string {
 }
 
 // toolCache remembers the tools each upstream listed (per tenant under
-// perTenant isolation): whether a tool declares an outputSchema decides
-// how its result is offloaded, and the names bound the metrics' tool
-// label. It holds at most maxCachedLists lists and maxLabels names per
+// perTenant isolation): their names bound the metrics' tool label. It holds at most maxCachedLists lists and maxLabels names per
 // upstream.
 type toolCache struct {
 	mu     sync.Mutex
-	lists  map[string]map[string]*mcp.Tool
+	lists  map[string]map[string]bool
 	labels map[string]map[string]bool
 }
 
@@ -415,14 +417,14 @@ const (
 )
 
 func (c *toolCache) put(key, up string, tools []*mcp.Tool) {
-	m := make(map[string]*mcp.Tool, len(tools))
+	m := make(map[string]bool, len(tools))
 	for _, t := range tools {
-		m[t.Name] = t
+		m[t.Name] = true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lists == nil || len(c.lists) >= maxCachedLists {
-		c.lists = map[string]map[string]*mcp.Tool{}
+		c.lists = map[string]map[string]bool{}
 	}
 	c.lists[key] = m
 	if c.labels == nil {
@@ -440,10 +442,11 @@ func (c *toolCache) put(key, up string, tools []*mcp.Tool) {
 	}
 }
 
-func (c *toolCache) get(key, name string) *mcp.Tool {
+func (c *toolCache) listed(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lists[key][name]
+	_, ok := c.lists[key]
+	return ok
 }
 
 // label is the metrics' tool label: a name the upstream listed, or
@@ -460,20 +463,14 @@ func (c *toolCache) label(up, tool string) string {
 	return "other"
 }
 
-// tool returns the upstream's definition of a tool, listing the
-// upstream's tools again when this caller's list is not known yet or does
-// not hold the tool (an upstream may add tools). nil: the upstream does
-// not list it (the call still goes to the upstream, which answers it).
-func (f *Front) tool(ctx context.Context, up, name string) *mcp.Tool {
+// ensureListed lists the upstream's tools once when this caller's list
+// was never fetched on this instance (a stateless front may get a call
+// before any tools/list), so the metrics know the tool names.
+func (f *Front) ensureListed(ctx context.Context, up string) {
 	p, _ := tenantOf(ctx)
-	key := f.cacheKey(up, p.Tenant)
-	if t := f.tools.get(key, name); t != nil {
-		return t
+	if !f.tools.listed(f.cacheKey(up, p.Tenant)) {
+		_, _ = f.upstreamTools(ctx, up)
 	}
-	if _, err := f.upstreamTools(ctx, up); err != nil {
-		return nil
-	}
-	return f.tools.get(key, name)
 }
 
 // callTool forwards a tools/call to its upstream: the caller's progress
@@ -486,7 +483,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	if !ok || !p.Has(auth.ScopeRead) {
 		return f.render(service.Fail(service.KindValidation, "calling an upstream tool needs the resources:read scope")), nil
 	}
-	def := f.tool(ctx, up, name)
+	f.ensureListed(ctx, up)
 	cctx, stop, cs, err := f.session(ctx, up)
 	defer stop()
 	var res *mcp.CallToolResult
@@ -524,8 +521,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		return f.render(e.failure(up)), nil
 	}
 	out := f.frontResult(up, res)
-	hasSchema := def != nil && def.OutputSchema != nil
-	o, fail := f.offload(ctx, p, up, name, req.Params.Name, hasSchema, out)
+	o, fail := f.offload(ctx, p, up, name, req.Params.Name, out)
 	if fail != nil {
 		f.logCall(ctx, up, "tools/call", name, start, "offload:"+fail.ErrorKind, 0, 0)
 		return f.render(fail), nil

@@ -96,16 +96,53 @@ func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Cont
 		var items []T
 		var next string
 		if err == nil {
+			if !serves(cs, method) {
+				return nil, "", nil
+			}
 			items, next, err = call(cctx, cs)
 		}
 		if err != nil {
 			e := classify(ctx, cctx, err)
 			f.logCall(ctx, up, method, "", start, e.outcome(), 0, 0)
+			if e.wire != nil && e.wire.Code == jsonrpc.CodeMethodNotFound {
+				return nil, "", nil // an upstream without prompts (or resources) lists none
+			}
 			return nil, "", e.rpcError(up)
 		}
 		f.logCall(ctx, up, method, "", start, "ok", 0, 0)
 		return items, next, nil
 	}
+}
+
+// listScope is the cacheScope of a list built from the upstreams (go-sdk
+// fills it only in results it builds itself): "private" when some
+// upstream is perTenant, so its list is the caller's, else "public", as
+// for resourced's own lists.
+func (f *Front) listScope() string {
+	if f.private {
+		return "private"
+	}
+	return "public"
+}
+
+// serves reports whether an upstream declared the capability of a list
+// method. An upstream that declares none is asked anyway (and an answer
+// of -32601 is an empty list).
+func serves(cs *mcp.ClientSession, method string) bool {
+	ir := cs.InitializeResult()
+	if ir == nil || ir.Capabilities == nil {
+		return true
+	}
+	c := ir.Capabilities
+	switch method {
+	case "tools/list":
+		return c.Tools != nil
+	case "prompts/list":
+		return c.Prompts != nil
+	case "resources/list", "resources/templates/list":
+		return c.Resources != nil
+	}
+	return true
 }
 
 func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (mcp.Result, error) {
@@ -138,9 +175,7 @@ func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (m
 	if res.Prompts == nil {
 		res.Prompts = []*mcp.Prompt{}
 	}
-	if f.private {
-		res.CacheScope = "private"
-	}
+	res.CacheScope = f.listScope()
 	return res, nil
 }
 
@@ -242,8 +277,6 @@ func (f *Front) listTemplates(ctx context.Context, next mcp.MethodHandler, metho
 	if res.ResourceTemplates == nil {
 		res.ResourceTemplates = []*mcp.ResourceTemplate{}
 	}
-	if f.private {
-		res.CacheScope = "private"
-	}
+	res.CacheScope = f.listScope()
 	return res, nil
 }

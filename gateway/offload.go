@@ -27,11 +27,15 @@ import (
 // and how to read the parts. Every part is saved, or none: a failed save
 // removes the parts already saved and answers its failure.
 //
-// The outputSchema decision: a tool that declares an outputSchema keeps
-// its structuredContent inline, whatever its size, so the result still
-// validates against the schema the caller was given in tools/list; its
-// content items are offloaded. A tool without one has a large
-// structuredContent replaced by {"resourced":{uri,size,sha256,mimeType}}.
+// The outputSchema decision: a large structuredContent is replaced by
+// {"resourced":{uri,size,sha256,mimeType}} whether or not the tool
+// declares an outputSchema, and tools/list lists every outputSchema of a
+// tool that may be offloaded as {"anyOf":[<the upstream's>, <the
+// pointer's>]} (listedOutputSchema), so every result validates against the
+// schema the caller was given. Keeping structuredContent inline instead
+// would leave the result as large as it was for tools that carry their
+// whole answer there (server-filesystem's read_text_file returns the file
+// as structuredContent.content too).
 
 // textMIME is the media type of an offloaded text item.
 const textMIME = "text/plain; charset=utf-8"
@@ -94,7 +98,7 @@ type savedPart struct {
 
 // offload saves the large parts of res, a result of upstream's tool
 // (frontName as the caller named it), when its policy says so.
-func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontName string, hasOutputSchema bool, res *mcp.CallToolResult) (offloaded, *service.Failure) {
+func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontName string, res *mcp.CallToolResult) (offloaded, *service.Failure) {
 	var structured []byte
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
@@ -118,16 +122,17 @@ func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontNa
 		}
 		out.Content = append(out.Content, items...)
 	}
-	if structured != nil && !hasOutputSchema && int64(len(structured)) > int64(f.preview) {
+	if structured != nil && int64(len(structured)) > int64(f.preview) {
 		r, fail := o.save("structuredContent", "application/json", structured, false, "structuredContent")
 		if fail != nil {
 			o.rollback()
 			return offloaded{}, fail
 		}
+		// The pointer is the part's link (the note names it too): no
+		// resource_link of its own, so each replaced content item has one.
 		out.StructuredContent = map[string]any{"resourced": map[string]any{
 			"uri": r.Value.URI, "size": r.Meta.Size, "sha256": r.Meta.SHA256, "mimeType": "application/json",
 		}}
-		out.Content = append(out.Content, link(r))
 	}
 	if len(o.saved) == 0 {
 		return offloaded{}, nil
@@ -325,4 +330,63 @@ func sizeWords(n int64) string {
 		return fmt.Sprintf("%d bytes (%.1f KiB)", n, float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// pointerSchema is the JSON Schema of the value that replaces a large
+// structuredContent.
+func pointerSchema() map[string]any {
+	return map[string]any{
+		"type":                 "object",
+		"description":          "The structuredContent was too large to return inline and was saved: read it with resources/read of uri, or read_resource.",
+		"additionalProperties": false,
+		"required":             []any{"resourced"},
+		"properties": map[string]any{"resourced": map[string]any{
+			"type":                 "object",
+			"additionalProperties": false,
+			"required":             []any{"uri", "size", "sha256", "mimeType"},
+			"properties": map[string]any{
+				"uri":      map[string]any{"type": "string"},
+				"size":     map[string]any{"type": "integer", "minimum": 0},
+				"sha256":   map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$"},
+				"mimeType": map[string]any{"const": "application/json"},
+			},
+		}},
+	}
+}
+
+// listedOutputSchema is the outputSchema tools/list gives for an
+// upstream's tool: the upstream's, widened to admit the pointer that
+// replaces a large structuredContent, unless the tool is never offloaded.
+// The upstream's "$schema", "$defs" and "definitions" move to the root,
+// where its "#/$defs/…" references still find them (a schema with an
+// "$id" is a resource of its own and stays whole).
+func (f *Front) listedOutputSchema(up string, t *mcp.Tool) any {
+	if t.OutputSchema == nil {
+		return nil
+	}
+	if o, ok := f.ups[up].Offload.Tools[t.Name]; ok && o.Mode == OffloadNever {
+		return t.OutputSchema
+	}
+	b, err := json.Marshal(t.OutputSchema)
+	if err != nil {
+		return t.OutputSchema
+	}
+	var inner map[string]any
+	if json.Unmarshal(b, &inner) != nil {
+		return t.OutputSchema // a boolean schema: true admits the pointer, false admits nothing anyway
+	}
+	out := map[string]any{}
+	if _, hasID := inner["$id"]; !hasID {
+		for _, k := range []string{"$schema", "$defs", "definitions"} {
+			if v, ok := inner[k]; ok {
+				out[k] = v
+				delete(inner, k)
+			}
+		}
+	}
+	if inner["type"] == "object" {
+		out["type"] = "object" // hosts read the root's type
+	}
+	out["anyOf"] = []any{inner, pointerSchema()}
+	return out
 }

@@ -151,3 +151,24 @@ func TestCancelIsScopedToTenantAndID(t *testing.T) {
 		t.Error("Cancel after the call ended reported true")
 	}
 }
+
+func TestListedOutputSchema(t *testing.T) {
+	f := &Front{ups: map[string]Upstream{"fs": {Name: "fs", Offload: OffloadPolicy{Tools: map[string]ToolOffload{"n": {Mode: OffloadNever}}}}}}
+	orig := map[string]any{"type": "object", "$defs": map[string]any{"x": map[string]any{"type": "string"}}, "$schema": "https://json-schema.org/draft/2020-12/schema"}
+	if got := f.listedOutputSchema("fs", &mcp.Tool{Name: "n", OutputSchema: orig}); fmt.Sprint(got) != fmt.Sprint(orig) {
+		t.Errorf("a never-offloaded tool's schema was changed: %v", got)
+	}
+	if got := f.listedOutputSchema("fs", &mcp.Tool{Name: "x"}); got != nil {
+		t.Errorf("a tool without an outputSchema got %v", got)
+	}
+	got := f.listedOutputSchema("fs", &mcp.Tool{Name: "t", OutputSchema: orig}).(map[string]any)
+	inner := got["anyOf"].([]any)[0].(map[string]any)
+	if got["type"] != "object" || got["$defs"] == nil || got["$schema"] == nil || inner["$defs"] != nil || inner["$schema"] != nil {
+		t.Errorf("widened schema = %v", got)
+	}
+	withID := map[string]any{"$id": "https://x.test/s", "type": "object", "$defs": map[string]any{}}
+	got = f.listedOutputSchema("fs", &mcp.Tool{Name: "t", OutputSchema: withID}).(map[string]any)
+	if got["$defs"] != nil || got["anyOf"].([]any)[0].(map[string]any)["$defs"] == nil {
+		t.Errorf("a schema with $id was taken apart: %v", got)
+	}
+}

@@ -276,6 +276,17 @@ func newUpstream(t *testing.T, name string) *upstream {
 		b, _ := json.Marshal(v)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: v}, nil
 	}, schema)
+	refs := map[string]any{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type":    "object", "required": []any{"items"},
+		"properties": map[string]any{"items": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/$defs/item"}}},
+		"$defs":      map[string]any{"item": map[string]any{"type": "string"}},
+	}
+	add("refs", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		v := items()
+		b, _ := json.Marshal(v)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: v}, nil
+	}, refs)
 	add("unstructured", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "see structuredContent"}}, StructuredContent: items()}, nil
 	}, nil)
@@ -316,6 +327,17 @@ func newUpstream(t *testing.T, name string) *upstream {
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///data/{name}", Name: "data"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return nil, &jsonrpc.Error{Code: -32602, Message: "Resource not found", Data: json.RawMessage(`{"uri":"` + r.Params.URI + `"}`)}
 	})
+	if strings.HasPrefix(name, "bare") {
+		// Like server-filesystem: tools only, other methods -32601.
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/") || method == "completion/complete" {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	// A JSON-RPC error answer with data, for tools/call.
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -622,8 +644,9 @@ func TestGatewayOffloadPolicyOverrides(t *testing.T) {
 }
 
 // TestGatewayResultsValidateAgainstListedSchema: whatever the size, a
-// tool's result validates against the outputSchema of tools/list; a tool
-// without one has its large structuredContent replaced by a pointer.
+// tool's result validates against the outputSchema of tools/list, which
+// admits the pointer that replaces a large structuredContent, with or
+// without an upstream outputSchema ($defs references included).
 func TestGatewayResultsValidateAgainstListedSchema(t *testing.T) {
 	e := newGWEnv(t, fsUpstream())
 	cs := e.client(t, "t1", "2026-07-28", nil)
@@ -634,7 +657,10 @@ func TestGatewayResultsValidateAgainstListedSchema(t *testing.T) {
 		}
 		schemas[tool.Name] = tool.OutputSchema
 	}
-	for _, name := range []string{"structured", "unstructured", "big", "image", "mix", "read_resource"} {
+	if sch, ok := schemas["structured"].(map[string]any); !ok || sch["type"] != "object" {
+		t.Errorf("the listed outputSchema of structured = %v, want an object schema", schemas["structured"])
+	}
+	for _, name := range []string{"structured", "unstructured", "refs", "big", "image", "mix", "read_resource"} {
 		args := map[string]any{}
 		if name == "read_resource" {
 			args["uri"] = "result://t1/nothing"
@@ -644,22 +670,23 @@ func TestGatewayResultsValidateAgainstListedSchema(t *testing.T) {
 			validateAgainst(t, name, schemas[name], res.StructuredContent)
 		}
 	}
-	res := call(t, cs, "structured", nil)
-	if sc, ok := res.StructuredContent.(map[string]any); !ok || len(sc["items"].([]any)) != 4000 {
-		t.Errorf("structured: structuredContent not kept inline")
+	for _, name := range []string{"structured", "unstructured", "refs"} {
+		res := call(t, cs, name, nil)
+		ptr, _ := res.StructuredContent.(map[string]any)["resourced"].(map[string]any)
+		if ptr == nil || ptr["mimeType"] != "application/json" || ptr["sha256"] == nil || ptr["size"] == nil {
+			t.Fatalf("%s: structuredContent = %v, want the pointer", name, res.StructuredContent)
+		}
+		body := readAll(t, cs, ptr["uri"].(string)).Text
+		var v map[string]any
+		if json.Unmarshal([]byte(body), &v) != nil || len(v["items"].([]any)) != 4000 {
+			t.Errorf("%s: the pointer's body does not read back as the structuredContent", name)
+		}
 	}
-	if l := linkOf(t, res); !strings.Contains(l.URI, "/fs/structured/") {
-		t.Errorf("structured: its text copy was not offloaded: %+v", l)
-	}
-	res = call(t, cs, "unstructured", nil)
-	ptr, _ := res.StructuredContent.(map[string]any)["resourced"].(map[string]any)
-	if ptr == nil || ptr["mimeType"] != "application/json" || ptr["sha256"] == nil || ptr["size"] == nil {
-		t.Fatalf("unstructured: structuredContent = %v, want the pointer", res.StructuredContent)
-	}
-	body := readAll(t, cs, ptr["uri"].(string)).Text
-	var v map[string]any
-	if json.Unmarshal([]byte(body), &v) != nil || len(v["items"].([]any)) != 4000 {
-		t.Errorf("the pointer's body does not read back as the structuredContent")
+	// The listed schema still checks what the upstream's did: a value the
+	// upstream's schema refuses is refused.
+	validateAgainst(t, "refs", schemas["refs"], map[string]any{"items": []any{"a", "b"}})
+	if schemaAccepts(schemas["refs"], map[string]any{"items": []any{1}}) {
+		t.Error("the listed schema of refs accepts what the upstream's refuses")
 	}
 }
 
@@ -941,28 +968,34 @@ func TestGatewayOffloadFailureIsWhole(t *testing.T) {
 // outputSchema the caller was given in tools/list.
 func validateAgainst(t *testing.T, tool string, schema, value any) {
 	t.Helper()
+	if err := schemaCheck(schema, value); err != nil {
+		t.Errorf("%s: structuredContent does not validate against its listed outputSchema: %v", tool, err)
+	}
+}
+
+func schemaAccepts(schema, value any) bool { return schemaCheck(schema, value) == nil }
+
+func schemaCheck(schema, value any) error {
 	raw, _ := json.Marshal(schema)
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("https://gw.test/"+tool+".json", doc); err != nil {
-		t.Fatal(err)
+	if err := c.AddResource("https://gw.test/schema.json", doc); err != nil {
+		return err
 	}
-	sch, err := c.Compile("https://gw.test/" + tool + ".json")
+	sch, err := c.Compile("https://gw.test/schema.json")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	b, _ := json.Marshal(value)
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := sch.Validate(v); err != nil {
-		t.Errorf("%s: structuredContent does not validate against its listed outputSchema: %v", tool, err)
-	}
+	return sch.Validate(v)
 }
 
 func TestGatewayOffloadsEmbeddedResourceWithItsType(t *testing.T) {
@@ -1071,23 +1104,72 @@ func TestGatewayMetricsAndLog(t *testing.T) {
 	}
 }
 
-// TestGatewayToolAddedLater: a tool the upstream did not list when the
-// gateway last asked is looked up again, so its outputSchema is known
-// and its structuredContent stays inline.
-func TestGatewayToolAddedLater(t *testing.T) {
-	e := newGWEnv(t, fsUpstream())
-	cs := e.client(t, "t1", "2026-07-28", nil)
-	if _, err := cs.ListTools(context.Background(), nil); err != nil {
-		t.Fatal(err)
+// TestGatewayListsSkipUpstreamsWithoutTheMethod: a required upstream that
+// answers -32601 to prompts and resources (server-filesystem does) lists
+// none; the others' lists go on.
+func TestGatewayListsSkipUpstreamsWithoutTheMethod(t *testing.T) {
+	e := newGWEnv(t, fsUpstream(), gateway.Upstream{Name: "bare", Required: true})
+	cs := e.client(t, "t1", "2025-11-25", nil)
+	ctx := context.Background()
+	p, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(p.Prompts) != 1 || p.Prompts[0].Name != "fs__greet" {
+		t.Errorf("prompts/list = %+v, %v", p, err)
 	}
-	schema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "string"}}}
-	e.ups["fs"].server.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}, OutputSchema: schema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			v := map[string]any{"n": strings.Repeat("z", 40<<10)}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: v}, nil
-		})
-	res := call(t, cs, "late", nil)
-	if sc, ok := res.StructuredContent.(map[string]any); !ok || sc["n"] == nil {
-		t.Errorf("late: structuredContent = %v, want it inline (the tool has an outputSchema)", res.StructuredContent)
+	var uris []string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+	}
+	if strings.Join(uris, " ") != "fs+file:///data/a.txt" {
+		t.Errorf("resources = %v", uris)
+	}
+	for _, err := range cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := call(t, cs, "bare__echo", nil); r.IsError {
+		t.Errorf("bare__echo = %+v", r.Content)
+	}
+}
+
+// TestGatewayListsCarryACacheScope: lists the front builds itself carry a
+// cacheScope (go-sdk fills it only in results it builds): "public" with
+// shared upstreams, "private" when one is perTenant; resources/list is
+// always "private".
+func TestGatewayListsCarryACacheScope(t *testing.T) {
+	for _, iso := range []gateway.Isolation{gateway.Shared, gateway.PerTenant} {
+		up := fsUpstream()
+		up.Isolation = iso
+		e := newGWEnv(t, up)
+		cs := e.client(t, "t1", "2026-07-28", nil)
+		ctx := context.Background()
+		want := "public"
+		if iso == gateway.PerTenant {
+			want = "private"
+		}
+		tl, err := cs.ListTools(ctx, nil)
+		if err != nil || tl.CacheScope != want {
+			t.Errorf("%s: tools/list cacheScope %q (%v), want %q", iso, tl.CacheScope, err, want)
+		}
+		pl, err := cs.ListPrompts(ctx, nil)
+		if err != nil || pl.CacheScope != want {
+			t.Errorf("%s: prompts/list cacheScope %q (%v), want %q", iso, pl.CacheScope, err, want)
+		}
+		rt, err := cs.ListResourceTemplates(ctx, nil)
+		if err != nil || rt.CacheScope != want {
+			t.Errorf("%s: templates/list cacheScope %q (%v), want %q", iso, rt.CacheScope, err, want)
+		}
+		rl, err := cs.ListResources(ctx, nil)
+		if err != nil || rl.CacheScope != "private" {
+			t.Errorf("%s: resources/list cacheScope %q (%v)", iso, rl.CacheScope, err)
+		}
+		// An upstream's read keeps the upstream's own cacheScope (go-sdk's
+		// upstream sets "public").
+		if c, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///data/a.txt"}); err != nil || c.CacheScope != "public" {
+			t.Errorf("%s: upstream read cacheScope = %v, %v", iso, c, err)
+		}
 	}
 }
