@@ -541,6 +541,7 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 		tr.tools = append(tr.tools, name)
 		c := *tool
 		c.Name = name
+		c.OutputSchema = unwidened(t, tool.OutputSchema)
 		record("tools/list/"+name, &c, nil)
 	}
 	sort.Strings(tr.tools)
@@ -680,6 +681,42 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 		record("completion/complete/"+c.key, r, err)
 	}
 	return tr
+}
+
+// unwidened undoes the gateway's widening of a listed outputSchema
+// (docs/gateway.md: {"anyOf": [<the upstream's>, <the pointer's>]}, the
+// upstream's $schema, $defs and definitions at the root), so that it can
+// be compared with the upstream's own; any other schema is returned as it
+// is. That the widened schema admits both values is checked with real
+// results (TestGatewayFilesystem, TestGatewayGoSDKUpstream).
+func unwidened(t *testing.T, schema any) any {
+	t.Helper()
+	if schema == nil {
+		return nil
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return schema
+	}
+	alts, _ := m["anyOf"].([]any)
+	if len(alts) != 2 {
+		return schema
+	}
+	orig, _ := alts[0].(map[string]any)
+	ptr, _ := alts[1].(map[string]any)
+	if props, _ := ptr["properties"].(map[string]any); orig == nil || props["resourced"] == nil {
+		return schema
+	}
+	for k, v := range m {
+		if k != "anyOf" && k != "type" {
+			orig[k] = v
+		}
+	}
+	return orig
 }
 
 // isResourcedTemplate reports whether u is in one of the schemes of
