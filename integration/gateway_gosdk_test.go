@@ -37,7 +37,26 @@ func bigRows() map[string]any {
 //	die          the connection is dropped in the middle of the call
 func goSDKUpstream(t *testing.T) string {
 	t.Helper()
+	return goSDKUpstreamCancel(t, nil)
+}
+
+// goSDKUpstreamCancel is goSDKUpstream with one more tool, slow, which
+// waits up to 30 s for its context to end and then sends on cancelled
+// (when not nil).
+func goSDKUpstreamCancel(t *testing.T, cancelled chan<- struct{}) string {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-upstream", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: &jsonschema.Schema{Type: "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-ctx.Done():
+			if cancelled != nil {
+				cancelled <- struct{}{}
+			}
+			return nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not cancelled"}}}, nil
+		}
+	})
 	obj := &jsonschema.Schema{Type: "object"}
 	out := &jsonschema.Schema{Type: "object", Required: []string{"rows", "total"}, Properties: map[string]*jsonschema.Schema{
 		"rows":  {Type: "array", Items: &jsonschema.Schema{Type: "object", Required: []string{"id", "name"}}},
@@ -224,5 +243,28 @@ func checkPointer(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool
 	sum := sha256.Sum256(body)
 	if !jsonSame(body, want) || int64(len(body)) != ptr.Resourced.Size || hex.EncodeToString(sum[:]) != ptr.Resourced.SHA256 {
 		t.Errorf("%s: the pointer's body (%d bytes) is not the structuredContent, or size/sha256 differ: %+v", tool, len(body), ptr.Resourced)
+	}
+}
+
+// TestGatewayCancel: a caller that gives up on a call (its request ends)
+// gets the call cancelled upstream: the go-sdk upstream's handler sees its
+// context end within seconds, not after its 30 s.
+func TestGatewayCancel(t *testing.T) {
+	cancelled := make(chan struct{}, 4)
+	up := goSDKUpstreamCancel(t, cancelled)
+	in := startGateway(t, true, fmt.Sprintf("gateway:\n  upstreams:\n    - name: gosdk\n      url: %s\n", up))
+	for _, v := range versions {
+		cs := connectHTTP(t, &sessionRecorder{}, in.URL+"/mcp", in.Token, v)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: slow answered before the caller gave up", v)
+		}
+		select {
+		case <-cancelled:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: the upstream call was not cancelled within 10 s of the caller giving up", v)
+		}
 	}
 }
