@@ -484,6 +484,9 @@ var everythingCalls = []everythingCall{
 	{"get-roots-list", "get-roots-list", map[string]any{}},
 	{"trigger-long-running-operation", "trigger-long-running-operation", map[string]any{"duration": 1, "steps": 4}},
 	{"bad-arguments", "get-sum", map[string]any{"a": "two"}},
+	// taskSupport "required": a call that is not a task is refused, directly
+	// and through (tasks are not proxied: docs/gateway.md).
+	{"simulate-research-query", "simulate-research-query", map[string]any{"topic": "python"}},
 }
 
 // transcript is what server-everything did, by operation, as normalized
