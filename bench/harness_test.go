@@ -5,17 +5,24 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/memstore"
+	"github.com/resourced/resourced/store/s3store"
 )
 
 // schemes are the built-in defaults of configs/resourced.example.yaml.
@@ -47,6 +54,8 @@ func startServer(tb testing.TB, backend string, jwt bool) *testServer {
 			tb.Fatal(err)
 		}
 		st = bs
+	case "s3":
+		st = openS3(tb)
 	default:
 		tb.Fatalf("unknown backend %q", backend)
 	}
@@ -56,7 +65,7 @@ func startServer(tb testing.TB, backend string, jwt bool) *testServer {
 	}
 	base := "http://" + ln.Addr().String()
 	ts := &testServer{URL: base + "/mcp", Store: st}
-	opts := server.Options{Store: st, Schemes: schemes, BaseURL: base, Backend: backend}
+	opts := server.Options{Store: st, Schemes: schemes, BaseURL: base, Backend: backend, MemberCache: s3store.DefaultReadCache}
 	if jwt {
 		key := make([]byte, 32)
 		rand.Read(key)
@@ -91,6 +100,28 @@ func startServer(tb testing.TB, backend string, jwt bool) *testServer {
 		st.Close()
 	})
 	return ts
+}
+
+// openS3 opens an s3store on the server of RESOURCED_TEST_S3_ENDPOINT
+// (scripts/versitygw.sh start), under a fresh prefix.
+func openS3(tb testing.TB) store.Backend {
+	tb.Helper()
+	endpoint, bucket := os.Getenv("RESOURCED_TEST_S3_ENDPOINT"), os.Getenv("RESOURCED_TEST_S3_BUCKET")
+	if endpoint == "" || bucket == "" {
+		tb.Skip(`the s3 backend needs a server: eval "$(scripts/versitygw.sh start)"`)
+	}
+	tb.Setenv("AWS_CA_BUNDLE", "")
+	client := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), ""),
+	})
+	var b [4]byte
+	rand.Read(b[:])
+	st, err := s3store.Open(client, s3store.Options{Bucket: bucket, Prefix: fmt.Sprintf("bench-%x", b), ReadCache: s3store.DefaultReadCache})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
 
 // put stores body at report://default/<path> directly in the store.

@@ -21,7 +21,9 @@ import (
 //	go tool pprof -top /tmp/prof/read-1KiB.cpu.prof
 //
 // RESOURCED_BENCH_PROFILE_SECONDS sets the measured load per size (10 by
-// default) and RESOURCED_BENCH_PROFILE_C the concurrency (16).
+// default), RESOURCED_BENCH_PROFILE_C the concurrency (16) and
+// RESOURCED_BENCH_PROFILE_BACKEND the backend (bbolt; s3 needs
+// scripts/versitygw.sh's environment).
 func TestProfileRead(t *testing.T) {
 	dir := os.Getenv("RESOURCED_BENCH_PROFILE")
 	if dir == "" {
@@ -38,7 +40,11 @@ func TestProfileRead(t *testing.T) {
 	}
 	for _, size := range []int{1 << 10, 256 << 10} {
 		t.Run(sizeName(size), func(t *testing.T) {
-			ts := startServer(t, "bbolt", true)
+			backend := os.Getenv("RESOURCED_BENCH_PROFILE_BACKEND")
+			if backend == "" {
+				backend = "bbolt"
+			}
+			ts := startServer(t, backend, true)
 			path := filepath.Join(dir, "read-"+sizeName(size)+".cpu.prof")
 			f, err := os.Create(path)
 			if err != nil {

@@ -41,6 +41,8 @@
 #   rss       peak RSS of a freshly started server during 16 concurrent 8 MiB reads
 #   read      resources/read of each SIZES body at each CONCURRENCY, with the ceiling
 #   protocol  the 1 KiB c=16 read again speaking the other protocol version
+#   s3read    (BACKEND=s3) resources/read of 1 KiB and 256 KiB at c=16 against a presigned GET of
+#             the same object straight from the S3 server, alternated (not in the default list)
 #   save      1 KiB save_search_snapshot and save_report at c=16
 #   scale     1 KiB reads at c=16 among SCALE_COUNTS stored resources (saved first)
 #   profile   CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and
@@ -166,11 +168,12 @@ if [ "$BACKEND" = s3 ]; then
 		eval "$(scripts/versitygw.sh start)"
 		STARTED_GW=1
 	fi
+	S3_PREFIX=bench-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 	STORE_YAML="store:
   backend: s3
   s3:
     bucket: ${RESOURCED_TEST_S3_BUCKET:-resourced-test}
-    prefix: bench-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+    prefix: $S3_PREFIX
     region: ${AWS_REGION:-us-east-1}
     endpoint: $RESOURCED_TEST_S3_ENDPOINT
     pathStyle: true"
@@ -430,6 +433,13 @@ for scenario in $SCENARIOS; do
 			for c in $CONCURRENCY; do
 				bench "read $size c=$c" -op read -size "$size" -c "$c" -ceiling
 			done
+		done
+		;;
+	s3read)
+		[ "$BACKEND" = s3 ] || die "scenario s3read needs BACKEND=s3"
+		for size in 1KiB 256KiB; do
+			bench "s3 read $size c=16 vs direct GET" -op read -size "$size" -c 16 \
+				-s3-direct "$RESOURCED_TEST_S3_ENDPOINT" -s3-bucket "${RESOURCED_TEST_S3_BUCKET:-resourced-test}" -s3-prefix "$S3_PREFIX"
 		done
 		;;
 	protocol)

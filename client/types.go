@@ -177,12 +177,13 @@ func parseTime(s string) time.Time {
 }
 
 // args are the options shared by both save tools, as sent: retention in
-// whole seconds, rounded up.
+// whole seconds, rounded up, as the ISO-8601 string the tools' schema
+// advertises ("PT5400S"; the server still takes a bare number).
 func (o *SaveOptions) args() toolapi.SaveOptions {
 	a := toolapi.SaveOptions{Listed: o.Listed, Visibility: string(o.Visibility), Scheme: o.Scheme}
 	if o.Retention > 0 {
 		secs := int64((o.Retention + time.Second - 1) / time.Second)
-		a.Retention = json.RawMessage(strconv.FormatInt(secs, 10))
+		a.Retention = json.RawMessage(`"PT` + strconv.FormatInt(secs, 10) + `S"`)
 	}
 	return a
 }

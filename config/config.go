@@ -168,7 +168,9 @@ type S3 struct {
 	SpoolDir string `yaml:"spoolDir"`
 	// ReadCache is the memory kept for objects read recently; a read of
 	// one still asks S3 whether it changed (If-None-Match), but gets no
-	// body back when it did not. Unset: 64MiB; 0: off.
+	// body back when it did not. The server keeps as much again for the
+	// JSON forms of the bodies it served, so that a body read again is
+	// not encoded again. Unset: 64MiB; 0: off.
 	ReadCache *Size `yaml:"readCache"`
 }
 

@@ -125,10 +125,10 @@ func (in *instance) linkKey() []byte {
 
 // signLink signs a link the way the server does (server/blobs.go), so the
 // test can make links the server would never hand out.
-func (in *instance) signLink(scheme, tenant, path string, exp int64, access string) string {
+func (in *instance) signLink(scheme, tenant, path string, exp int64, access, digest string) string {
 	mac := hmac.New(sha256.New, in.linkKey())
-	fmt.Fprintf(mac, "v1|%s|%s|%s|%d|%s", scheme, tenant, path, exp, access)
-	u := fmt.Sprintf("%s/v1/blobs/%s/%s/%s?exp=%d", in.URL, scheme, tenant, path, exp)
+	fmt.Fprintf(mac, "v2|%s|%s|%s|%d|%s|%s", scheme, tenant, path, exp, access, digest)
+	u := fmt.Sprintf("%s/v1/blobs/%s/%s/%s?exp=%d&sha256=%s", in.URL, scheme, tenant, path, exp, digest)
 	if access == "public" {
 		u += "&access=public"
 	}
@@ -476,11 +476,11 @@ func blobLinks(t *testing.T, in *instance) {
 		"another path":        tamper(func(_ url.Values, u *url.URL) { u.Path = strings.Replace(u.Path, "a.txt", "b.txt", 1) }),
 		"public access":       tamper(func(q url.Values, _ *url.URL) { q.Set("access", "public") }),
 		"extra parameter":     tamper(func(q url.Values, _ *url.URL) { q.Set("x", "1") }),
-		"expired":             in.signLink("report", "default", "links/a.txt", time.Now().Add(-time.Second).Unix(), "owner"),
-		"beyond maxTTL":       in.signLink("report", "default", "links/a.txt", time.Now().Add(2*time.Hour).Unix(), "owner"),
+		"expired":             in.signLink("report", "default", "links/a.txt", time.Now().Add(-time.Second).Unix(), "owner", sum(body)),
+		"beyond maxTTL":       in.signLink("report", "default", "links/a.txt", time.Now().Add(2*time.Hour).Unix(), "owner", sum(body)),
 		"percent-encoded":     strings.Replace(local, "a.txt", "a%2Etxt", 1),
 		"garbage":             in.URL + "/v1/blobs/x",
-		"other tenant signed": strings.Replace(in.signLink("report", "default", "links/a.txt", exp.Unix(), "owner"), "/default/", "/other/", 1),
+		"other tenant signed": strings.Replace(in.signLink("report", "default", "links/a.txt", exp.Unix(), "owner", sum(body)), "/default/", "/other/", 1),
 	} {
 		r := fetch(t, http.MethodGet, bad, nil)
 		if r.Status != http.StatusForbidden {
@@ -497,15 +497,15 @@ func blobLinks(t *testing.T, in *instance) {
 		}
 	}
 	// The test signs like the server: a fresh link of its own works...
-	if r := fetch(t, http.MethodGet, in.signLink("report", "default", "links/a.txt", time.Now().Add(time.Minute).Unix(), "owner"), nil); r.Status != 200 {
+	if r := fetch(t, http.MethodGet, in.signLink("report", "default", "links/a.txt", time.Now().Add(time.Minute).Unix(), "owner", sum(body)), nil); r.Status != 200 {
 		t.Fatalf("a link signed by the test with the server's key: HTTP %d (the canonical string changed?)", r.Status)
 	}
 	// ...and with a valid link, every missing resource is the same 404.
 	var missing []byte
 	for name, l := range map[string]string{
-		"never existed": in.signLink("report", "default", "links/none", exp.Unix(), "owner"),
-		"bad grammar":   in.signLink("report", "default", "a//b", exp.Unix(), "owner"),
-		"no scheme":     in.signLink("notes", "default", "links/a.txt", exp.Unix(), "owner"),
+		"never existed": in.signLink("report", "default", "links/none", exp.Unix(), "owner", sum(body)),
+		"bad grammar":   in.signLink("report", "default", "a//b", exp.Unix(), "owner", sum(body)),
+		"no scheme":     in.signLink("notes", "default", "links/a.txt", exp.Unix(), "owner", sum(body)),
 	} {
 		r := fetch(t, http.MethodGet, l, nil)
 		if name == "bad grammar" || name == "no scheme" {

@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,33 +18,41 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
 	"github.com/resourced/resourced/uri"
 )
 
 // Signed download links: GET <baseURL>/v1/blobs/<scheme>/<tenant>/<path>
-// ?exp=<unix seconds>[&access=public]&sig=<base64url HMAC-SHA256> serves a
-// body over plain HTTPS, for clients that would rather fetch a URL than
-// read a resource (browsers, curl, agents with an HTTP tool).
+// ?exp=<unix seconds>&sha256=<hex>[&access=public]&sig=<base64url
+// HMAC-SHA256> serves a body over plain HTTPS, for clients that would
+// rather fetch a URL than read a resource (browsers, curl, agents with an
+// HTTP tool).
 //
 // The signature is the credential: no bearer token, no cookie. It is an
 // HMAC-SHA256, under the links key, of the canonical string
 //
-//	v1|<scheme>|<tenant>|<path>|<exp>|<access>
+//	v2|<scheme>|<tenant>|<path>|<exp>|<access>|<sha256>
 //
 // where access is "owner" (a link minted by the resource's tenant) or
 // "public" (a link minted by another tenant for a public resource, which
-// stops working when the resource stops being public). No part may contain
-// '|', so the string is unambiguous. A link is checked, in constant time,
-// before anything else; a missing, malformed, tampered or expired link, or
-// one whose life exceeds the configured maximum, is 403 with one body, so
-// a caller without a valid link learns nothing about what exists. With a
+// stops working when the resource stops being public), and sha256 is the
+// digest of the body the link was minted for. No part may contain '|', so
+// the string is unambiguous. A link is checked, in constant time, before
+// anything else; a missing, malformed, tampered or expired link, or one
+// whose life exceeds the configured maximum, is 403 with one body, so a
+// caller without a valid link learns nothing about what exists. With a
 // valid link, every reason the body cannot be served (deleted, expired,
-// replaced by a private one, scheme no longer configured) is the same 404.
+// replaced, deleted and re-created, turned private, scheme no longer
+// configured) is the same 404, which says to ask for a new link.
+//
+// The digest binds a link to one body without a second store access: the
+// download opens the body anyway, and its metadata carries the sha256 to
+// compare. Links of version 1 (no digest) are refused like any bad link.
 // docs/large-reports.md describes the endpoint for users.
 
 const (
 	blobPrefix  = "/v1/blobs/"
-	linkVersion = "v1"
+	linkVersion = "v2"
 
 	accessOwner  = "owner"
 	accessPublic = "public"
@@ -73,15 +82,15 @@ func newLinkSigner(key []byte, ttl, maxTTL time.Duration) *linkSigner {
 }
 
 // mac returns the signature of one link.
-func (l *linkSigner) mac(scheme, tenant, path string, exp int64, access string) []byte {
+func (l *linkSigner) mac(scheme, tenant, path string, exp int64, access, digest string) []byte {
 	m := hmac.New(sha256.New, l.key)
-	io.WriteString(m, linkVersion+"|"+scheme+"|"+tenant+"|"+path+"|"+strconv.FormatInt(exp, 10)+"|"+access)
+	io.WriteString(m, linkVersion+"|"+scheme+"|"+tenant+"|"+path+"|"+strconv.FormatInt(exp, 10)+"|"+access+"|"+digest)
 	return m.Sum(nil)
 }
 
-// downloadURL returns a signed link to the body of m for a caller of tenant
-// reader, valid for ttl but never beyond the resource's expiry, and when it
-// expires.
+// downloadURL returns a signed link to the body of m, bound to its sha256,
+// for a caller of tenant reader, valid for ttl but never beyond the
+// resource's expiry, and when it expires.
 func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (string, time.Time) {
 	exp := s.now().Add(ttl)
 	if !m.Expires.IsZero() && m.Expires.Before(exp) {
@@ -93,8 +102,8 @@ func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (s
 	if reader != k.Tenant() {
 		access = accessPublic
 	}
-	sig := base64.RawURLEncoding.EncodeToString(s.links.mac(k.Scheme(), k.Tenant(), k.Path(), unix, access))
-	u := s.baseURL + blobPrefix + k.Scheme() + "/" + k.Tenant() + "/" + k.Path() + "?exp=" + strconv.FormatInt(unix, 10)
+	sig := base64.RawURLEncoding.EncodeToString(s.links.mac(k.Scheme(), k.Tenant(), k.Path(), unix, access, m.SHA256))
+	u := s.baseURL + blobPrefix + k.Scheme() + "/" + k.Tenant() + "/" + k.Path() + "?exp=" + strconv.FormatInt(unix, 10) + "&sha256=" + m.SHA256
 	if access == accessPublic {
 		u += "&access=public"
 	}
@@ -122,8 +131,31 @@ func (s *Server) withDownloadURL(v *metaValue, m *store.Meta, p auth.Principal, 
 	if ttl <= 0 || s.links == nil {
 		return
 	}
-	u, exp := s.downloadURL(m, p.Tenant, ttl)
-	v.DownloadURL, v.DownloadURLExpiresAt = u, formatTime(exp)
+	v.DownloadLink = s.signedLink(m, p.Tenant, ttl)
+}
+
+// signedLink is the signed link to the body of m for a caller of tenant
+// reader, as a result carries it: downloadUrl, its expiry, and the same
+// as a SEP-2631 file descriptor. The link's expiry is its own clock; the
+// resource's expiresAt is another.
+func (s *Server) signedLink(m *store.Meta, reader string, ttl time.Duration) toolapi.DownloadLink {
+	u, exp := s.downloadURL(m, reader, ttl)
+	expires := formatTime(exp)
+	name := m.Key.Path()
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	digest, _ := hex.DecodeString(m.SHA256)
+	return toolapi.DownloadLink{
+		DownloadURL: u, DownloadURLExpiresAt: expires,
+		DownloadFile: &toolapi.AuthorizedFile{
+			File: toolapi.FileValue{
+				URI: m.Key.String(), Name: name, MIMEType: m.MIMEType, Size: m.Size,
+				Digest: toolapi.FileDigest{Algorithm: "sha-256", Value: base64.RawURLEncoding.EncodeToString(digest)},
+			},
+			Download: toolapi.FileTransfer{Transport: "https", Method: http.MethodGet, URL: u, ExpiresAt: expires},
+		},
+	}
 }
 
 // bodyReader is a body as the blob endpoint and read_resource read it.
@@ -148,7 +180,9 @@ func (s *Server) openBody(ctx context.Context, k store.Key) (store.Meta, bodyRea
 
 const (
 	linkRefused = "Forbidden: this download link is invalid or has expired; ask for a new one\n"
-	blobMissing = "Not found\n"
+	// blobMissing is the one 404 of a valid link: the resource is gone, or
+	// its body is no longer the one the link was minted for.
+	blobMissing = "Not found: the resource of this link is gone or has changed since the link was minted; ask for a new link\n"
 )
 
 func plainError(w http.ResponseWriter, status int, body string) {
@@ -183,19 +217,24 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusMethodNotAllowed, "Method not allowed: download links answer GET and HEAD\n")
 		return
 	}
-	k, access, ok := s.checkLink(r)
+	k, access, digest, ok := s.checkLink(r)
 	if !ok {
 		s.setOutcome(r, "link_refused")
 		plainError(w, http.StatusForbidden, linkRefused)
 		return
 	}
 	m, body, err := s.openBody(r.Context(), k)
-	if err == nil && access == accessPublic && m.Visibility != store.Public {
+	changed := err == nil && m.SHA256 != digest
+	if err == nil && (changed || access == accessPublic && m.Visibility != store.Public) {
 		body.Close()
 		err = store.ErrNotFound
 	}
 	if isNotFound(err) {
-		s.setOutcome(r, "not_found")
+		outcome := "not_found"
+		if changed {
+			outcome = "link_stale" // in the log and metrics only; the body is the one 404
+		}
+		s.setOutcome(r, outcome)
 		plainError(w, http.StatusNotFound, blobMissing)
 		return
 	}
@@ -283,56 +322,75 @@ func (s *Server) blobMaxAge(m *store.Meta, r *http.Request) int64 {
 	return max(0, min(ms/1000, left))
 }
 
-// checkLink verifies the link of r and returns the key it grants and its
-// access. Every failure is the same false.
-func (s *Server) checkLink(r *http.Request) (store.Key, string, bool) {
+// checkLink verifies the link of r and returns the key it grants, its
+// access and the sha256 of the body it was minted for. Every failure is
+// the same false.
+func (s *Server) checkLink(r *http.Request) (k store.Key, access, digest string, ok bool) {
 	if s.links == nil {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), blobPrefix)
 	if !ok || strings.ContainsRune(rest, '%') || len(rest) > uri.MaxLen {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
 	scheme, rest, ok1 := strings.Cut(rest, "/")
 	tenant, path, ok2 := strings.Cut(rest, "/")
 	if !ok1 || !ok2 || strings.ContainsRune(rest, '|') {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
-	q, err := parseQueryStrict(r.URL.RawQuery, "exp", "sig", "access")
+	q, err := parseQueryStrict(r.URL.RawQuery, "exp", "sha256", "sig", "access")
 	if err != nil {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
 	exp, err := strconv.ParseInt(q["exp"], 10, 64)
 	if err != nil {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
-	access := accessOwner
+	access = accessOwner
 	switch q["access"] {
 	case "":
 	case accessPublic:
 		access = accessPublic
 	default:
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
+	}
+	digest = q["sha256"]
+	if !isDigest(digest) {
+		return store.Key{}, "", "", false
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(q["sig"])
 	if err != nil {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
-	good := hmac.Equal(sig, s.links.mac(scheme, tenant, path, exp, access))
+	good := hmac.Equal(sig, s.links.mac(scheme, tenant, path, exp, access, digest))
 	now := s.now().Unix()
 	if !good || exp <= now || exp-now > int64(s.links.maxTTL/time.Second)+1 {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
 	// A valid signature names what we signed; check it all the same.
 	u, err := uri.New(scheme, tenant, path)
 	if err != nil || s.schemes[u.Scheme] == nil {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
+	k, err = store.NewKey(u.Tenant, u.Scheme, u.Path)
 	if err != nil {
-		return store.Key{}, "", false
+		return store.Key{}, "", "", false
 	}
-	return k, access, true
+	return k, access, digest, true
+}
+
+// isDigest reports whether d is a sha256 as the store writes it: 64
+// lowercase hex digits.
+func isDigest(d string) bool {
+	if len(d) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseQueryStrict parses a query whose parameters are all in names, each

@@ -96,6 +96,11 @@ func (g *guardedStore) Get(ctx context.Context, k store.Key) (o *store.Object, e
 	return g.b.Get(ctx, k)
 }
 
+func (g *guardedStore) ReadIf(ctx context.Context, k store.Key, allow func(*store.Meta) bool, fn func(m *store.Meta, body []byte) error) (err error) {
+	defer g.catch(ctx, "get", &err)
+	return g.b.ReadIf(ctx, k, allow, fn)
+}
+
 func (g *guardedStore) Stat(ctx context.Context, k store.Key) (m store.Meta, err error) {
 	defer g.catch(ctx, "stat", &err)
 	return g.b.Stat(ctx, k)

@@ -76,6 +76,9 @@ type readView struct {
 	form, text bool
 	// formLen is the length of the stored form's member (chunked reads).
 	formLen int
+	// member is the content member from the server's member cache
+	// (backends without stored forms); shared, never modified.
+	member []byte
 }
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, readChunk+readChunk/8); return &b }}
@@ -190,23 +193,30 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 			return nil
 		})
 	} else {
-		// Backends that keep no encoded form (s3store): the metadata
-		// first, then the body, so that an object the caller may not read
-		// is never downloaded.
-		var m store.Meta
-		if m, err = s.store.Stat(ctx, k); err == nil {
-			if !readableBy(p, &m) {
-				err = errUnreadable
-			} else {
-				var obj *store.Object
-				if obj, err = s.store.Get(ctx, k); err == nil {
-					if !readableBy(p, &obj.Meta) { // replaced in between
-						err = errUnreadable
-					}
-					v.meta, v.body = obj.Meta, obj.Body
+		// Backends that keep no encoded form (s3store): one ReadIf, which
+		// decides on the metadata before the body is fetched, so that an
+		// object the caller may not read is never downloaded. The member
+		// is encoded once per body (s.members), not once per read.
+		err = s.store.ReadIf(ctx, k, func(m *store.Meta) bool { return readableBy(p, m) }, func(m *store.Meta, body []byte) error {
+			v.meta = *m
+			text := textual(m.MIMEType, body)
+			switch {
+			case wantBody:
+				v.body = append([]byte{}, body...)
+			case len(body) <= readChunk/8:
+				v.whole = chunkPool.Get().(*[]byte)
+				*v.whole = jsonwire.AppendMember((*v.whole)[:0], text, body)
+			case s.members.fits(m.Size * 2):
+				if v.member = s.members.get(m.SHA256, text); v.member == nil {
+					v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), text, body)
+					s.members.put(m.SHA256, text, v.member)
 				}
+			default:
+				// Too large to keep encoded: a copy, escaped as it is sent.
+				v.body, v.text = append([]byte{}, body...), text
 			}
-		}
+			return nil
+		})
 	}
 	switch {
 	case err == nil:
@@ -250,6 +260,16 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		return err
 	}
 	tail := s.appendReadTail(nil, rr, &v.meta)
+	if v.member != nil {
+		h.Set("Content-Length", strconv.Itoa(len(head)+len(v.member)+len(tail)))
+		w.WriteHeader(http.StatusOK)
+		for _, b := range [][]byte{head, v.member, tail} {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if v.form {
 		h.Set("Content-Length", strconv.Itoa(len(head)+v.formLen+len(tail)))
 	} else {
@@ -273,7 +293,7 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 	case v.viewer != nil:
 		err = s.copyBody(ctx, bw, bp, v)
 	default:
-		err = writeMember(bw, bp, v.text || textual(v.meta.MIMEType, v.body), v.body)
+		err = writeMember(bw, bp, v.text, v.body)
 	}
 	if err != nil {
 		return err

@@ -42,14 +42,18 @@ type hiddenViewer struct{ store.Backend }
 
 // serverPair starts two servers on st and clock, the fast read path on and
 // off, and returns the first and both URLs.
-func serverPair(t *testing.T, st store.Backend, clock func() time.Time) (fastSrv *Server, fast, sdk string) {
+func serverPair(t *testing.T, st store.Backend, clock func() time.Time, tweak ...func(*Options)) (fastSrv *Server, fast, sdk string) {
 	t.Helper()
 	schemes := []Scheme{
 		{Name: "search", Kind: KindSearch, TTL: time.Hour, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
 		{Name: "report", Kind: KindReport, TTL: 0, Retention: 24 * time.Hour, MaxRetention: 48 * time.Hour, MaxBytes: 1 << 20},
 	}
 	start := func(noFast bool) (*Server, string) {
-		s, err := New(Options{Store: st, Schemes: schemes, Auth: headerAuth{}, Now: clock, BaseURL: "http://127.0.0.1", Version: "test"})
+		opts := Options{Store: st, Schemes: schemes, Auth: headerAuth{}, Now: clock, BaseURL: "http://127.0.0.1", Version: "test"}
+		for _, f := range tweak {
+			f(&opts)
+		}
+		s, err := New(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +165,7 @@ func TestFastReadEdgeCases(t *testing.T) {
 // version of the encoding (ignored), and a backend without EncodedViewer
 // (copied out and encoded as it is streamed).
 func TestFastReadMatchesSDK(t *testing.T) {
-	for _, variant := range []string{"stored", "none", "stale", "damaged", "no-viewer"} {
+	for _, variant := range []string{"stored", "none", "stale", "damaged", "no-viewer", "no-viewer-cached"} {
 		t.Run(variant, func(t *testing.T) { testFastReadMatchesSDK(t, variant) })
 	}
 }
@@ -171,10 +175,16 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 	clock := func() time.Time { return now }
 	mem := memstore.New(memstore.Options{Now: clock})
 	var st store.Backend = mem
-	if variant == "no-viewer" {
+	var tweak []func(*Options)
+	switch variant {
+	case "no-viewer":
 		st = hiddenViewer{mem}
+	case "no-viewer-cached":
+		// Bodies encoded once and served from the member cache.
+		st = hiddenViewer{mem}
+		tweak = append(tweak, func(o *Options) { o.MemberCache = 16 << 20 })
 	}
-	fastSrv, fast, sdk := serverPair(t, st, clock)
+	fastSrv, fast, sdk := serverPair(t, st, clock, tweak...)
 	encodedPuts := 0
 
 	put := func(tenant, scheme, path, mimeType string, body []byte, vis store.Visibility, expires time.Time) string {
@@ -182,7 +192,7 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 		obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
 			Created: now.Add(-time.Minute), Modified: now.Add(-time.Second), Expires: expires, Title: path, Visibility: vis}, Body: body}
 		switch variant {
-		case "stored", "no-viewer":
+		case "stored", "no-viewer", "no-viewer-cached":
 			obj.Encoded = fastSrv.encodeForStore(mimeType, body)
 		case "stale":
 			obj.Encoded = append([]byte{jsonwire.FormVersion + 1}, `"text":"stale"`...)
@@ -391,5 +401,86 @@ func TestOneStoreAccessPerMissedRead(t *testing.T) {
 				t.Errorf("%s: read of %s cost %d backend accesses, want 1", tc.name, u, n)
 			}
 		}
+	}
+}
+
+// TestMemberCacheServesTheCurrentBody: on a backend without stored forms,
+// a body read again is served from the member cache, and a replaced body
+// is never served from the old entry (entries are keyed by digest).
+func TestMemberCacheServesTheCurrentBody(t *testing.T) {
+	mem := memstore.New(memstore.Options{})
+	srv, fast, _ := serverPair(t, hiddenViewer{mem}, time.Now, func(o *Options) { o.MemberCache = 8 << 20 })
+	k := store.MustKey("t1", "report", "big")
+	put := func(fill string) []byte {
+		t.Helper()
+		body := bytes.Repeat([]byte(fill), 100<<10/len(fill))
+		now := time.Now()
+		if _, _, err := mem.Put(t.Context(), &store.Object{Meta: store.Meta{Key: k, MIMEType: "text/plain", Size: int64(len(body)),
+			SHA256: store.Sum(body), Created: now, Modified: now, Visibility: store.Private}, Body: body}, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	read := func() []byte {
+		t.Helper()
+		status, _, got := post(t, fast, readHeaders("2025-11-25", k.String()),
+			[]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+k.String()+`"}}`))
+		var res struct {
+			Result struct {
+				Contents []struct{ Text string } `json:"contents"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(got, &res); status != http.StatusOK || err != nil || len(res.Result.Contents) != 1 {
+			t.Fatalf("read = %d %.200s (%v)", status, got, err)
+		}
+		return []byte(res.Result.Contents[0].Text)
+	}
+	entries := func() int {
+		srv.members.mu.Lock()
+		defer srv.members.mu.Unlock()
+		return len(srv.members.byKey)
+	}
+	a := put(`first "quoted" <body> `)
+	for range 3 {
+		if got := read(); !bytes.Equal(got, a) {
+			t.Fatalf("read %d bytes, want the first body", len(got))
+		}
+	}
+	if n := entries(); n != 1 {
+		t.Fatalf("after three reads of one body the cache has %d entries, want 1", n)
+	}
+	b := put(`second \ escaped ` + "\u2028 ")
+	if got := read(); !bytes.Equal(got, b) {
+		t.Fatalf("after a replace the read served %d bytes, not the new body", len(got))
+	}
+	if n := entries(); n != 2 {
+		t.Fatalf("after a replace the cache has %d entries, want 2", n)
+	}
+}
+
+func TestMemberCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := newMemberCache(800)
+	m := func(b byte) []byte { return bytes.Repeat([]byte{b}, 100) }
+	for i := range 8 {
+		c.put(fmt.Sprint(i), true, m(byte('a'+i)))
+	}
+	if c.get("0", true) == nil { // 0 becomes the most recently used
+		t.Fatal("entry 0 evicted before the cache was full")
+	}
+	c.put("8", true, m('z')) // evicts 1, the least recently used
+	if c.get("1", true) != nil || c.get("0", true) == nil || c.get("8", true) == nil {
+		t.Fatal("the wrong entry was evicted")
+	}
+	if c.get("0", false) != nil {
+		t.Fatal("a text member was served as a blob")
+	}
+	c.put("big", true, make([]byte, 101)) // over max/8: not cached
+	if c.get("big", true) != nil || c.size > c.max {
+		t.Fatalf("a member over the share was cached (size %d of %d)", c.size, c.max)
+	}
+	var nilCache *memberCache
+	nilCache.put("x", true, m('x'))
+	if nilCache.get("x", true) != nil || nilCache.fits(1) {
+		t.Fatal("a nil cache cached")
 	}
 }

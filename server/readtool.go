@@ -22,15 +22,18 @@ import (
 // read_resource: the body of a resource as a tool result, one window at a
 // time, for hosts that show tool results to the model but cannot read
 // resources. A window is chosen in bytes (offset, length) or, for textual
-// bodies, in lines (startLine, lineCount). The whole result never exceeds
-// Limits.MaxReadChars characters: the window text (or the base64 of a
-// binary window) plus the JSON of the metadata value. Text windows never
-// split a UTF-8 character.
+// bodies, in lines (startLine, lineCount). Text windows never split a UTF-8
+// character.
 //
-// The result's content is the metadata value as JSON text (also its
-// structuredContent), then the window: a text item for a textual body, an
-// embedded resource with a base64 blob for anything else (including text
-// windows that are not valid UTF-8).
+// The result is one value built once, as every tool's: its structuredContent
+// and, as JSON, its first text item. The value holds the window itself
+// (text, or blob in base64), because a host may pass the model only one of
+// content and structuredContent. The window follows once more as an item
+// of its own (a text item for a textual body, an embedded resource with a
+// base64 blob for anything else, including text windows that are not valid
+// UTF-8), readable without unescaping JSON. The content never exceeds
+// Limits.MaxReadChars characters: the JSON item, window included (each
+// character counted as JSON escapes it), plus the window item.
 
 type (
 	readArgs  = toolapi.ReadArgs
@@ -119,10 +122,9 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 		LastModified: formatTime(m.Modified),
 	}
 	if ttl > 0 {
-		url, exp := s.downloadURL(&m, p.Tenant, ttl)
-		v.DownloadURL, v.DownloadURLExpiresAt = url, formatTime(exp)
+		v.DownloadLink = s.signedLink(&m, p.Tenant, ttl)
 	}
-	budget := s.readBudget(v)
+	budget := s.readBudget(v, lineMode)
 	if budget < 64 {
 		return nil, failure(kindTooLarge, fmt.Sprintf("the metadata of %s alone fills the %d-character result limit of this server", a.URI, s.limits.MaxReadChars))
 	}
@@ -150,9 +152,12 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	}
 	var item mcp.Content
 	if win.text {
-		item = &mcp.TextContent{Text: string(win.data)}
+		text := string(win.data)
+		v.Text = &text
+		item = &mcp.TextContent{Text: text}
 	} else {
 		v.Encoding = "base64"
+		v.Blob = win.data
 		item = &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: a.URI, MIMEType: m.MIMEType, Blob: win.data}}
 	}
 	s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(len(win.data)))
@@ -173,11 +178,11 @@ func (s *Server) window(ctx context.Context, a *readArgs, m *store.Meta, body bo
 		if a.LineCount != nil {
 			count = *a.LineCount
 		}
-		win, err = lineWindow(body, m.Size, start, count, budget)
+		win, err = lineWindow(body, m.Size, start, count, budget, textCost)
 		if errors.Is(err, errPastEnd) {
 			return win, invalidField("startLine", err.Error())
 		}
-		if fit := budget / 4 * 3; err == nil && !win.text && int64(len(win.data)) > fit {
+		if fit := blobFit(budget); err == nil && !win.text && int64(len(win.data)) > fit {
 			// Not UTF-8 after all: it goes out as base64, which is longer.
 			win.data, win.truncated = win.data[:fit], true
 			win.complete = int64(bytes.Count(win.data, []byte("\n")))
@@ -195,10 +200,10 @@ func (s *Server) window(ctx context.Context, a *readArgs, m *store.Meta, body bo
 			return win, invalidField("offset", fmt.Sprintf("%d is past the end of the body (%d bytes); the last window starts before %d", off, m.Size, m.Size))
 		}
 		if textual {
-			win, err = textWindow(body, m.Size, off, length, budget)
+			win, err = textWindow(body, m.Size, off, length, budget, textCost)
 		}
 		if !textual || err == nil && !win.text {
-			win, err = binaryWindow(body, m.Size, off, length, budget)
+			win, err = binaryWindow(body, m.Size, off, length, blobFit(budget))
 		}
 	}
 	if err != nil {
@@ -214,17 +219,41 @@ func (s *Server) window(ctx context.Context, a *readArgs, m *store.Meta, body bo
 	return win, nil
 }
 
-// readBudget is how many characters of the result the window may take:
-// the limit less the JSON of the metadata value, measured with the widest
-// numbers it can hold.
-func (s *Server) readBudget(v readValue) int64 {
+// readBudget is how many characters of the content the window may take:
+// the limit less the JSON of the value without its window, measured with
+// the widest numbers and the longer of the two window members it can hold.
+// The window spends the budget twice, in the JSON item and in its own item
+// (textCost, blobFit).
+func (s *Server) readBudget(v readValue, lineMode bool) int64 {
 	wide := int64(1<<62 - 1)
 	one := wide
 	v.Range = readRange{Offset: wide, Length: wide, StartLine: &one, LineCount: &one}
 	v.NextOffset, v.NextLine, v.Truncated, v.Encoding = &wide, &one, false, "base64"
+	empty := ""
+	v.Text, v.Blob = &empty, []byte{}
 	b, _ := json.Marshal(v)
 	return int64(s.limits.MaxReadChars - utf8.RuneCount(b) - 16)
 }
+
+// textCost is what one character of a text window costs of the budget: one
+// in the window item, and its length inside the JSON string of the value
+// as encoding/json writes it (HTML characters and U+2028/U+2029 escaped).
+func textCost(r rune) int64 {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+		return 1 + 2
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 1 + 6
+	}
+	return 1 + 1
+}
+
+// unitCost counts characters only (the windows' own tests).
+func unitCost(rune) int64 { return 1 }
+
+// blobFit is how many bytes of a binary window a budget holds: their
+// base64 goes into the value's blob and into the embedded resource.
+func blobFit(budget int64) int64 { return budget / 2 / 4 * 3 }
 
 // readAt reads up to n bytes of body from off.
 func readAt(body io.ReadSeeker, off, n int64) ([]byte, error) {
@@ -241,11 +270,11 @@ func readAt(body io.ReadSeeker, off, n int64) ([]byte, error) {
 
 // textWindow picks a byte window of a textual body: from off (moved back
 // to the start of the character it falls in) for length bytes (-1: to the
-// end), at most budget characters, never ending inside a character (a
-// character the requested end cuts is left for the next window, unless
-// the window would be empty). The window is marked text only when it is
-// valid UTF-8.
-func textWindow(body io.ReadSeeker, size, off, length, budget int64) (readWindow, error) {
+// end), characters costing at most budget in all, never ending inside a
+// character (a character the requested end cuts is left for the next
+// window, unless the window would be empty). The window is marked text
+// only when it is valid UTF-8.
+func textWindow(body io.ReadSeeker, size, off, length, budget int64, cost func(rune) int64) (readWindow, error) {
 	lo := max(0, off-(utf8.UTFMax-1))
 	want := size - off
 	if length >= 0 {
@@ -264,33 +293,36 @@ func textWindow(body io.ReadSeeker, size, off, length, budget int64) (readWindow
 		s = int(off - lo) // not UTF-8 here: keep the offset as asked
 	}
 	end := int(off - lo + want)
-	i, chars := s, int64(0)
-	for i < end && i < len(buf) && chars < budget {
-		_, w := utf8.DecodeRune(buf[i:])
-		if i+w > end && chars > 0 {
+	i, spent, full := s, int64(0), false
+	for i < end && i < len(buf) {
+		r, w := utf8.DecodeRune(buf[i:])
+		if i+w > end && i > s {
 			break // a character the requested end cuts: next window
 		}
+		c := cost(r)
+		if spent+c > budget {
+			full = true
+			break
+		}
+		spent += c
 		i += w
-		chars++
 	}
 	data := buf[s:i]
 	return readWindow{
 		start:     lo + int64(s),
 		data:      data,
 		text:      utf8.Valid(data),
-		truncated: i < end && chars == budget,
+		truncated: i < end && full,
 	}, nil
 }
 
 // binaryWindow picks a byte window for a base64 blob: exactly from off,
-// for length bytes (-1: to the end), as many as budget characters of
-// base64 hold.
-func binaryWindow(body io.ReadSeeker, size, off, length, budget int64) (readWindow, error) {
+// for length bytes (-1: to the end), at most fit bytes.
+func binaryWindow(body io.ReadSeeker, size, off, length, fit int64) (readWindow, error) {
 	want := size - off
 	if length >= 0 {
 		want = min(want, length)
 	}
-	fit := budget / 4 * 3
 	n := min(want, fit)
 	buf, err := readAt(body, off, n)
 	if err != nil {
@@ -301,10 +333,11 @@ func binaryWindow(body io.ReadSeeker, size, off, length, budget int64) (readWind
 
 // lineWindow picks a window of whole lines of a textual body: from line
 // startLine (1-based; lines end with "\n"), count lines (-1: as many as
-// fit), at most budget characters. When the budget cuts the window, it
-// ends after the last whole line; if not even the first line fits, the
-// window is the start of that line, cut at a character boundary.
-func lineWindow(body io.ReadSeeker, size, startLine, count, budget int64) (readWindow, error) {
+// fit), characters costing at most budget in all. When the budget cuts
+// the window, it ends after the last whole line; if not even the first
+// line fits, the window is the start of that line, cut at a character
+// boundary.
+func lineWindow(body io.ReadSeeker, size, startLine, count, budget int64, cost func(rune) int64) (readWindow, error) {
 	// Find the byte offset of startLine.
 	if _, err := body.Seek(0, io.SeekStart); err != nil {
 		return readWindow{}, err
@@ -333,14 +366,19 @@ func lineWindow(body io.ReadSeeker, size, startLine, count, budget int64) (readW
 	if err != nil {
 		return readWindow{}, err
 	}
-	i, chars, complete, lastNL := 0, int64(0), int64(0), -1
-	for i < len(buf) && chars < budget && (count < 0 || complete < count) {
+	i, spent, complete, lastNL, full := 0, int64(0), int64(0), -1, false
+	for i < len(buf) && (count < 0 || complete < count) {
 		r, w := utf8.DecodeRune(buf[i:])
 		if i+w > len(buf) {
 			break
 		}
+		c := cost(r)
+		if spent+c > budget {
+			full = true
+			break
+		}
+		spent += c
 		i += w
-		chars++
 		if r == '\n' {
 			complete++
 			lastNL = i
@@ -348,7 +386,7 @@ func lineWindow(body io.ReadSeeker, size, startLine, count, budget int64) (readW
 	}
 	atEnd := start+int64(i) >= size
 	wantMore := count < 0 || complete < count
-	cut := !atEnd && wantMore && chars == budget
+	cut := !atEnd && wantMore && full
 	if cut && lastNL > 0 {
 		i = lastNL // end after the last whole line
 	}

@@ -42,7 +42,7 @@ func TestTextWindow(t *testing.T) {
 		{11, -1, 100, "", 11, false},   // at the end
 		{10, 100, 100, "z", 10, false}, // a length past the end is fine
 	} {
-		w, err := textWindow(strings.NewReader(body), int64(len(body)), tc.off, tc.length, tc.budget)
+		w, err := textWindow(strings.NewReader(body), int64(len(body)), tc.off, tc.length, tc.budget, unitCost)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestTextWindow(t *testing.T) {
 	}
 	// Not UTF-8: not text (the caller sends it as base64).
 	bad := "ab\xffcd"
-	w, _ := textWindow(strings.NewReader(bad), int64(len(bad)), 0, -1, 100)
+	w, _ := textWindow(strings.NewReader(bad), int64(len(bad)), 0, -1, 100, unitCost)
 	if w.text {
 		t.Errorf("textWindow of invalid UTF-8 is marked text")
 	}
@@ -71,7 +71,7 @@ func TestTextWindowsReassemble(t *testing.T) {
 	for _, budget := range []int64{1, 2, 7, 64, 1000} {
 		var got []byte
 		for off := int64(0); off < int64(len(body)); {
-			w, err := textWindow(strings.NewReader(body), int64(len(body)), off, -1, budget)
+			w, err := textWindow(strings.NewReader(body), int64(len(body)), off, -1, budget, unitCost)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestLineWindow(t *testing.T) {
 		{start: 3, count: 1, budget: 3, want: "thr", lines: 1, complete: 0, truncated: true}, // one line over the budget
 		{start: 5, count: 1, budget: 100, err: true},
 	} {
-		w, err := lineWindow(strings.NewReader(body), size, tc.start, tc.count, tc.budget)
+		w, err := lineWindow(strings.NewReader(body), size, tc.start, tc.count, tc.budget, unitCost)
 		if tc.err {
 			if err == nil {
 				t.Errorf("lineWindow(start %d) = %q, want an error", tc.start, w.data)
@@ -122,12 +122,12 @@ func TestLineWindow(t *testing.T) {
 		}
 	}
 	// A body ending with "\n" has no line after it.
-	if _, err := lineWindow(strings.NewReader("a\nb\n"), 4, 3, 1, 100); err == nil {
+	if _, err := lineWindow(strings.NewReader("a\nb\n"), 4, 3, 1, 100, unitCost); err == nil {
 		t.Error("line 3 of \"a\\nb\\n\" is not past the end")
 	}
 	// Lines longer than the scanner's buffer are counted right.
 	long := strings.Repeat("x", 200<<10) + "\nsecond\n"
-	w, err := lineWindow(strings.NewReader(long), int64(len(long)), 2, 1, 100)
+	w, err := lineWindow(strings.NewReader(long), int64(len(long)), 2, 1, 100, unitCost)
 	if err != nil || string(w.data) != "second\n" || w.start != 200<<10+1 {
 		t.Errorf("line after a 200 KiB line: %q at %d, %v", w.data, w.start, err)
 	}
@@ -135,11 +135,11 @@ func TestLineWindow(t *testing.T) {
 
 func TestBinaryWindow(t *testing.T) {
 	body := bytes.Repeat([]byte{0, 1, 2, 0xff}, 100)
-	w, _ := binaryWindow(bytes.NewReader(body), 400, 10, -1, 40) // 40 base64 characters hold 30 bytes
+	w, _ := binaryWindow(bytes.NewReader(body), 400, 10, -1, 30)
 	if w.start != 10 || len(w.data) != 30 || !w.truncated || !bytes.Equal(w.data, body[10:40]) {
 		t.Errorf("binaryWindow = %d bytes at %d, truncated %v", len(w.data), w.start, w.truncated)
 	}
-	w, _ = binaryWindow(bytes.NewReader(body), 400, 395, 100, 40)
+	w, _ = binaryWindow(bytes.NewReader(body), 400, 395, 100, 30)
 	if len(w.data) != 5 || w.truncated {
 		t.Errorf("binaryWindow at the end = %d bytes, truncated %v", len(w.data), w.truncated)
 	}
@@ -229,8 +229,8 @@ func TestDownloadLinks(t *testing.T) {
 	}
 	// The canonical string, as docs/large-reports.md describes it.
 	mac := hmac.New(sha256.New, testLinkKey)
-	fmt.Fprintf(mac, "v1|report|t1|a/b|%d|owner", exp.Unix())
-	if want := fmt.Sprintf("http://links.test/v1/blobs/report/t1/a/b?exp=%d&sig=%s", exp.Unix(), base64.RawURLEncoding.EncodeToString(mac.Sum(nil))); link != want {
+	fmt.Fprintf(mac, "v2|report|t1|a/b|%d|owner|%s", exp.Unix(), m.SHA256)
+	if want := fmt.Sprintf("http://links.test/v1/blobs/report/t1/a/b?exp=%d&sha256=%s&sig=%s", exp.Unix(), m.SHA256, base64.RawURLEncoding.EncodeToString(mac.Sum(nil))); link != want {
 		t.Errorf("downloadURL = %s, want %s", link, want)
 	}
 	code, h, body := e.get(t, link)
@@ -329,5 +329,234 @@ func TestUploadWithoutStreamer(t *testing.T) {
 	}
 	if code, v := put("up/one", "again", "If-Match", `"`+store.Sum([]byte("uploaded"))+`"`); code != 200 || v["status"] != "replaced" {
 		t.Errorf("replace = %d %v", code, v)
+	}
+}
+
+// readEnv is a server on a memstore with the smallest maxReadChars and
+// room for bodies several times larger.
+func readEnv(t *testing.T) *linkEnv {
+	t.Helper()
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	e := &linkEnv{clock: &clock}
+	e.st = memstore.New(memstore.Options{Now: func() time.Time { return *e.clock }})
+	s, err := New(Options{
+		Store: e.st, BaseURL: "http://links.test", Auth: tenantAuth{},
+		Now:     func() time.Time { return *e.clock },
+		Limits:  Limits{MaxReadChars: 4096},
+		LinkKey: testLinkKey, LinkTTL: 5 * time.Minute, LinkMaxTTL: 10 * time.Minute,
+		Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = s
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	e.url = hs.URL
+	return e
+}
+
+// TestReadWindowInStructuredContent: read_resource's value, which is its
+// structuredContent and its first text item, holds the window (text or
+// blob), the same bytes as the window item; following nextOffset over
+// bodies full of characters JSON escapes gives the body back, and no
+// result's content exceeds maxReadChars.
+func TestReadWindowInStructuredContent(t *testing.T) {
+	e := readEnv(t)
+	var escapes strings.Builder
+	for i := 0; escapes.Len() < 20000; i++ {
+		escapes.WriteString([]string{`"`, `\`, "\n", "<", ">", "&", "\u2028", "\x01", "\t", "é", "a", "日"}[i%12])
+	}
+	bodies := map[string]struct {
+		mime string
+		body string
+	}{
+		"escapes": {"text/plain", escapes.String()},
+		"plain":   {"text/plain", strings.Repeat("0123456789abcdef\n", 1500)},
+		"binary":  {"application/octet-stream", strings.Repeat("\x00\x01\xfe\xff", 3000)},
+		"invalid": {"text/plain", strings.Repeat("ab\xffcd", 2000)},
+	}
+	for name, b := range bodies {
+		e.put(t, "t1", "read/"+name, b.body, store.Private)
+		if b.mime != "text/plain" {
+			m, _ := e.st.Stat(context.Background(), store.MustKey("t1", "report", "read/"+name))
+			m.MIMEType = b.mime
+			e.st.Put(context.Background(), &store.Object{Meta: m, Body: []byte(b.body)}, store.Cond{})
+		}
+		var got []byte
+		for off, calls := int64(0), 0; ; calls++ {
+			if calls > 100 {
+				t.Fatalf("%s: no end after %d windows", name, calls)
+			}
+			args, _ := json.Marshal(map[string]any{"uri": "report://t1/read/" + name, "offset": off})
+			res, rerr := e.callRaw(t, "read_resource", args)
+			if rerr != nil || res["isError"] == true {
+				t.Fatalf("%s at %d: %v %v", name, off, rerr, res)
+			}
+			content := res["content"].([]any)
+			first := content[0].(map[string]any)["text"].(string)
+			var fromText map[string]any
+			json.Unmarshal([]byte(first), &fromText)
+			sc := res["structuredContent"].(map[string]any)
+			if fmt.Sprint(fromText) != fmt.Sprint(sc) {
+				t.Fatalf("%s: the text item is not the structured value", name)
+			}
+			chars := utf8.RuneCountInString(first)
+			var window []byte
+			switch sc["encoding"] {
+			case "text":
+				item := content[1].(map[string]any)["text"].(string)
+				if sc["text"] != item || sc["blob"] != nil {
+					t.Fatalf("%s at %d: structured text %q, window item %q", name, off, sc["text"], item)
+				}
+				window, chars = []byte(item), chars+utf8.RuneCountInString(item)
+			case "base64":
+				blob := content[1].(map[string]any)["resource"].(map[string]any)["blob"].(string)
+				if sc["blob"] != blob || sc["text"] != nil {
+					t.Fatalf("%s at %d: structured blob differs from the embedded one", name, off)
+				}
+				window, _ = base64.StdEncoding.DecodeString(blob)
+				chars += len(blob)
+			}
+			if chars > 4096 {
+				t.Fatalf("%s at %d: the content holds %d characters, over 4096", name, off, chars)
+			}
+			if rng := sc["range"].(map[string]any); int64(rng["offset"].(float64)) != off || int(rng["length"].(float64)) != len(window) || len(window) == 0 {
+				t.Fatalf("%s at %d: range %v, window of %d bytes", name, off, rng, len(window))
+			}
+			got = append(got, window...)
+			next, ok := sc["nextOffset"].(float64)
+			if !ok {
+				break
+			}
+			off = int64(next)
+		}
+		if string(got) != b.body {
+			t.Errorf("%s: the windows do not reassemble the body", name)
+		}
+	}
+}
+
+// TestTextCostIsJSONLength: textCost charges each character once for the
+// window item plus what encoding/json writes for it.
+func TestTextCostIsJSONLength(t *testing.T) {
+	for _, r := range []rune{'a', '"', '\\', '\n', '\r', '\t', '\b', '\f', 0, 0x1f, '<', '>', '&', '\u2028', '\u2029', 'é', '日', '🙂', 0x7f} {
+		b, _ := json.Marshal(string(r))
+		if want := 1 + int64(utf8.RuneCount(b)-2); textCost(r) != want {
+			t.Errorf("textCost(%U) = %d, want %d (JSON %s)", r, textCost(r), want, b)
+		}
+	}
+}
+
+// TestLinksAreBoundToTheirBody: a link serves only the body it was minted
+// for. After a replace, and after a delete and re-create with another
+// body, it answers the one 404, which says to ask for a new link; an
+// unchanged body (rewritten with the same bytes too) still downloads; a
+// link whose digest was changed, or dropped, is refused like any bad link
+// (403); a link of version 1, without a digest, is refused too.
+func TestLinksAreBoundToTheirBody(t *testing.T) {
+	e := newLinkEnv(t)
+	ctx := context.Background()
+	m := e.put(t, "t1", "bound/a", "first body", store.Private)
+	link, exp := e.s.downloadURL(&m, "t1", 5*time.Minute)
+	if code, _, body := e.get(t, link); code != 200 || body != "first body" {
+		t.Fatalf("fresh link: %d %q", code, body)
+	}
+	// The same bytes written again: the same digest, the link still works.
+	e.put(t, "t1", "bound/a", "first body", store.Private)
+	if code, _, body := e.get(t, link); code != 200 || body != "first body" {
+		t.Errorf("after rewriting the same body: %d %q", code, body)
+	}
+	// Replaced: 404, saying to ask for a new link; a new link serves the new body.
+	m2 := e.put(t, "t1", "bound/a", "second body", store.Private)
+	code, h, body := e.get(t, link)
+	if code != 404 || body != blobMissing || !strings.Contains(body, "ask for a new link") || h.Get("Cache-Control") != "no-store" {
+		t.Errorf("after a replace: %d %q %v", code, body, h)
+	}
+	fresh, _ := e.s.downloadURL(&m2, "t1", 5*time.Minute)
+	if code, _, body := e.get(t, fresh); code != 200 || body != "second body" {
+		t.Errorf("a new link after the replace: %d %q", code, body)
+	}
+	// Deleted and re-created with another body: the old link stays dead.
+	if err := e.st.Delete(ctx, store.MustKey("t1", "report", "bound/a"), store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := e.get(t, fresh); code != 404 || body != blobMissing {
+		t.Errorf("deleted: %d %q", code, body)
+	}
+	e.put(t, "t1", "bound/a", "third body, re-created", store.Private)
+	for name, l := range map[string]string{"first": link, "second": fresh} {
+		if code, _, body := e.get(t, l); code != 404 || body != blobMissing {
+			t.Errorf("the %s link after delete and re-create: %d %q", name, code, body)
+		}
+	}
+	// A tampered digest (the third body's, which the server would serve)
+	// breaks the signature: 403, never the body.
+	m3, _ := e.st.Stat(ctx, store.MustKey("t1", "report", "bound/a"))
+	tampered := strings.Replace(fresh, "sha256="+m2.SHA256, "sha256="+m3.SHA256, 1)
+	dropped := strings.Replace(fresh, "&sha256="+m2.SHA256, "", 1)
+	upper := strings.Replace(fresh, "sha256="+m2.SHA256, "sha256="+strings.ToUpper(m2.SHA256), 1)
+	for name, l := range map[string]string{"tampered": tampered, "dropped": dropped, "upper case": upper} {
+		if l == fresh {
+			t.Fatalf("%s: the test did not change the link", name)
+		}
+		if code, _, body := e.get(t, l); code != 403 || body != linkRefused {
+			t.Errorf("%s digest: %d %q", name, code, body)
+		}
+	}
+	// A version 1 link (no digest), correctly signed under the key: refused.
+	mac := hmac.New(sha256.New, testLinkKey)
+	fmt.Fprintf(mac, "v1|report|t1|bound/a|%d|owner", exp.Unix())
+	v1 := fmt.Sprintf("http://links.test/v1/blobs/report/t1/bound/a?exp=%d&sig=%s", exp.Unix(), base64.RawURLEncoding.EncodeToString(mac.Sum(nil)))
+	if code, _, body := e.get(t, v1); code != 403 || body != linkRefused {
+		t.Errorf("a version 1 link: %d %q", code, body)
+	}
+}
+
+// TestDownloadFileDescriptor: a result with a signed link also carries it
+// as a SEP-2631 AuthorizedFile: the file (uri, name, mimeType, size and
+// sha-256 digest in base64url) and the HTTPS GET with the link's own
+// expiry, which is not the resource's.
+func TestDownloadFileDescriptor(t *testing.T) {
+	e := newLinkEnv(t)
+	body := "col\n1\n"
+	res, _ := e.callRaw(t, "save_report", []byte(`{"path":"files/out.csv","mimeType":"text/csv","text":"col\n1\n","includeDownloadUrl":true,"downloadUrlTtl":"PT2M"}`))
+	sc := res["structuredContent"].(map[string]any)
+	df, ok := sc["downloadFile"].(map[string]any)
+	if !ok {
+		t.Fatalf("no downloadFile: %v", sc)
+	}
+	file, dl := df["file"].(map[string]any), df["download"].(map[string]any)
+	sum := sha256.Sum256([]byte(body))
+	digest := file["digest"].(map[string]any)
+	if file["uri"] != "report://t1/files/out.csv" || file["name"] != "out.csv" || file["mimeType"] != "text/csv" ||
+		file["size"] != float64(len(body)) || digest["algorithm"] != "sha-256" || digest["value"] != base64.RawURLEncoding.EncodeToString(sum[:]) {
+		t.Errorf("file = %v", file)
+	}
+	if dl["transport"] != "https" || dl["method"] != "GET" || dl["url"] != sc["downloadUrl"] || dl["expiresAt"] != sc["downloadUrlExpiresAt"] {
+		t.Errorf("download = %v (downloadUrl %v, downloadUrlExpiresAt %v)", dl, sc["downloadUrl"], sc["downloadUrlExpiresAt"])
+	}
+	// Two clocks: the link lives 2 minutes, the resource a week.
+	if want := e.clock.Add(2 * time.Minute).Format(time.RFC3339Nano); dl["expiresAt"] != want || sc["expiresAt"] == dl["expiresAt"] {
+		t.Errorf("link expiresAt %v (want %s), resource expiresAt %v", dl["expiresAt"], want, sc["expiresAt"])
+	}
+	if code, _, got := e.get(t, dl["url"].(string)); code != 200 || got != body {
+		t.Errorf("GET of download.url: %d %q", code, got)
+	}
+	// read_resource and stat_resource carry the same descriptor; without a
+	// link there is none.
+	for _, c := range []struct{ tool, args string }{
+		{"read_resource", `{"uri":"report://t1/files/out.csv","includeDownloadUrl":true}`},
+		{"stat_resource", `{"uri":"report://t1/files/out.csv","includeDownloadUrl":true}`},
+	} {
+		res, _ := e.callRaw(t, c.tool, []byte(c.args))
+		sc := res["structuredContent"].(map[string]any)
+		if df, ok := sc["downloadFile"].(map[string]any); !ok || df["download"].(map[string]any)["url"] != sc["downloadUrl"] {
+			t.Errorf("%s: downloadFile %v", c.tool, sc["downloadFile"])
+		}
+	}
+	res, _ = e.callRaw(t, "stat_resource", []byte(`{"uri":"report://t1/files/out.csv"}`))
+	if _, ok := res["structuredContent"].(map[string]any)["downloadFile"]; ok {
+		t.Errorf("downloadFile without includeDownloadUrl: %v", res["structuredContent"])
 	}
 }

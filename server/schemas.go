@@ -46,8 +46,29 @@ func (s *Server) schemaLimits() map[string]int {
 	}
 }
 
-// durationSchema is the schema of a duration argument (parseDuration).
-var durationSchema = &jsonschema.Schema{Types: []string{"string", "number"}}
+// durationSchema is the advertised schema of a duration argument
+// (service.ParseDuration): an ISO-8601 string of weeks, days, hours,
+// minutes and seconds. The parser still takes a JSON number of seconds,
+// the form documented before, but the schema offers one type only: a
+// type array ("type": ["string", "number"]) is refused or weakened by
+// hosts that map schemas onto a single-type dialect (mcptool.SchemaProblems).
+var durationSchema = &jsonschema.Schema{
+	Type:      "string",
+	MinLength: jsonschema.Ptr(2),
+	Pattern:   `^P(?:[0-9]+W)?(?:[0-9]+D)?(?:T(?:[0-9]+H)?(?:[0-9]+M)?(?:[0-9]+(?:\.[0-9]+)?S)?)?$`,
+}
+
+// anyValueSchema is the schema of a field that holds any JSON value
+// (query_resource's values): anyOf branches of one type each, since a
+// schema with no type at all constrains nothing and single-type dialects
+// cannot hold a type array.
+func anyValueSchema() []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for _, t := range []string{"object", "array", "string", "number", "boolean", "null"} {
+		out = append(out, &jsonschema.Schema{Type: t})
+	}
+	return out
+}
 
 // schemaOf generates the schema of values of type t, with the keywords of
 // its schema tags and the limits filled in. It panics on a struct the
@@ -55,7 +76,11 @@ var durationSchema = &jsonschema.Schema{Types: []string{"string", "number"}}
 // errors that every test run would hit.
 func schemaOf(t reflect.Type, limits map[string]int, input bool) *jsonschema.Schema {
 	sch, err := jsonschema.ForType(t, &jsonschema.ForOptions{
-		TypeSchemas: map[reflect.Type]*jsonschema.Schema{rawMessageType: durationSchema},
+		TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+			rawMessageType: durationSchema,
+			// encoding/json writes []byte as a base64 string.
+			reflect.TypeFor[[]byte](): {Type: "string", ContentEncoding: "base64"},
+		},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("server: schema of %v: %v", t, err))
@@ -79,7 +104,9 @@ func refine(sch *jsonschema.Schema, t reflect.Type, limits map[string]int, input
 		}
 	}
 	switch {
-	case t == rawMessageType:
+	case t == rawMessageType, t == reflect.TypeFor[[]byte]():
+	case t.Kind() == reflect.Interface && sch.Type == "" && len(sch.Types) == 0 && len(sch.AnyOf) == 0:
+		sch.AnyOf = anyValueSchema()
 	case t.Kind() == reflect.Slice && sch.Items != nil:
 		refine(sch.Items, t.Elem(), limits, input)
 	case t.Kind() == reflect.Struct:

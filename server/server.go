@@ -32,6 +32,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/gateway"
 	"github.com/resourced/resourced/server/fixtures"
+	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -104,6 +105,10 @@ type Options struct {
 	// and saves per second, and concurrent uploads; the zero value is the
 	// defaults documented on its fields (guard.go).
 	Budgets Budgets
+	// MemberCache is the memory kept for the JSON forms of bodies read
+	// from a backend that stores none (S3), so that a body read again is
+	// not encoded again (membercache.go); 0 keeps none.
+	MemberCache int64
 	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
@@ -150,9 +155,13 @@ type Server struct {
 	damagedForms sync.Map
 	damagedCount atomic.Int64
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
-	budgets     Budgets
-	limiter     *tenantLimiter
+	budgets Budgets
+	limiter *tenantLimiter
+	// members caches the JSON forms of bodies the backend keeps none of.
+	members     *memberCache
 	uploadSlots chan struct{}
+	// runs are the host runs (server/hostrun); nil without fixtures.
+	runs *hostrun.Runs
 	// gw is the gateway's front (server/gateway.go); nil: no gateway.
 	gw *gateway.Front
 }
@@ -189,6 +198,9 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
+	if _, stored := opts.Store.(store.EncodedViewer); !stored {
+		s.members = newMemberCache(opts.MemberCache)
+	}
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
 	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on
@@ -267,6 +279,8 @@ func New(opts Options) (*Server, error) {
 		for _, n := range names {
 			s.toolScopes[n] = auth.ScopeRead
 		}
+		s.runs = hostrun.New(hostrun.Options{BaseURL: s.baseURL, ServerVersion: version, Body: requestBody,
+			Principal: s.principal, Now: s.now, Logger: s.log})
 	}
 	if s.gw != nil {
 		// The front answers what it proxies before intercept checks URIs
@@ -296,7 +310,11 @@ func New(opts Options) (*Server, error) {
 		mcpHandler = s.gatewayStage(mcpHandler, sse)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.guardOrigin(s.authenticate(mcpHandler)))
+	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.runs.Record(mcpHandler))))
+	if s.runs != nil { // host runs (docs/fixtures.md); Route below maps their URLs
+		mux.Handle("/fixtures/runs", s.guardOrigin(s.runs.Create()))
+		mux.Handle("/fixtures/runs/", s.guardOrigin(s.runs.Pages()))
+	}
 	if s.requiresAuth() {
 		mux.Handle(metadataPath, s.resourceMetadata())
 		mux.Handle(metadataPath+"/mcp", s.resourceMetadata())
@@ -304,8 +322,17 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	s.handler = s.logRequests(s.guardHTTP(s.routeV1(mux)))
+	s.handler = s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux))))
 	return s, nil
+}
+
+// requestBody is the body of a POST /mcp that authenticate has read.
+func requestBody(r *http.Request) []byte {
+	req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
+	if req == nil {
+		return nil
+	}
+	return req.body
 }
 
 // requestBodyLimit is the HTTP body limit for a largest body of maxBody

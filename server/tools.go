@@ -100,9 +100,11 @@ const (
 func metaValueOf(status string, m *store.Meta) metaValue { return service.MetaValue(status, m) }
 
 // saved renders the result of a save or stat: its value with the download
-// link it asked for, and a resource_link.
+// link it asked for and how to read the resource (mcptool.HowToRead), and
+// a resource_link.
 func (s *Server) saved(r *service.Result, p auth.Principal) *toolValue {
 	s.withDownloadURL(&r.Value, &r.Meta, p, r.LinkTTL)
+	r.Value.HowToRead = mcptool.HowToRead(r.Value.URI, r.Value.DownloadURLExpiresAt)
 	return &toolValue{value: r.Value, links: []*store.Meta{&r.Meta}}
 }
 
@@ -165,6 +167,9 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 	l, terr := s.svc.List(ctx, p, &a)
 	if terr != nil {
 		return nil, terr
+	}
+	if len(l.Items) > 0 {
+		l.Value.HowToRead = mcptool.HowToReadEach()
 	}
 	return &toolValue{value: l.Value, links: l.Items}, nil
 }

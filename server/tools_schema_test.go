@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/resourced/resourced/mcpschema"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/store/memstore"
 )
 
@@ -86,13 +87,13 @@ func TestSchemaCarriesConfiguredLimits(t *testing.T) {
 var schemaExamples = map[string][]string{
 	"save_search_snapshot": {
 		`{"query":"q","hits":[]}`,
-		`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","url":"https://example.com","score":0.5}],"total":1,"title":"T","description":"D","retention":"P7D","listed":true,"visibility":"public","scheme":"search","includeDownloadUrl":true,"downloadUrlTtl":60}`,
+		`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","url":"https://example.com","score":0.5}],"total":1,"title":"T","description":"D","retention":"P7D","listed":true,"visibility":"public","scheme":"search","includeDownloadUrl":true,"downloadUrlTtl":"PT1M"}`,
 	},
 	"save_report": {
 		`{"path":"ex/a","mimeType":"text/plain","text":"hello"}`,
-		`{"path":"ex/b","mimeType":"application/octet-stream","blobBase64":"AAEC","title":"T","description":"D","overwrite":true,"retention":3600,"listed":false,"visibility":"private","includeDownloadUrl":true,"downloadUrlTtl":"PT10M"}`,
+		`{"path":"ex/b","mimeType":"application/octet-stream","blobBase64":"AAEC","title":"T","description":"D","overwrite":true,"retention":"PT1H","listed":false,"visibility":"private","includeDownloadUrl":true,"downloadUrlTtl":"PT10M"}`,
 	},
-	"stat_resource":   {`{"uri":"report://t1/ex/a"}`, `{"uri":"report://t1/ex/a","includeDownloadUrl":true,"downloadUrlTtl":60}`},
+	"stat_resource":   {`{"uri":"report://t1/ex/a"}`, `{"uri":"report://t1/ex/a","includeDownloadUrl":true,"downloadUrlTtl":"PT1M"}`},
 	"read_resource":   {`{"uri":"report://t1/ex/a"}`, `{"uri":"report://t1/ex/a","offset":0,"length":3}`, `{"uri":"report://t1/ex/a","startLine":1,"lineCount":1,"includeDownloadUrl":true}`},
 	"list_resources":  {`{}`, `{"scheme":"report","prefix":"ex/","limit":10}`},
 	"delete_resource": {`{"uri":"report://t1/ex/b"}`},
@@ -176,3 +177,95 @@ func TestSchemasTakeExamplesAndRefuseUnknownProperties(t *testing.T) {
 }
 
 func reflectElem(v any) reflect.Type { return reflect.TypeOf(v).Elem() }
+
+// TestSchemasArePortable: no tool schema, fixtures included, has what
+// single-type dialects refuse (a type array, a remote $ref, a schema that
+// constrains nothing): the rules of the Inspector's --strict lint, which
+// scripts/inspector-strict.sh runs for real. retention and downloadUrlTtl
+// were ["string","number"].
+func TestSchemasArePortable(t *testing.T) {
+	e := newToolsEnv(t)
+	res, rerr := e.rpcRaw(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	tools := res["tools"].([]any)
+	if len(tools) < 20 {
+		t.Fatalf("tools/list lists %d tools; the fixtures are missing", len(tools))
+	}
+	for _, tl := range tools {
+		tool := tl.(map[string]any)
+		for _, which := range []string{"inputSchema", "outputSchema"} {
+			sch, ok := tool[which]
+			if !ok {
+				continue
+			}
+			raw, _ := json.Marshal(sch)
+			problems, err := mcptool.SchemaProblems(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("%s %s: %s", tool["name"], which, p)
+			}
+		}
+	}
+}
+
+// TestSchemaProblemsFindsWhatTheInspectorFinds: the lint itself, on the
+// constructs the Inspector reports.
+func TestSchemaProblemsFindsWhatTheInspectorFinds(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		want   int
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, 0},
+		{`{"type":"object","properties":{"a":{"type":["string","number"]}}}`, 1},
+		{`{"type":"object","properties":{"a":{"description":"anything"}}}`, 1},
+		{`{"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}`, 1},
+		{`{"type":"object","properties":{"a":true}}`, 1},
+		{`{"type":"object","additionalProperties":false,"properties":{"a":{"not":{}}}}`, 0},
+		{`{"type":"object","anyOf":[{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"type":"null"}]}}},{"type":["object","null"]}]}`, 1},
+	} {
+		got, err := mcptool.SchemaProblems([]byte(tc.schema))
+		if err != nil || len(got) != tc.want {
+			t.Errorf("SchemaProblems(%s) = %q, %v; want %d problems", tc.schema, got, err, tc.want)
+		}
+	}
+}
+
+// TestDurationsStillTakeSeconds: the schema advertises ISO-8601 strings
+// only, but a number of seconds, the form documented before, is still
+// taken by every duration argument.
+func TestDurationsStillTakeSeconds(t *testing.T) {
+	e := newLinkEnv(t)
+	for _, d := range e.s.toolDefs() {
+		var sch struct {
+			Properties map[string]struct {
+				Type    any    `json:"type"`
+				Pattern string `json:"pattern"`
+			} `json:"properties"`
+		}
+		json.Unmarshal(d.tool.InputSchema.(json.RawMessage), &sch)
+		for _, name := range []string{"retention", "downloadUrlTtl"} {
+			if p, ok := sch.Properties[name]; ok && (p.Type != "string" || p.Pattern == "") {
+				t.Errorf("%s %s: type %v, pattern %q; want one type, string, with a pattern", d.tool.Name, name, p.Type, p.Pattern)
+			}
+		}
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"save_report", `{"path":"legacy/a","mimeType":"text/plain","text":"x","retention":3600,"includeDownloadUrl":true,"downloadUrlTtl":60}`},
+		{"save_search_snapshot", `{"query":"q","hits":[],"retention":7200.5,"includeDownloadUrl":true,"downloadUrlTtl":120}`},
+		{"stat_resource", `{"uri":"report://t1/legacy/a","includeDownloadUrl":true,"downloadUrlTtl":60}`},
+		{"read_resource", `{"uri":"report://t1/legacy/a","includeDownloadUrl":true,"downloadUrlTtl":60}`},
+	} {
+		res, rerr := e.callRaw(t, c.tool, []byte(c.args))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		sc, _ := res["structuredContent"].(map[string]any)
+		if res["isError"] == true || sc["downloadUrl"] == nil {
+			t.Errorf("%s(%s) = %v", c.tool, c.args, sc)
+		}
+	}
+}

@@ -240,6 +240,55 @@ func (b *Bucket) Get(ctx context.Context, k Key) (*Object, error) {
 	return obj, nil
 }
 
+// errRefused is how Bucket.ReadIf's gate stops a read allow refused.
+var errRefused = errors.New("refused")
+
+// ReadIf implements Backend: through the driver's ReadGated when it has
+// one, else its Read with the gate in fn.
+func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) error {
+	if err := b.begin(ctx, "get", k); err != nil {
+		return err
+	}
+	gate := func(m *Meta) error {
+		switch {
+		case m.Expired(b.now()):
+			return errExpired
+		case !allow(m):
+			return errRefused
+		}
+		return nil
+	}
+	var (
+		called bool
+		ferr   error
+	)
+	call := func(m *Meta, body []byte) error {
+		called = true
+		ferr = fn(m, body)
+		return ferr
+	}
+	var err error
+	if gd, ok := b.d.(GateDriver); ok {
+		err = gd.ReadGated(ctx, k, gate, call)
+	} else {
+		err = b.d.Read(ctx, k, func(m *Meta, body []byte) error {
+			if err := gate(m); err != nil {
+				return err
+			}
+			return call(m, body)
+		})
+	}
+	switch {
+	case err == nil:
+		return nil
+	case called && err == ferr:
+		return err
+	case errors.Is(err, errExpired), errors.Is(err, errRefused):
+		return notFound("get", k)
+	}
+	return fail("get "+k.String(), err)
+}
+
 // Stat implements Backend.
 func (b *Bucket) Stat(ctx context.Context, k Key) (Meta, error) {
 	if err := b.begin(ctx, "stat", k); err != nil {

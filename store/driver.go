@@ -84,6 +84,18 @@ type ViewDriver interface {
 	View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) error
 }
 
+// GateDriver is the optional capability of a driver whose Read fetches
+// the body from elsewhere (s3store): it decodes the metadata first and
+// fetches the body only when gate accepts it. A driver without it has its
+// Read's fn gated instead, which costs nothing when the body is already in
+// memory (bbolt, memory).
+type GateDriver interface {
+	// ReadGated is Read, with gate called on the metadata before the body
+	// is fetched; when gate returns an error, ReadGated returns it as it
+	// is, without calling fn and without fetching the rest of the body.
+	ReadGated(ctx context.Context, k Key, gate func(m *Meta) error, fn func(m *Meta, body []byte) error) error
+}
+
 // StreamDriver is the optional capability behind Streamer.
 type StreamDriver interface {
 	// PutStream is Streamer.PutStream with cond and cond.Quota judged at

@@ -38,6 +38,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -305,6 +306,16 @@ type Backend interface {
 	// Stat returns the metadata of the object at k.
 	Stat(ctx context.Context, k Key) (Meta, error)
 
+	// ReadIf calls fn with the object at k if allow accepts it, decided on
+	// its metadata before its body is fetched: an object allow refuses is
+	// not downloaded, and ReadIf returns ErrNotFound for it as for a
+	// missing one. allow sees the metadata of the very version whose body
+	// fn gets, so a read decided this way takes one backend access, hit or
+	// miss, and cannot pair one version's metadata with another's body.
+	// body is valid only while fn runs and must not be modified; ReadIf
+	// returns fn's error as it is. GetIf is ReadIf with a copy.
+	ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) error
+
 	// List returns live objects matching q in (scheme, path) order, strictly
 	// after q.After. Objects deleted between pages are not returned; objects
 	// added after the cursor position are.
@@ -338,6 +349,22 @@ type Backend interface {
 
 	// Close releases resources. Calls after Close fail.
 	Close() error
+}
+
+// GetIf is b.ReadIf returning a copy of the object, owned by the caller.
+func GetIf(ctx context.Context, b Backend, k Key, allow func(*Meta) bool) (*Object, error) {
+	var obj *Object
+	err := b.ReadIf(ctx, k, allow, func(m *Meta, body []byte) error {
+		obj = &Object{Meta: *m, Body: bytes.Clone(body)}
+		if obj.Body == nil {
+			obj.Body = []byte{}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // CheckCond evaluates cond against the live object cur (nil when absent),

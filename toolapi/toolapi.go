@@ -33,25 +33,63 @@ type Metadata struct {
 	Listed       bool   `json:"listed"`
 	Visibility   string `json:"visibility" schema:"enum=private|public"`
 	DownloadLink
+	HowToRead string `json:"howToRead,omitempty" jsonschema:"How to read the resource in plain words: resources/read, the read_resource tool, or the signed link when one was asked for."`
 }
 
 // DownloadLink is the signed link to the body a result carries when the
-// caller asked for one (includeDownloadUrl).
+// caller asked for one (includeDownloadUrl), plainly and as a file
+// descriptor shaped like the draft MCP proposal SEP-2631 (File Objects and
+// Transfer).
 type DownloadLink struct {
-	DownloadURL          string `json:"downloadUrl,omitempty" jsonschema:"Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires." schema:"format=uri"`
-	DownloadURLExpiresAt string `json:"downloadUrlExpiresAt,omitempty" schema:"format=date-time"`
+	DownloadURL          string          `json:"downloadUrl,omitempty" jsonschema:"Signed link to the raw body (GET, Range supported); anyone holding it can download until it expires. It serves only the body it was minted for: after a replace, or a delete and re-create, it answers 404; ask for a new link." schema:"format=uri"`
+	DownloadURLExpiresAt string          `json:"downloadUrlExpiresAt,omitempty" jsonschema:"When the download link expires: the link's clock, not the resource's expiresAt." schema:"format=date-time"`
+	DownloadFile         *AuthorizedFile `json:"downloadFile,omitempty" jsonschema:"The same link as a SEP-2631 file descriptor: the file (its name, media type, size and SHA-256 digest) and how to download it."`
+}
+
+// AuthorizedFile is a file with its download authorization, in the field
+// names of SEP-2631's AuthorizedFile (draft): the file, and the HTTPS GET
+// that downloads it.
+type AuthorizedFile struct {
+	File     FileValue    `json:"file"`
+	Download FileTransfer `json:"download"`
+}
+
+// FileValue is SEP-2631's FileValue of a stored body. Its uri is the
+// resource's URI (resources/read reads it; resourced serves no files/*
+// methods); digest names the exact body that download serves.
+type FileValue struct {
+	URI      string     `json:"uri" jsonschema:"The resource's URI."`
+	Name     string     `json:"name" jsonschema:"A file name for the body: the last segment of the resource's path."`
+	MIMEType string     `json:"mimeType"`
+	Size     int64      `json:"size" jsonschema:"Body length in bytes." schema:"minimum=0"`
+	Digest   FileDigest `json:"digest"`
+}
+
+// FileDigest is SEP-2631's FileDigest: an algorithm and the digest in
+// base64url without padding.
+type FileDigest struct {
+	Algorithm string `json:"algorithm" schema:"enum=sha-256"`
+	Value     string `json:"value" jsonschema:"The SHA-256 of the body, base64url without padding (the sha256 member holds the same digest in hex)." schema:"pattern=^[A-Za-z0-9_-]{43}$"`
+}
+
+// FileTransfer is SEP-2631's HTTPS download descriptor.
+type FileTransfer struct {
+	Transport string `json:"transport" schema:"enum=https"`
+	Method    string `json:"method" schema:"enum=GET"`
+	URL       string `json:"url" jsonschema:"The signed link (downloadUrl)." schema:"format=uri"`
+	ExpiresAt string `json:"expiresAt" jsonschema:"When the link expires (downloadUrlExpiresAt); the resource itself may live longer or shorter (its own expiresAt)." schema:"format=date-time"`
 }
 
 // LinkOptions are the arguments of tools that can return a signed
 // download link.
 type LinkOptions struct {
 	IncludeDownloadURL bool            `json:"includeDownloadUrl,omitempty" jsonschema:"Also return downloadUrl: a signed HTTPS link to the raw body that works without a token until downloadUrlExpiresAt." schema:"default=false"`
-	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl,omitempty" jsonschema:"Life of the download link: seconds or an ISO-8601 duration (\"PT10M\"); capped by the server's maximum and the resource's expiry."`
+	DownloadURLTTL     json.RawMessage `json:"downloadUrlTtl,omitempty" jsonschema:"Life of the download link, an ISO-8601 duration such as \"PT10M\"; capped by the server's maximum and the resource's expiry."`
 }
 
 // SaveOptions are the arguments both save tools share.
 type SaveOptions struct {
-	Retention  json.RawMessage `json:"retention,omitempty" jsonschema:"How long to keep it, at least 1 second: an ISO-8601 duration (\"PT1H\", \"P7D\", \"P1W\") or seconds. Default and maximum are per scheme; longer values are capped."`
+	Retention  json.RawMessage `json:"retention,omitempty" jsonschema:"How long to keep it, at least 1 second, as an ISO-8601 duration of weeks, days, hours, minutes and seconds (\"PT1H\", \"P7D\", \"P1W\"). Default and maximum are per scheme; longer values are capped."`
 	Listed     bool            `json:"listed,omitempty" jsonschema:"Show it in resources/list. Unlisted resources are still readable by URI." schema:"default=false"`
 	Visibility string          `json:"visibility,omitempty" jsonschema:"public: readable by any authenticated caller and cacheable across users." schema:"enum=private|public;default=private"`
 	Scheme     string          `json:"scheme,omitempty" jsonschema:"URI scheme to save under; defaults to the server's scheme of this kind."`
@@ -121,6 +159,7 @@ type ListResult struct {
 	Status     string     `json:"status"`
 	Items      []Metadata `json:"items"`
 	NextCursor string     `json:"nextCursor,omitempty"`
+	HowToRead  string     `json:"howToRead,omitempty" jsonschema:"How to read the listed resources in plain words."`
 }
 
 // ReadArgs are read_resource's arguments.
@@ -141,13 +180,13 @@ type ReadRange struct {
 	LineCount *int64 `json:"lineCount,omitempty" schema:"minimum=0"`
 }
 
-// ReadResult is read_resource's success value (the window itself is a
-// separate content item).
+// ReadResult is read_resource's success value, the window included (Text
+// or Blob); the result repeats the window as a content item of its own.
 type ReadResult struct {
 	Status       string    `json:"status"`
 	URI          string    `json:"uri"`
 	MIMEType     string    `json:"mimeType"`
-	Encoding     string    `json:"encoding" jsonschema:"How the window item carries the bytes: a text item, or an embedded resource with a base64 blob." schema:"enum=text|base64"`
+	Encoding     string    `json:"encoding" jsonschema:"How the window is carried: text (the text member, and a text item), or base64 (the blob member, and an embedded resource with a blob)." schema:"enum=text|base64"`
 	TotalSize    int64     `json:"totalSize" jsonschema:"Size of the whole body in bytes." schema:"minimum=0"`
 	SHA256       string    `json:"sha256" jsonschema:"SHA-256 of the whole body." schema:"pattern=^[0-9a-f]{64}$"`
 	LastModified string    `json:"lastModified" schema:"format=date-time"`
@@ -156,6 +195,8 @@ type ReadResult struct {
 	NextLine     *int64    `json:"nextLine,omitempty" jsonschema:"Line of the next window (line windows only); absent at the end." schema:"minimum=1"`
 	Truncated    bool      `json:"truncated" jsonschema:"The window was cut to fit the result size limit."`
 	DownloadLink
+	Text *string `json:"text,omitempty" jsonschema:"The window as text (encoding text): exactly the bytes of range, never a split character."`
+	Blob []byte  `json:"blob,omitempty" jsonschema:"The window in base64 (encoding base64): exactly the bytes of range." schema:"contentEncoding=base64"`
 }
 
 // GrepArgs are grep_resource's arguments.

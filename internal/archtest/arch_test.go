@@ -36,14 +36,15 @@ var allowed = map[string][]string{
 	// Transports over the service.
 	"server/internal/mcptool": {"auth", "internal/jsonwire", "service", "store"},
 	"server/fixtures":         {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
-	"server":                  {"auth", "gateway", "internal/jsonwire", "server/fixtures", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	"server/hostrun":          {"auth", "server/fixtures"},
+	"server":                  {"auth", "internal/jsonwire", "gateway", "server/fixtures", "server/hostrun", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "service", "store", "toolapi", "uri"},
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
-	"cmd/resourced": {"auth", "checker", "config", "internal/jsonwire", "server", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	"cmd/resourced": {"auth", "checker", "config", "gateway", "internal/jsonwire", "server", "server/hostrun", "store", "store/boltstore", "store/memstore", "store/s3store"},
 	// The Go client and what is built on it speak MCP as a client only.
 	"client":                {"toolapi"},
 	"client/clienttest":     {"auth", "server", "store/memstore"},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +255,69 @@ func TestReadCacheServerWithout304(t *testing.T) {
 	defer rt.mu.Unlock()
 	if rt.conditional != 1 {
 		t.Errorf("%d conditional GETs, want 1 (then none)", rt.conditional)
+	}
+}
+
+// bodyCounter counts GET requests and the response body bytes the driver
+// reads off the connection.
+type bodyCounter struct {
+	next       http.RoundTripper
+	gets, read atomic.Int64
+}
+
+func (c *bodyCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil && req.Method == http.MethodGet && !strings.Contains(req.URL.RawQuery, "list-type") {
+		c.gets.Add(1)
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.read}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// TestGetIfDecidesBeforeTheBody: GetIf takes one GET whether it serves or
+// refuses the object, and a refused object's body is not downloaded.
+func TestGetIfDecidesBeforeTheBody(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "")
+	opts := serverOptions(t)
+	opts.Prefix = uniquePrefix(t)
+	c := &bodyCounter{}
+	opts.wrapTransport = func(rt http.RoundTripper) http.RoundTripper { c.next = rt; return c }
+	s := openTest(t, opts)
+	ctx := t.Context()
+	k := store.MustKey("t1", "report", "big")
+	body := bytes.Repeat([]byte("0123456789abcdef"), 4<<20/16) // 4 MiB
+	now := time.Now()
+	o := &store.Object{Meta: store.Meta{Key: k, MIMEType: "text/plain", Size: int64(len(body)), SHA256: store.Sum(body),
+		Created: now, Modified: now, Visibility: store.Private}, Body: body}
+	if _, _, err := s.Put(ctx, o, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	c.gets.Store(0)
+	c.read.Store(0)
+	_, err := store.GetIf(ctx, s, k, func(m *store.Meta) bool { return m.Visibility == store.Public })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetIf(public only) of a private object = %v, want ErrNotFound", err)
+	}
+	if g, n := c.gets.Load(), c.read.Load(); g != 1 || n > 256<<10 {
+		t.Fatalf("refusing took %d GETs and read %d body bytes; want 1 GET and at most 256 KiB of a 4 MiB object", g, n)
+	}
+	c.gets.Store(0)
+	got, err := store.GetIf(ctx, s, k, func(m *store.Meta) bool { return m.Visibility == store.Private })
+	if err != nil || !bytes.Equal(got.Body, body) {
+		t.Fatalf("GetIf(private) = %v; want the body", err)
+	}
+	if g := c.gets.Load(); g != 1 {
+		t.Fatalf("serving took %d GETs, want 1", g)
 	}
 }

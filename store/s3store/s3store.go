@@ -761,6 +761,16 @@ func (s *Driver) getRange(ctx context.Context, objKey string, n int, ifMatch str
 // a cached copy when there is one. fn sees the cached body or the fresh
 // buffer's tail; the Bucket copies what it returns.
 func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, body []byte) error) error {
+	return s.ReadGated(ctx, k, nil, fn)
+}
+
+// ReadGated implements store.GateDriver with the same one GET as Read:
+// the record's header comes first in the object, so gate sees the
+// metadata before the body is read off the connection, and a refused
+// object's body is not downloaded (the connection is closed instead, or
+// drained when little is left). A cached copy answered by 304 is gated on
+// its cached metadata.
+func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.Meta) error, fn func(m *store.Meta, body []byte) error) error {
 	if err := s.begin(ctx, "get"); err != nil {
 		return err
 	}
@@ -793,6 +803,11 @@ func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, b
 		case c != nil && isNotModified(err):
 			m := c.rec.meta
 			m.Key = k
+			if gate != nil {
+				if err := gate(&m); err != nil {
+					return err
+				}
+			}
 			return fn(&m, c.body)
 		case isMissing(err):
 			s.cache.remove(objKey)
@@ -801,8 +816,14 @@ func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, b
 		return s.fail(ctx, "get", k, err)
 	}
 	defer out.Body.Close()
-	buf, err := readAll(out.Body, aws.ToInt64(out.ContentLength))
-	if err != nil {
+	buf, refused, err := readGatedBody(out.Body, aws.ToInt64(out.ContentLength), k, gate)
+	switch {
+	case refused != nil:
+		return refused
+	case errors.Is(err, errCorrupt):
+		s.cache.remove(objKey)
+		return fmt.Errorf("s3store: get %s: %w", k, err)
+	case err != nil:
 		return s.fail(ctx, "get", k, err)
 	}
 	rec, body, err := decodeRecord(buf)
@@ -819,6 +840,61 @@ func (s *Driver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, b
 	}
 	rec.meta.Key = k
 	return fn(&rec.meta, body)
+}
+
+// drainLimit is how much of a refused object's body ReadGated still reads
+// off the connection so that it can be reused; a longer rest closes it.
+const drainLimit = 64 << 10
+
+// readGatedBody reads an object of n bytes (-1 or 0 when unknown) from r.
+// With a gate, it first reads the record's header and calls gate on its
+// metadata (a tombstone reads as ErrNotFound); a refusal is returned as
+// refused, with the rest of the body left unread.
+func readGatedBody(r io.Reader, n int64, k store.Key, gate func(*store.Meta) error) (buf []byte, refused, err error) {
+	if gate == nil {
+		buf, err = readAll(r, n)
+		return buf, nil, err
+	}
+	var b bytes.Buffer
+	if n > 0 && n <= 1<<30 {
+		b.Grow(int(n) + bytes.MinRead)
+	}
+	probe := int64(headProbe)
+	if n > 0 {
+		probe = min(probe, n)
+	}
+	if _, err = io.CopyN(&b, r, probe); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	hlen, err := headerLen(b.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	if more := int64(hlen - b.Len()); more > 0 {
+		if _, err = io.CopyN(&b, r, more); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: header of %d bytes in a shorter object", errCorrupt, hlen)
+			}
+			return nil, nil, err
+		}
+	}
+	rec, _, err := decodeHeader(b.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	m := rec.meta
+	m.Key = k
+	if isTombstone(&m) {
+		return nil, store.ErrNotFound, nil
+	}
+	if refused = gate(&m); refused != nil {
+		if rest := n - int64(b.Len()); rest > 0 && rest <= drainLimit {
+			_, _ = io.Copy(io.Discard, r)
+		}
+		return nil, refused, nil
+	}
+	_, err = b.ReadFrom(r)
+	return b.Bytes(), nil, err
 }
 
 // Stat implements store.Driver.

@@ -65,6 +65,7 @@ func Run(t *testing.T, newDriver NewFunc) {
 		{"MissingKey", testMissingKey},
 		{"InvalidKey", testInvalidKey},
 		{"RoundTrip", testRoundTrip},
+		{"GetIf", testGetIf},
 		{"PutRejectsMismatch", testPutRejectsMismatch},
 		{"PutComputesDigest", testPutComputesDigest},
 		{"CreateOnly", testCreateOnly},
@@ -387,6 +388,71 @@ func testMissingKey(t *testing.T, h *harness) {
 			h.b.Delete(h.ctx, k, store.Matching(store.Sum([]byte("here")))))
 	}
 	h.wantBody(t, neighbour, []byte("here"))
+}
+
+// testGetIf checks Backend.GetIf: the gate sees the stored metadata, a
+// refused, missing or expired object is ErrNotFound alike, an accepted one
+// is Get's object, owned by the caller, and a replaced object is gated on
+// its new metadata.
+func testGetIf(t *testing.T, h *harness) {
+	k := store.MustKey("t1", "report", "gated")
+	stored, _ := h.put(t, h.obj(k, "gated body"), store.Cond{})
+	var seen []store.Meta
+	allow := func(ok bool) func(*store.Meta) bool {
+		return func(m *store.Meta) bool {
+			seen = append(seen, *m)
+			return ok
+		}
+	}
+	o, err := store.GetIf(h.ctx, h.b, k, allow(true))
+	if err != nil {
+		t.Fatalf("GetIf(%s, allow) = %v, want nil", k, err)
+	}
+	if string(o.Body) != "gated body" || o.Key != k || o.SHA256 != stored.SHA256 {
+		t.Fatalf("GetIf(%s, allow) = %s %q %x, want %s %q %x", k, o.Key, o.Body, o.SHA256, k, "gated body", stored.SHA256)
+	}
+	if len(seen) != 1 || seen[0].Key != k || seen[0].SHA256 != stored.SHA256 || seen[0].Visibility != store.Private {
+		t.Fatalf("GetIf's gate saw %+v, want one call with the stored metadata of %s", seen, k)
+	}
+	o.Body[0] = 'X' // the caller owns the body
+	h.wantBody(t, k, []byte("gated body"))
+
+	seen = nil
+	_, err = store.GetIf(h.ctx, h.b, k, allow(false))
+	wantNotFound(t, fmt.Sprintf("GetIf(%s, refuse)", k), k, err)
+	if len(seen) != 1 {
+		t.Fatalf("GetIf(%s, refuse) called its gate %d times, want 1", k, len(seen))
+	}
+
+	missing := store.MustKey("t1", "report", "absent")
+	seen = nil
+	_, err = store.GetIf(h.ctx, h.b, missing, allow(true))
+	wantNotFound(t, fmt.Sprintf("GetIf(%s) of a missing object", missing), missing, err)
+	if len(seen) != 0 {
+		t.Fatalf("GetIf of a missing object called its gate with %+v", seen)
+	}
+
+	pub := h.obj(k, "now public")
+	pub.Visibility = store.Public
+	h.put(t, pub, store.Cond{})
+	seen = nil
+	if o, err = store.GetIf(h.ctx, h.b, k, func(m *store.Meta) bool { return m.Visibility == store.Public }); err != nil || string(o.Body) != "now public" {
+		t.Fatalf("GetIf(%s, public only) after a replace = %v, %v; want the new body", k, o, err)
+	}
+
+	exp := store.MustKey("t1", "report", "expiring")
+	eo := h.obj(exp, "soon gone")
+	eo.Expires = epoch.Add(time.Minute)
+	h.put(t, eo, store.Cond{})
+	h.clock.Set(eo.Expires)
+	seen = nil
+	_, err = store.GetIf(h.ctx, h.b, exp, allow(true))
+	wantNotFound(t, fmt.Sprintf("GetIf(%s) of an expired object", exp), exp, err)
+	if len(seen) != 0 {
+		t.Fatalf("GetIf of an expired object called its gate with %+v", seen)
+	}
+	_, err = store.GetIf(h.ctx, h.b, store.Key{}, allow(true))
+	wantErr(t, "GetIf(zero key)", err, store.ErrInvalidKey)
 }
 
 func testInvalidKey(t *testing.T, h *harness) {

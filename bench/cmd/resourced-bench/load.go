@@ -21,6 +21,9 @@ type target struct {
 	name   string
 	url    string
 	client *http.Client
+	// get: the target is a plain GET of url (the direct S3 ceiling), whose
+	// success is a 200 with the whole body.
+	get bool
 }
 
 // newTarget returns a target whose transport keeps up to conns idle
@@ -87,6 +90,9 @@ type exchange struct {
 
 // do sends one request of o to t and reads the whole response.
 func (w *worker) do(t *target, m *mcpRequest, o op) exchange {
+	if t.get {
+		return w.get(t)
+	}
 	body, method, name := o.next(w, w.req[:0])
 	w.req = body
 	req, err := http.NewRequest(http.MethodPost, t.url, bytes.NewReader(body))
@@ -107,6 +113,29 @@ func (w *worker) do(t *target, m *mcpRequest, o op) exchange {
 		return x
 	}
 	x.err = classify(resp.StatusCode, w.resp, o.tool())
+	return x
+}
+
+// get is do for a plain GET target.
+func (w *worker) get(t *target) exchange {
+	req, err := http.NewRequest(http.MethodGet, t.url, nil)
+	if err != nil {
+		return exchange{err: err.Error()}
+	}
+	start := time.Now()
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return exchange{latency: time.Since(start), err: "transport: " + err.Error()}
+	}
+	w.resp, err = readAll(resp.Body, resp.ContentLength, w.resp[:0])
+	resp.Body.Close()
+	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, ctype: resp.Header.Get("Content-Type"), status: resp.StatusCode}
+	switch {
+	case err != nil:
+		x.err = "reading response: " + err.Error()
+	case resp.StatusCode != http.StatusOK:
+		x.err = "HTTP " + strconv.Itoa(resp.StatusCode) + ": " + snippet(w.resp)
+	}
 	return x
 }
 

@@ -35,6 +35,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -67,6 +68,7 @@ type options struct {
 	quiet                float64
 	quietWait            time.Duration
 	retries              int
+	s3                   s3Direct
 }
 
 func main() {
@@ -100,6 +102,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -ceiling: alternate server and ceiling in slices this long")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "per-request timeout")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also load an in-process net/http handler returning the same bytes, and report ratios to it")
+	fs.StringVar(&o.s3.endpoint, "s3-direct", "", "with -op read: the ceiling is a presigned GET of the resource's object straight from this S3 endpoint (needs -s3-bucket, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	fs.StringVar(&o.s3.bucket, "s3-bucket", "", "with -s3-direct: the server's store.s3.bucket")
+	fs.StringVar(&o.s3.prefix, "s3-prefix", "", "with -s3-direct: the server's store.s3.prefix")
+	fs.StringVar(&o.s3.region, "s3-region", "", "with -s3-direct: the region (default us-east-1)")
 	fs.StringVar(&prepare, "prepare", "0", "save N reports of -size at <prefix>/<i> first (overwriting), e.g. 100k or 1M; reads then pick among them")
 	fs.StringVar(&prepareFrom, "prepare-from", "0", "with -prepare: start at this index (the ones below exist from an earlier run)")
 	fs.IntVar(&o.prepareC, "prepare-c", 0, "concurrency of -prepare (default -c)")
@@ -297,7 +303,19 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	res.ResponseBytes = len(first.body)
 	targets := []*target{server}
-	if o.ceiling {
+	switch {
+	case o.s3.endpoint != "":
+		u, err := o.s3.presign(context.Background(), res.Target, 24*time.Hour)
+		if err != nil {
+			return 1, err
+		}
+		t := newTarget("s3-direct", u, o.c, o.timeout)
+		t.get = true
+		if x := newWorkers(1)[0].do(t, m, load); x.err != "" {
+			return 1, fmt.Errorf("direct S3 GET of %s failed: %s", res.Target, x.err)
+		}
+		targets = append(targets, t)
+	case o.ceiling:
 		c, err := startCeiling(append([]byte(nil), first.body...), first.ctype)
 		if err != nil {
 			return 1, err
@@ -348,7 +366,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	s := summarize("server", st[0])
 	res.Server = &s
 	if len(st) > 1 {
-		c := summarize("ceiling", st[1])
+		c := summarize(targets[1].name, st[1])
 		res.Ceiling = &c
 		if c.PerSecond > 0 {
 			res.Ratio = s.PerSecond / c.PerSecond

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// s3Direct is the S3 ceiling of a read: the same object fetched straight
+// from the same S3 server with a presigned GET, loaded by the same workers
+// in alternated slices. It is what one read of this size costs at the
+// storage, without MCP, auth or resourced in the way; resources/read on S3
+// is reported as a ratio to it.
+type s3Direct struct {
+	endpoint, bucket, prefix, region string
+}
+
+// objectKey is the S3 key s3store gives the resource at uri
+// (<prefix>/<tenant>/<scheme>!/<path>!, store/s3store/keys.go); the bench
+// may not import the store, so the layout is restated here and checked by
+// the first GET, which must answer 200.
+func (d *s3Direct) objectKey(uri string) (string, error) {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "", errors.New("s3 direct: not a URI: " + uri)
+	}
+	tenant, path, ok := strings.Cut(rest, "/")
+	if !ok || tenant == "" || path == "" {
+		return "", errors.New("s3 direct: no tenant and path in " + uri)
+	}
+	base := strings.Trim(d.prefix, "/")
+	if base != "" {
+		base += "/"
+	}
+	return base + tenant + "/" + scheme + "!/" + path + "!", nil
+}
+
+// presign returns a GET URL of the object of uri valid for ttl, signed with
+// the AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY of the environment.
+func (d *s3Direct) presign(ctx context.Context, uri string, ttl time.Duration) (string, error) {
+	key, err := d.objectKey(uri)
+	if err != nil {
+		return "", err
+	}
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" || secret == "" {
+		return "", errors.New("s3 direct: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+	}
+	region := d.region
+	if region == "" {
+		region = "us-east-1"
+	}
+	c := s3.New(s3.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(d.endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, ""),
+	})
+	req, err := s3.NewPresignClient(c).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.bucket), Key: aws.String(key)},
+		s3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", err
+	}
+	return req.URL, nil
+}
