@@ -178,6 +178,17 @@ func TestGatewayFilesystem(t *testing.T) {
 		t.FailNow()
 	}
 
+	t.Run("raw-read", func(t *testing.T) {
+		// The offloaded part read as raw JSON-RPC: rpc validates the
+		// response against the official schema of each version.
+		for _, v := range versions {
+			r := in.rpc(v, "resources/read", map[string]any{"uri": uri})
+			if r.Error != nil || !strings.Contains(string(r.Result), `"uri":"`+uri+`"`) {
+				t.Errorf("%s: resources/read %s: %.300s", v, uri, r.Body)
+			}
+		}
+	})
+
 	t.Run("read_resource-windows", func(t *testing.T) {
 		var got strings.Builder
 		args := map[string]any{"uri": uri}
