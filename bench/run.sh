@@ -210,12 +210,12 @@ fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
 
-# ready reports whether the server answers GET /readyz with 200 (bash's
-# /dev/tcp: no curl needed).
+# ready [PORT] reports whether the server on PORT (default $PORT) answers
+# GET /readyz with 200 (bash's /dev/tcp: no curl needed).
 ready() {
-	local status
-	{ exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
-	printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$PORT" >&3
+	local status port=${1:-$PORT}
+	{ exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || return 1
+	printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$port" >&3
 	IFS= read -r -t 5 status <&3 || status=""
 	exec 3<&- 3>&-
 	[[ $status == *" 200 "* ]]
@@ -344,8 +344,9 @@ gateway_bench() {
 	rm -rf "$WORK/gw"
 	mkdir -p "$WORK/gw/files"
 	# A 2 MB log (2097152 bytes of ASCII lines).
-	yes "2026-07-01T00:00:00Z level=info component=bench-gateway msg=\"one line of a large log\"" |
-		head -c 2097152 >"$WORK/gw/files/big.log"
+	# (yes in a process substitution: its SIGPIPE must not fail the pipeline.)
+	head -c 2097152 < <(yes "2026-07-01T00:00:00Z level=info component=bench-gateway msg=\"one line of a large log\"") \
+		>"$WORK/gw/files/big.log"
 	PORT="$evport" node --import "$up/loopback.mjs" "$ev" streamableHttp </dev/null >"$WORK/gw/everything.log" 2>&1 &
 	local evpid=$!
 	cat >"$WORK/gw/gateway.yaml" <<EOF
@@ -366,8 +367,8 @@ EOF
 	local gwpid=$!
 	local ok=""
 	for _ in $(seq 1 300); do
-		if grep -q "listening on port" "$WORK/gw/everything.log" 2>/dev/null &&
-			grep -q '"msg":"listening"' "$WORK/gw/gateway.log" 2>/dev/null; then
+		# Ready: /readyz answers 200 once every (required) upstream is reached.
+		if grep -q "listening on port" "$WORK/gw/everything.log" 2>/dev/null && ready "$gwport"; then
 			ok=1
 			break
 		fi

@@ -2,8 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/hex"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +31,14 @@ func TestGatewayUpstreamsDirect(t *testing.T) {
 			for _, w := range tr.worked {
 				worked = worked || w == c.key
 			}
-			if want := c.key != "bad-arguments"; worked != want {
+			// get-roots-list is listed only to clients that declare roots.
+			if want := c.key != "bad-arguments" && c.key != "get-roots-list" && c.key != "simulate-research-query"; worked != want {
 				t.Errorf("%s: worked = %v, want %v: %s", c.key, worked, want, tr.ops["tools/call/"+c.key])
+			}
+		}
+		for _, tool := range tr.tools {
+			if tool == "get-roots-list" || strings.HasPrefix(tool, "trigger-sampling") || strings.HasPrefix(tool, "trigger-elicitation") {
+				t.Errorf("%s is listed to a client that declares no roots, sampling or elicitation", tool)
 			}
 		}
 		if got := tr.ops["progress/trigger-long-running-operation"]; got != "1/4 2/4 3/4 4/4" {
@@ -72,6 +82,9 @@ func TestGatewayUpstreamsDirect(t *testing.T) {
 	})
 	t.Run("everything/http", func(t *testing.T) {
 		endpoint := startEverythingHTTP(t, u)
+		if addrs := listeningOn(t, endpoint); len(addrs) != 1 || addrs[0] != "127.0.0.1" {
+			t.Errorf("server-everything listens on %v, want 127.0.0.1 only (the loopback preload)", addrs)
+		}
 		rec := &sessionRecorder{}
 		cs := connectHTTP(t, rec, endpoint, "", v2025)
 		if got := cs.InitializeResult().ProtocolVersion; got != v2025 {
@@ -124,4 +137,43 @@ func writeFixtureFiles(t *testing.T, dir string) (small, large string) {
 		t.Fatal(err)
 	}
 	return small, large
+}
+
+// listeningOn returns the local addresses of the sockets listening on
+// endpoint's port, from /proc/net/tcp and /proc/net/tcp6.
+func listeningOn(t *testing.T, endpoint string) []string {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			// local_address is HEXIP:HEXPORT; state 0A is LISTEN.
+			if len(fields) < 4 || fields[3] != "0A" {
+				continue
+			}
+			ip, p, ok := strings.Cut(fields[1], ":")
+			if pn, err := strconv.ParseUint(p, 16, 16); !ok || err != nil || int(pn) != port {
+				continue
+			}
+			raw, err := hex.DecodeString(ip)
+			if err != nil {
+				continue
+			}
+			// The kernel prints each 32-bit word in host (little-endian) order.
+			for i := 0; i+4 <= len(raw); i += 4 {
+				raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+			}
+			out = append(out, net.IP(raw).String())
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -104,4 +105,86 @@ func TestGatewayInspectorCLI(t *testing.T) {
 	if out, err := run("--method", "tools/call", "--tool-name", "no_such_tool"); err == nil {
 		t.Errorf("inspector tools/call of an unknown tool exited 0:\n%s", out)
 	}
+}
+
+// TestGatewayWire sends the proxied methods as raw JSON-RPC through a
+// gateway fronting server-everything (stdio) in both protocol versions,
+// and validates every response against the official MCP schema of its
+// version (rpc does); on 2026-07-28 a complete result must say so
+// (resultType "complete"), which the official TypeScript client insists on.
+func TestGatewayWire(t *testing.T) {
+	u := requireUpstreams(t)
+	in := startGateway(t, true, fmt.Sprintf(`gateway:
+  upstreams:
+    - name: everything
+      command: %q
+      args: [%q, stdio]
+`, u.Node, u.Everything))
+	calls := []struct {
+		method string
+		params map[string]any
+	}{
+		{"tools/list", nil},
+		{"tools/call", map[string]any{"name": "get-sum", "arguments": map[string]any{"a": 1, "b": 2}}},
+		{"tools/call", map[string]any{"name": "get-tiny-image", "arguments": map[string]any{}}},
+		{"tools/call", map[string]any{"name": "get-resource-links", "arguments": map[string]any{"count": 2}}},
+		{"prompts/list", nil},
+		{"prompts/get", map[string]any{"name": "args-prompt", "arguments": map[string]any{"city": "Oslo"}}},
+		{"resources/list", nil},
+		{"resources/templates/list", nil},
+		{"resources/read", map[string]any{"uri": "demo://resource/dynamic/text/1"}},
+		{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "completable-prompt"},
+			"argument": map[string]any{"name": "department", "value": "E"}}},
+	}
+	for _, v := range versions {
+		for _, c := range calls {
+			params := map[string]any{}
+			for k, x := range c.params {
+				params[k] = x // rpc adds _meta to the map it is given
+			}
+			var r *rawResponse
+			if c.method == "prompts/get" && v == v2026 {
+				r = rpcPromptsGet2026(in, params)
+			} else {
+				r = in.rpc(v, c.method, params)
+			}
+			if r.Error != nil {
+				t.Errorf("%s %s: JSON-RPC error %d %s", v, c.method, r.Error.Code, r.Error.Message)
+				continue
+			}
+			var res struct {
+				ResultType *string `json:"resultType"`
+			}
+			json.Unmarshal(r.Result, &res)
+			switch {
+			case v == v2026 && (res.ResultType == nil || *res.ResultType != "complete"):
+				t.Errorf("%s %s: resultType %v, want \"complete\": %.300s", v, c.method, res.ResultType, r.Result)
+			case v == v2025 && res.ResultType != nil:
+				t.Errorf("%s %s: resultType %q on 2025-11-25", v, c.method, *res.ResultType)
+			}
+		}
+	}
+}
+
+// rpcPromptsGet2026 is rpc for prompts/get on 2026-07-28, which also needs
+// the prompt's name in Mcp-Name (rpc sets it for tools/call and
+// resources/read only).
+func rpcPromptsGet2026(in *instance, params map[string]any) *rawResponse {
+	in.t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    v2026,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "resourced-it", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+	hdr := in.header()
+	hdr.Set("MCP-Protocol-Version", v2026)
+	hdr.Set("Mcp-Method", "prompts/get")
+	hdr.Set("Mcp-Name", headerValue(params["name"].(string)))
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nextID(), "method": "prompts/get", "params": params})
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	r := in.post(hdr, body)
+	validateResponse(in.t, v2026, "prompts/get", r.Body)
+	return r
 }

@@ -148,6 +148,19 @@ func TestGatewayFilesystem(t *testing.T) {
 			}
 			o := parseOffloaded(t, res, "default", "read_text_file", want, 500)
 			t.Logf("2 MB read_text_file: %d bytes reach the caller (%d original)", o.bytes, len(want))
+			// server-filesystem declares outputSchema {content: string} and
+			// returns the file in structuredContent too: offloaded as well,
+			// valid for the schema as listed (docs/gateway.md).
+			var listed *mcp.Tool
+			for tool, err := range cs.Tools(ctx, nil) {
+				if err == nil && tool.Name == "read_text_file" {
+					listed = tool
+				}
+			}
+			validateOutput(t, listed, res.StructuredContent)
+			validateOutput(t, listed, map[string]any{"content": "a small file"})
+			wantSC, _ := json.Marshal(map[string]any{"content": string(want)})
+			checkPointer(t, ctx, cs, "read_text_file", res.StructuredContent, wantSC)
 			uri = o.link.URI
 			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: o.link.URI})
 			if err != nil {
@@ -164,6 +177,17 @@ func TestGatewayFilesystem(t *testing.T) {
 	if uri == "" {
 		t.FailNow()
 	}
+
+	t.Run("raw-read", func(t *testing.T) {
+		// The offloaded part read as raw JSON-RPC: rpc validates the
+		// response against the official schema of each version.
+		for _, v := range versions {
+			r := in.rpc(v, "resources/read", map[string]any{"uri": uri})
+			if r.Error != nil || !strings.Contains(string(r.Result), `"uri":"`+uri+`"`) {
+				t.Errorf("%s: resources/read %s: %.300s", v, uri, r.Body)
+			}
+		}
+	})
 
 	t.Run("read_resource-windows", func(t *testing.T) {
 		var got strings.Builder

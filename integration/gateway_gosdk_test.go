@@ -37,7 +37,26 @@ func bigRows() map[string]any {
 //	die          the connection is dropped in the middle of the call
 func goSDKUpstream(t *testing.T) string {
 	t.Helper()
+	return goSDKUpstreamCancel(t, nil)
+}
+
+// goSDKUpstreamCancel is goSDKUpstream with one more tool, slow, which
+// waits up to 30 s for its context to end and then sends on cancelled
+// (when not nil).
+func goSDKUpstreamCancel(t *testing.T, cancelled chan<- struct{}) string {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-upstream", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: &jsonschema.Schema{Type: "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-ctx.Done():
+			if cancelled != nil {
+				cancelled <- struct{}{}
+			}
+			return nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not cancelled"}}}, nil
+		}
+	})
 	obj := &jsonschema.Schema{Type: "object"}
 	out := &jsonschema.Schema{Type: "object", Required: []string{"rows", "total"}, Properties: map[string]*jsonschema.Schema{
 		"rows":  {Type: "array", Items: &jsonschema.Schema{Type: "object", Required: []string{"id", "name"}}},
@@ -108,10 +127,11 @@ func TestGatewayGoSDKUpstream(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("schema_big: %v %+v", err, res)
 			}
+			// The listed schema admits both the upstream's value and the
+			// pointer the gateway puts in its place (docs/gateway.md).
+			validateOutput(t, schemas["schema_big"], want)
 			validateOutput(t, schemas["schema_big"], res.StructuredContent)
-			if got, _ := json.Marshal(res.StructuredContent); !jsonSame(got, wantJSON) {
-				t.Errorf("schema_big: structuredContent not kept inline and unchanged: %.300s", got)
-			}
+			checkPointer(t, ctx, cs, "schema_big", res.StructuredContent, wantJSON)
 			if links := resourceLinks(res); len(links) != 1 {
 				t.Errorf("schema_big: its 100 KB text copy should be offloaded to one link, got %d", len(links))
 			}
@@ -123,27 +143,8 @@ func TestGatewayGoSDKUpstream(t *testing.T) {
 			if schemas["plain_big"].OutputSchema != nil {
 				t.Errorf("plain_big has no outputSchema upstream; the gateway lists %v", schemas["plain_big"].OutputSchema)
 			}
-			var ptr struct {
-				Resourced struct {
-					URI      string `json:"uri"`
-					Size     int64  `json:"size"`
-					SHA256   string `json:"sha256"`
-					MIMEType string `json:"mimeType"`
-				} `json:"resourced"`
-			}
-			sc, _ := json.Marshal(res.StructuredContent)
-			if err := json.Unmarshal(sc, &ptr); err != nil || ptr.Resourced.URI == "" || ptr.Resourced.MIMEType != "application/json" {
-				t.Fatalf("plain_big: structuredContent is not the resourced pointer: %.300s", sc)
-			}
-			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: ptr.Resourced.URI})
-			if err != nil || len(rr.Contents) != 1 {
-				t.Fatalf("reading the structuredContent pointer %s: %v", ptr.Resourced.URI, err)
-			}
-			body := []byte(rr.Contents[0].Text)
-			sum := sha256.Sum256(body)
-			if !jsonSame(body, wantJSON) || int64(len(body)) != ptr.Resourced.Size || hex.EncodeToString(sum[:]) != ptr.Resourced.SHA256 {
-				t.Errorf("the pointer's body (%d bytes) is not the structuredContent, or size/sha256 differ: %+v", len(body), ptr.Resourced)
-			}
+			checkPointer(t, ctx, cs, "plain_big", res.StructuredContent, wantJSON)
+			var sc []byte
 
 			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "rpc_error", Arguments: map[string]any{}})
 			var werr *jsonrpc.Error
@@ -213,4 +214,57 @@ func jsonSame(a, b []byte) bool {
 		return false
 	}
 	return jsonEqual(x, y)
+}
+
+// checkPointer checks that structured is the gateway's pointer to an
+// offloaded structuredContent and that its URI reads back want (the same
+// JSON value), with the pointer's size and sha256.
+func checkPointer(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, structured any, want []byte) {
+	t.Helper()
+	var ptr struct {
+		Resourced struct {
+			URI      string `json:"uri"`
+			Size     int64  `json:"size"`
+			SHA256   string `json:"sha256"`
+			MIMEType string `json:"mimeType"`
+		} `json:"resourced"`
+	}
+	sc, _ := json.Marshal(structured)
+	if err := json.Unmarshal(sc, &ptr); err != nil || ptr.Resourced.URI == "" || ptr.Resourced.MIMEType != "application/json" {
+		t.Errorf("%s: structuredContent is not the resourced pointer: %.300s", tool, sc)
+		return
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: ptr.Resourced.URI})
+	if err != nil || len(rr.Contents) != 1 {
+		t.Errorf("%s: reading the structuredContent pointer %s: %v", tool, ptr.Resourced.URI, err)
+		return
+	}
+	body := []byte(rr.Contents[0].Text)
+	sum := sha256.Sum256(body)
+	if !jsonSame(body, want) || int64(len(body)) != ptr.Resourced.Size || hex.EncodeToString(sum[:]) != ptr.Resourced.SHA256 {
+		t.Errorf("%s: the pointer's body (%d bytes) is not the structuredContent, or size/sha256 differ: %+v", tool, len(body), ptr.Resourced)
+	}
+}
+
+// TestGatewayCancel: a caller that gives up on a call (its request ends)
+// gets the call cancelled upstream: the go-sdk upstream's handler sees its
+// context end within seconds, not after its 30 s.
+func TestGatewayCancel(t *testing.T) {
+	cancelled := make(chan struct{}, 4)
+	up := goSDKUpstreamCancel(t, cancelled)
+	in := startGateway(t, true, fmt.Sprintf("gateway:\n  upstreams:\n    - name: gosdk\n      url: %s\n", up))
+	for _, v := range versions {
+		cs := connectHTTP(t, &sessionRecorder{}, in.URL+"/mcp", in.Token, v)
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: slow answered before the caller gave up", v)
+		}
+		select {
+		case <-cancelled:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: the upstream call was not cancelled within 10 s of the caller giving up", v)
+		}
+	}
 }

@@ -169,6 +169,10 @@ func (r *sessionRecorder) progressFor(token any) []*mcp.ProgressNotificationPara
 
 func (r *sessionRecorder) client() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "resourced-it-gateway", Version: "1"}, &mcp.ClientOptions{
+		// No roots, sampling or elicitation: the baseline is a caller that
+		// cannot answer server-to-client requests, as a stateless front
+		// cannot carry them (docs/gateway.md).
+		Capabilities: &mcp.ClientCapabilities{},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			r.mu.Lock()
 			r.progress = append(r.progress, req.Params)
@@ -362,11 +366,20 @@ var (
 
 // normalize makes a result comparable across two runs of server-everything:
 // clock times and session ids in text (and in base64 blobs that carry text)
-// are replaced by placeholders, and URIs are stripped of n's namespace.
+// are replaced by placeholders, URIs are stripped of n's namespace, and the
+// _meta server identity that 2026-07-28 results carry is dropped.
 func normalize(n naming, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := map[string]any{}
+		if m, ok := x["_meta"].(map[string]any); ok {
+			// go-sdk adds the answering server's identity to every
+			// 2026-07-28 result (SEP-2575): protocol, not the upstream's.
+			delete(m, "io.modelcontextprotocol/serverInfo")
+			if len(m) == 0 {
+				delete(x, "_meta")
+			}
+		}
 		for k, e := range x {
 			switch s, _ := e.(string); {
 			case (k == "uri" || k == "uriTemplate") && s != "":
@@ -407,7 +420,11 @@ func isPrintable(b []byte) bool {
 	return true
 }
 
-// canonical is v as JSON, normalized.
+// canonical is v as JSON, normalized. At the top level of a result it
+// also drops what the protocol version or the front's caching adds:
+// resultType "complete" (2026-07-28), and ttlMs and cacheScope (the front
+// marks upstream reads private; docs/gateway.md, the front). Those are
+// checked on their own, against the official schema (TestGatewayWire).
 func canonical(t *testing.T, n naming, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -417,6 +434,13 @@ func canonical(t *testing.T, n naming, v any) string {
 	var x any
 	if err := json.Unmarshal(b, &x); err != nil {
 		t.Fatal(err)
+	}
+	if m, ok := x.(map[string]any); ok {
+		if m["resultType"] == "complete" {
+			delete(m, "resultType")
+		}
+		delete(m, "ttlMs")
+		delete(m, "cacheScope")
 	}
 	out, err := json.Marshal(normalize(n, x))
 	if err != nil {
@@ -460,6 +484,9 @@ var everythingCalls = []everythingCall{
 	{"get-roots-list", "get-roots-list", map[string]any{}},
 	{"trigger-long-running-operation", "trigger-long-running-operation", map[string]any{"duration": 1, "steps": 4}},
 	{"bad-arguments", "get-sum", map[string]any{"a": "two"}},
+	// taskSupport "required": a call that is not a task is refused, directly
+	// and through (tasks are not proxied: docs/gateway.md).
+	{"simulate-research-query", "simulate-research-query", map[string]any{"topic": "python"}},
 }
 
 // transcript is what server-everything did, by operation, as normalized
@@ -517,6 +544,7 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 		tr.tools = append(tr.tools, name)
 		c := *tool
 		c.Name = name
+		c.OutputSchema = unwidened(t, tool.OutputSchema)
 		record("tools/list/"+name, &c, nil)
 	}
 	sort.Strings(tr.tools)
@@ -567,7 +595,8 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 	var prompts []string
 	for p, err := range cs.Prompts(ctx, nil) {
 		if err != nil {
-			t.Fatalf("prompts/list: %v", err)
+			record("prompts/list", nil, err)
+			break
 		}
 		name := p.Name
 		if n.prefix != "" {
@@ -602,10 +631,11 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 	var uris []string
 	for r, err := range cs.Resources(ctx, nil) {
 		if err != nil {
-			t.Fatalf("resources/list: %v", err)
+			record("resources/list", nil, err)
+			break
 		}
-		if n.prefix != "" && !strings.HasPrefix(r.URI, n.prefix+"+") {
-			continue
+		if n.prefix != "" && !strings.HasPrefix(r.URI, n.prefix+"+") || isResourcedTemplate(r.URI) {
+			continue // another upstream's, or resourced's own
 		}
 		u := n.strip(r.URI)
 		if strings.HasPrefix(u, "demo://resource/session/") {
@@ -622,10 +652,11 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 	record("resources/read/bad-uri", nil, err)
 	for r, err := range cs.ResourceTemplates(ctx, nil) {
 		if err != nil {
-			t.Fatalf("resources/templates/list: %v", err)
+			record("resources/templates/list", nil, err)
+			break
 		}
-		if n.prefix != "" && !strings.HasPrefix(r.URITemplate, n.prefix+"+") {
-			continue
+		if n.prefix != "" && !strings.HasPrefix(r.URITemplate, n.prefix+"+") || isResourcedTemplate(r.URITemplate) {
+			continue // another upstream's, or resourced's own
 		}
 		record("resources/templates/list/"+n.strip(r.URITemplate), r, nil)
 	}
@@ -653,6 +684,53 @@ func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorde
 		record("completion/complete/"+c.key, r, err)
 	}
 	return tr
+}
+
+// unwidened undoes the gateway's widening of a listed outputSchema
+// (docs/gateway.md: {"anyOf": [<the upstream's>, <the pointer's>]}, the
+// upstream's $schema, $defs and definitions at the root), so that it can
+// be compared with the upstream's own; any other schema is returned as it
+// is. That the widened schema admits both values is checked with real
+// results (TestGatewayFilesystem, TestGatewayGoSDKUpstream).
+func unwidened(t *testing.T, schema any) any {
+	t.Helper()
+	if schema == nil {
+		return nil
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return schema
+	}
+	alts, _ := m["anyOf"].([]any)
+	if len(alts) != 2 {
+		return schema
+	}
+	orig, _ := alts[0].(map[string]any)
+	ptr, _ := alts[1].(map[string]any)
+	if props, _ := ptr["properties"].(map[string]any); orig == nil || props["resourced"] == nil {
+		return schema
+	}
+	for k, v := range m {
+		if k != "anyOf" && k != "type" {
+			orig[k] = v
+		}
+	}
+	return orig
+}
+
+// isResourcedTemplate reports whether u is in one of the schemes of
+// resourced's default config and the gateway's (report, search, result).
+func isResourcedTemplate(u string) bool {
+	for _, s := range []string{"report://", "search://", "result://"} {
+		if strings.HasPrefix(u, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // isGatewayTool reports whether name is one of the tools the gateway adds.
