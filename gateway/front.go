@@ -153,7 +153,7 @@ func (f *Front) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				break
 			}
 			if up, name, ok := f.names.backTool(r.Params.Name, true); ok {
-				return f.callTool(ctx, r, up, name)
+				return completed(r)(f.callTool(ctx, r, up, name))
 			}
 		case "prompts/list":
 			if r, ok := req.(*mcp.ListPromptsRequest); ok {
@@ -162,7 +162,7 @@ func (f *Front) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "prompts/get":
 			if r, ok := req.(*mcp.GetPromptRequest); ok && r.Params != nil {
 				if up, name, ok := f.names.backTool(r.Params.Name, false); ok {
-					return f.getPrompt(ctx, r, up, name)
+					return completed(r)(f.getPrompt(ctx, r, up, name))
 				}
 			}
 		case "resources/list":
@@ -176,7 +176,7 @@ func (f *Front) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "resources/read":
 			if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
 				if up, raw, ok := f.names.backURI(r.Params.URI); ok {
-					return f.readResource(ctx, r, up, raw)
+					return completed(r)(f.readResource(ctx, r, up, raw))
 				}
 			}
 		case "completion/complete":

@@ -200,6 +200,11 @@ func checkMessage(m *message) error {
 	if p[0] != '{' {
 		return &errParams{"Invalid params: params must be an object"}
 	}
+	if inputResponsesOf[m.method] {
+		if err := checkInputResponses(p); err != nil {
+			return err
+		}
+	}
 	if newParams == nil {
 		return checkKinds(p, kindsOf[m.method])
 	}
@@ -224,6 +229,32 @@ func checkMessage(m *message) error {
 var kindsOf = map[string]map[string]byte{
 	"tools/call":     {"name": '"', "_meta": '{'},
 	"resources/read": {"uri": '"', "_meta": '{'},
+}
+
+// inputResponsesOf are the methods whose params may carry the
+// inputResponses of a multi-round-trip request (SEP-2322).
+var inputResponsesOf = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// checkInputResponses refuses an inputResponses member that is not an
+// object of objects (each an elicitation, sampling or roots result):
+// null, a number, an array, or a response that is not an object are
+// protocol errors, answered -32602 before any tool or upstream runs.
+func checkInputResponses(p []byte) error {
+	bad := &errParams{"Invalid params: inputResponses must be an object whose values are input responses (objects)"}
+	return jsonwire.Members(p, func(name string, v []byte) error {
+		if !strings.EqualFold(name, "inputResponses") {
+			return nil
+		}
+		if v[0] != '{' {
+			return bad
+		}
+		return jsonwire.Members(v, func(_ string, r []byte) error {
+			if r[0] != '{' {
+				return bad
+			}
+			return nil
+		})
+	})
 }
 
 // checkKinds checks that the members of params named in kinds (compared
