@@ -44,7 +44,8 @@
 #   s3read    (BACKEND=s3) resources/read of 1 KiB and 256 KiB at c=16 against a presigned GET of
 #             the same object straight from the S3 server, alternated (not in the default list)
 #   save      1 KiB save_search_snapshot and save_report at c=16
-#   scale     1 KiB reads at c=16 among SCALE_COUNTS stored resources (saved first)
+#   scale     1 KiB reads at c=16 among SCALE_COUNTS stored resources (saved first), and a
+#             list_resources page (100) at a random place among them
 #   profile   CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and
 #             256 KiB reads at c=16, summarised with go tool pprof -top
 #   gobench   the Go benchmarks of the hot paths (go test ./bench -bench . -benchmem)
@@ -454,6 +455,8 @@ for scenario in $SCENARIOS; do
 		for n in $SCALE_COUNTS; do
 			bench "scale read 1KiB c=16 among $n" -op read -size 1KiB -c 16 -ceiling \
 				-prepare "$n" -prepare-from "$from" -prepare-c "$PREPARE_C" -prefix bench/scale
+			# A page of list_resources (100 items) at a random place among them.
+			bench "scale list 100 c=16 among $n" -op list -keys "$n" -c 16 -prefix bench/scale
 			from=$n
 		done
 		;;

@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.url, "url", "http://127.0.0.1:8765/mcp", "MCP endpoint")
 	fs.StringVar(&o.token, "token", os.Getenv("RESOURCED_TOKEN"), "bearer token (default $RESOURCED_TOKEN); empty sends none (auth: none)")
 	fs.StringVar(&o.protocol, "protocol", v2026, "protocol version: "+v2026+" or "+v2025)
-	fs.StringVar(&o.op, "op", "read", "read (resources/read) or save (tools/call of -tool)")
+	fs.StringVar(&o.op, "op", "read", "read (resources/read), save (tools/call of -tool) or list (list_resources pages at random places among -prepare/-keys reports)")
 	fs.StringVar(&o.uri, "uri", "", "read: URI to read; with -keys, \"{i}\" is replaced by a random index. Default: save one report of -size first and read it")
 	fs.StringVar(&size, "size", "1KiB", "body size of saved resources (B, KiB, MiB)")
 	fs.StringVar(&o.mime, "mime", "text/markdown", "media type of saved reports (a textual type reads back as text, others as base64 blob)")
@@ -139,8 +139,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.c < 1:
 		return nil, errors.New("-c must be at least 1")
-	case o.op != "read" && o.op != "save":
-		return nil, fmt.Errorf("-op %q: want read or save", o.op)
+	case o.op != "read" && o.op != "save" && o.op != "list":
+		return nil, fmt.Errorf("-op %q: want read, save or list", o.op)
 	case o.tool != "save_search_snapshot" && o.tool != "save_report":
 		return nil, fmt.Errorf("-tool %q: want save_search_snapshot or save_report", o.tool)
 	case o.prepareFrom > o.prepare:
@@ -151,7 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.prepareC == 0 {
 		o.prepareC = o.c
 	}
-	if o.keys == 0 && o.prepare > 0 && o.op == "read" && o.uri == "" {
+	if o.keys == 0 && o.prepare > 0 && (o.op == "read" || o.op == "list") && o.uri == "" {
 		o.keys = o.prepare
 	}
 	if o.prefix == "" {
@@ -277,6 +277,8 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		load, res.Target = newSaveReportOp(m, o.prefix, o.mime, text, false), "save_report"
 	case o.op == "save":
 		load, res.Target = &saveSnapshotOp{m: m, args: snapshotArgs(o.size)}, "save_search_snapshot"
+	case o.op == "list":
+		load, res.Target = &listOp{m: m, prefix: o.prefix, keys: o.keys}, "list_resources "+o.prefix+"/<random>"
 	default:
 		u := o.uri
 		if u == "" && o.keys > 0 {

@@ -81,3 +81,27 @@ func (o *saveSnapshotOp) next(w *worker, b []byte) ([]byte, string, string) {
 }
 
 func (o *saveSnapshotOp) tool() bool { return true }
+
+// listOp lists one page of list_resources (limit 100) starting at a random
+// place in keys stored reports prefix/0..keys-1: the prefix prefix/<i>
+// with i uniformly random, so pages come from everywhere in the key space,
+// not only its start (each is a seek to the prefix, then a page).
+type listOp struct {
+	m      *mcpRequest
+	prefix string
+	keys   int
+}
+
+func (o *listOp) next(w *worker, b []byte) ([]byte, string, string) {
+	args := make([]byte, 0, len(o.prefix)+64)
+	args = append(args, `{"scheme":"report","limit":100,"prefix":"`...)
+	args = append(args, o.prefix...)
+	args = append(args, '/')
+	if o.keys > 0 {
+		args = strconv.AppendInt(args, int64(w.rng.IntN(o.keys)), 10)
+	}
+	args = append(args, `"}`...)
+	return o.m.appendCall(b, w.nextID(), "list_resources", args), "tools/call", "list_resources"
+}
+
+func (o *listOp) tool() bool { return true }
