@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/theory/jsonpath"
@@ -32,7 +34,30 @@ const (
 	// MaxLineChars is the most characters of one line a match shows (the
 	// part around the match) and of one context line (its start).
 	MaxLineChars = 400
+	// SearchTimeout bounds the work of one grep_resource or query_resource
+	// call. A grep that reaches it returns the matches found so far,
+	// truncated, with where to go on (stopped); a query fails.
+	SearchTimeout = 10 * time.Second
+	// MaxGrepLineWork bounds the regular expression's work on one line:
+	// the instructions of the compiled pattern times the bytes of the line
+	// (RE2 takes time linear in both). A line beyond it is refused up
+	// front, since no time limit can stop a match inside one line.
+	MaxGrepLineWork = 1 << 30
+	// MaxQueryDepth and MaxQueryValues bound the JSON bodies
+	// query_resource evaluates: a query selects nodes with their whole
+	// normalized paths, so memory grows with values times depth.
+	MaxQueryDepth  = 64
+	MaxQueryValues = 250_000
+	// querySlots is how many queries evaluate at once in one process
+	// (each may hold a decoded body and its selected nodes).
+	querySlots = 2
 )
+
+// searchTimeout is SearchTimeout; tests shorten it.
+var searchTimeout = SearchTimeout
+
+// querySem holds a slot per query being evaluated.
+var querySem = make(chan struct{}, querySlots)
 
 // openReadable opens the body of the resource raw names for p, deciding
 // readability from the metadata before any body byte is read: through the
@@ -110,7 +135,7 @@ func cost(v any) int {
 // in the lines of the textual body a.URI names, within the caps on
 // matches and characters.
 func (s *Service) Grep(ctx context.Context, p auth.Principal, a *toolapi.GrepArgs) (*toolapi.GrepResult, *Failure) {
-	re, ctxLines, maxMatches, f := checkGrep(a)
+	re, steps, ctxLines, maxMatches, f := checkGrep(a)
 	if f != nil {
 		return nil, f
 	}
@@ -129,40 +154,71 @@ func (s *Service) Grep(ctx context.Context, p auth.Principal, a *toolapi.GrepArg
 	if budget < 64 {
 		return nil, Fail(KindTooLarge, fmt.Sprintf("the metadata of %s alone fills the %d-character result limit of this server", a.URI, s.limits.MaxReadChars))
 	}
-	g := grep{re: re, ctx: ctxLines, max: maxMatches, budget: budget, afterLine: -1, afterOffset: -1}
+	g := grep{re: re, steps: steps, ctx: ctxLines, max: maxMatches, budget: budget, afterLine: -1, afterOffset: -1}
 	if a.AfterLine != nil {
 		g.afterLine = *a.AfterLine
 	}
 	if a.AfterOffset != nil {
 		g.afterOffset = *a.AfterOffset
 	}
-	if err := g.scan(ctx, body, m.Size); err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	sctx, cancel := context.WithTimeout(ctx, searchTimeout)
+	defer cancel()
+	if err := g.scan(sctx, body, m.Size); err != nil {
+		var lc *lineTooCostly
+		switch {
+		case errors.As(err, &lc):
+			return nil, InvalidField("pattern", fmt.Sprintf("line %d of %s is %d bytes, too long for this pattern (%d steps a byte) to be searched in time: "+
+				"search with a simpler pattern or literal: true, or read that part with read_resource", lc.line, a.URI, lc.bytes, steps))
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			// Our own time limit: what was found so far, and where to go on.
+			g.more, g.nextLine, g.stopped = true, g.scanned+1, true
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			return nil, s.Unavailable(ctx, "grep read", err)
+		default:
+			return nil, s.readFailure(ctx, a.URI, err)
 		}
-		return nil, s.readFailure(ctx, a.URI, err)
 	}
 	return g.result(v)
 }
 
-func checkGrep(a *toolapi.GrepArgs) (*regexp.Regexp, int, int, *Failure) {
+// lineTooCostly is a line on which the pattern's work would exceed
+// MaxGrepLineWork.
+type lineTooCostly struct{ line, bytes int64 }
+
+func (e *lineTooCostly) Error() string { return fmt.Sprintf("line %d too costly", e.line) }
+
+// progSteps is the number of instructions of expr compiled as Go's regexp
+// compiles it: the per-byte work of a match is at most proportional to it.
+func progSteps(expr string) int {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return 1
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 1
+	}
+	return max(len(prog.Inst), 1)
+}
+
+func checkGrep(a *toolapi.GrepArgs) (*regexp.Regexp, int, int, int, *Failure) {
 	switch {
 	case a.Pattern == "":
-		return nil, 0, 0, InvalidField("pattern", "is required: a regular expression, or a literal with literal: true")
+		return nil, 0, 0, 0, InvalidField("pattern", "is required: a regular expression, or a literal with literal: true")
 	case len(a.Pattern) > MaxPatternBytes:
-		return nil, 0, 0, InvalidField("pattern", fmt.Sprintf("is longer than %d bytes", MaxPatternBytes))
+		return nil, 0, 0, 0, InvalidField("pattern", fmt.Sprintf("is longer than %d bytes", MaxPatternBytes))
 	case a.AfterLine != nil && *a.AfterLine < 0:
-		return nil, 0, 0, InvalidField("afterLine", "must be 0 or more")
+		return nil, 0, 0, 0, InvalidField("afterLine", "must be 0 or more")
 	case a.AfterOffset != nil && *a.AfterOffset < 0:
-		return nil, 0, 0, InvalidField("afterOffset", "must be 0 or more")
+		return nil, 0, 0, 0, InvalidField("afterOffset", "must be 0 or more")
 	}
 	ctxLines, f := checkCount("context", a.Context, 0, 0, MaxGrepContext)
 	if f != nil {
-		return nil, 0, 0, f
+		return nil, 0, 0, 0, f
 	}
 	maxMatches, f := checkCount("maxMatches", a.MaxMatches, DefaultSearchMatches, 1, MaxSearchMatches)
 	if f != nil {
-		return nil, 0, 0, f
+		return nil, 0, 0, 0, f
 	}
 	expr := a.Pattern
 	if a.Literal {
@@ -171,15 +227,16 @@ func checkGrep(a *toolapi.GrepArgs) (*regexp.Regexp, int, int, *Failure) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error parsing regexp: ")
-		return nil, 0, 0, InvalidField("pattern", "is not a valid RE2 regular expression: "+msg+" (pass literal: true to search for the text as it is)")
+		return nil, 0, 0, 0, InvalidField("pattern", "is not a valid RE2 regular expression: "+msg+" (pass literal: true to search for the text as it is)")
 	}
-	return re, ctxLines, maxMatches, nil
+	return re, progSteps(expr), ctxLines, maxMatches, nil
 }
 
 // grep is one scan of a body: the matches found so far, each waiting for
 // its lines of context after, and whether more were left behind.
 type grep struct {
 	re               *regexp.Regexp
+	steps            int // instructions of re (progSteps)
 	ctx, max, budget int
 	afterLine        int64
 	afterOffset      int64
@@ -188,6 +245,8 @@ type grep struct {
 	more             bool  // a match was found beyond found
 	nextLine         int64 // line of the first match left behind
 	before           []string
+	scanned          int64 // lines scanned to their end
+	stopped          bool  // the time limit stopped the scan
 }
 
 // full reports whether no further match could be returned.
@@ -202,10 +261,8 @@ func (g *grep) scan(ctx context.Context, body io.Reader, size int64) error {
 		line  int64
 	)
 	for sc.Scan() {
-		if line&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		tok := sc.Bytes()
 		line++
@@ -215,7 +272,10 @@ func (g *grep) scan(ctx context.Context, body io.Reader, size int64) error {
 				return nil
 			}
 		} else if line > g.afterLine {
-			for _, loc := range g.re.FindAllIndex(tok, -1) {
+			if int64(g.steps)*int64(len(tok)) > MaxGrepLineWork {
+				return &lineTooCostly{line: line, bytes: int64(len(tok))}
+			}
+			for _, loc := range g.findAll(tok, start) {
 				off := start + int64(loc[0])
 				if off <= g.afterOffset {
 					continue
@@ -240,8 +300,33 @@ func (g *grep) scan(ctx context.Context, body io.Reader, size int64) error {
 		if start < size {
 			start++ // the "\n"
 		}
+		g.scanned = line
 	}
 	return sc.Err()
+}
+
+// findAll returns the matches of tok, a line starting at offset start,
+// enough of them to fill what is left of the result and one more: never
+// every match of a long line (a pattern like "a*" matches at every byte).
+// Matches at or before afterOffset do not count, so the limit grows until
+// enough come after it or the line has no more.
+func (g *grep) findAll(tok []byte, start int64) [][]int {
+	want := g.max - len(g.found) + 1
+	for n := want; ; n *= 2 {
+		locs := g.re.FindAllIndex(tok, n)
+		if len(locs) < n {
+			return locs
+		}
+		after := 0
+		for _, loc := range locs {
+			if start+int64(loc[0]) > g.afterOffset {
+				after++
+			}
+		}
+		if after >= want {
+			return locs
+		}
+	}
 }
 
 // pending is how many found matches still wait for context after.
@@ -289,6 +374,15 @@ func (g *grep) result(v *toolapi.GrepResult) (*toolapi.GrepResult, *Failure) {
 	}
 	if n > 0 {
 		v.Matches = g.found[:n] // else the empty list, never null
+	}
+	if g.stopped {
+		v.Stopped = fmt.Sprintf("the scan reached the %s time limit of one call after line %d", searchTimeout, g.scanned)
+	}
+	if (n < len(g.found) || g.more) && n == 0 {
+		// Stopped by the time limit before any match: go on after the
+		// lines scanned.
+		v.Truncated, v.NextAfterLine = true, &g.scanned
+		return v, nil
 	}
 	if n < len(g.found) || g.more {
 		v.Truncated = true
@@ -366,12 +460,18 @@ func (s *Service) Query(ctx context.Context, p auth.Principal, a *toolapi.QueryA
 	if err != nil {
 		return nil, s.readFailure(ctx, a.URI, err)
 	}
+	if depth, values := jsonShape(raw); depth > MaxQueryDepth || values > MaxQueryValues {
+		return nil, InvalidField("uri", fmt.Sprintf("the body of %s is too deep or too large for query_resource (nesting %d, at most %d; %d values, at most %d): "+
+			"use grep_resource or read_resource", a.URI, depth, MaxQueryDepth, values, MaxQueryValues))
+	}
 	doc, why := decodeJSON(raw)
 	if why != "" {
 		return nil, InvalidField("uri", fmt.Sprintf("the body of %s (%s) is not JSON: %s; query_resource needs a JSON body (use grep_resource or read_resource)", a.URI, m.MIMEType, why))
 	}
-	nodes := path.SelectLocated(doc)
-	slices.SortStableFunc(nodes, func(x, y *spec.LocatedNode) int { return x.Path.Compare(y.Path) })
+	nodes, f := s.selectNodes(ctx, path, doc)
+	if f != nil {
+		return nil, f
+	}
 
 	wide := 1<<62 - 1
 	v := &toolapi.QueryResult{Status: "ok", URI: a.URI, MIMEType: m.MIMEType, TotalSize: m.Size, SHA256: m.SHA256, Count: len(nodes), Matches: []toolapi.QueryMatch{}}
@@ -398,6 +498,77 @@ func (s *Service) Query(ctx context.Context, p auth.Principal, a *toolapi.QueryA
 		v.Truncated, v.NextIndex = true, &i
 	}
 	return v, nil
+}
+
+// selectNodes evaluates path over doc, sorted by normalized path, in one
+// of querySlots slots and within SearchTimeout. The evaluation cannot be
+// interrupted (filters may run regular expressions over every string), so
+// a query past the time limit fails at once and keeps its slot until it
+// ends: at most querySlots run at a time, whatever callers do.
+func (s *Service) selectNodes(ctx context.Context, path *jsonpath.Path, doc any) ([]*spec.LocatedNode, *Failure) {
+	ctx, cancel := context.WithTimeout(ctx, searchTimeout)
+	defer cancel()
+	select {
+	case querySem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, Fail(KindUnavailable, "the server is busy with other queries; retry the same call later")
+	}
+	done := make(chan []*spec.LocatedNode, 1)
+	go func() {
+		defer func() { <-querySem }()
+		nodes := path.SelectLocated(doc)
+		slices.SortStableFunc(nodes, func(x, y *spec.LocatedNode) int { return x.Path.Compare(y.Path) })
+		done <- nodes
+	}()
+	select {
+	case nodes := <-done:
+		return nodes, nil
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, InvalidField("path", fmt.Sprintf("the query did not finish within the %s limit of one call: "+
+				"narrow it (fewer descendants, simpler filters or regular expressions), or use grep_resource", searchTimeout))
+		}
+		return nil, s.Unavailable(ctx, "query", ctx.Err())
+	}
+}
+
+// jsonShape returns the deepest nesting of the JSON text raw and how many
+// values it holds (object keys included), counting without decoding. raw
+// need not be valid JSON: decodeJSON judges that.
+func jsonShape(raw []byte) (depth, values int) {
+	d := 0
+	expect := true // a value may start here
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '"':
+			if expect {
+				values++
+			}
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+			expect = false
+		case '[', '{':
+			values++
+			d++
+			depth = max(depth, d)
+			expect = true
+		case ']', '}':
+			d--
+			expect = false
+		case ',', ':':
+			expect = true
+		case ' ', '\t', '\n', '\r':
+		default:
+			if expect {
+				values++
+				expect = false
+			}
+		}
+	}
+	return depth, values
 }
 
 func checkQuery(a *toolapi.QueryArgs) (*jsonpath.Path, int, int, *Failure) {

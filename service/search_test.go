@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +313,131 @@ func TestQueryRefusesBadPathAndNonJSON(t *testing.T) {
 		if f == nil || f.ErrorKind != KindValidation || !strings.Contains(f.Message, "is not JSON") {
 			t.Errorf("body %q: %v", body, f)
 		}
+	}
+}
+
+// TestGrepRefusesALineTooCostlyForThePattern: RE2 is linear, but in the
+// pattern's size too; a big pattern on a long line is refused before it
+// runs, since no time limit stops a match inside one line.
+func TestGrepRefusesALineTooCostlyForThePattern(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	u := save(t, e, "long", "text/plain", strings.Repeat("a", 900_000), toolapi.SaveOptions{})
+	_, f := e.svc.Grep(context.Background(), alice, &toolapi.GrepArgs{URI: u, Pattern: `(?:a|aa|aaa|\pL|\w){1,1000}b`})
+	if f == nil || f.ErrorKind != KindValidation || !strings.Contains(f.Message, "line 1 of") {
+		t.Fatalf("Grep with a costly pattern on a 900 KB line = %+v, want a validation_error naming line 1", f)
+	}
+	// A plain pattern on the same line is fine.
+	if r := grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: `ab`}); len(r.Matches) != 0 {
+		t.Fatalf("matches %v", r.Matches)
+	}
+}
+
+// TestGrepStopsAtTheTimeLimitAndGoesOn: a scan that reaches the time
+// limit returns what it found, says so, and the continuation goes on
+// from the first line it did not scan.
+func TestGrepStopsAtTheTimeLimitAndGoesOn(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	body := strings.Repeat(strings.Repeat("a", 990)+"\n", 900)
+	u := save(t, e, "many", "text/plain", body, toolapi.SaveOptions{})
+	defer func(d time.Duration) { searchTimeout = d }(searchTimeout)
+	searchTimeout = 20 * time.Millisecond
+	r := grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: `(?:a|aa|\w){1,200}b`})
+	if r.Stopped == "" || !r.Truncated || r.NextAfterLine == nil || *r.NextAfterLine >= 900 {
+		t.Fatalf("result %+v: want stopped, truncated, with nextAfterLine before the end", r)
+	}
+	searchTimeout = time.Minute
+	rest := grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: `a$`, AfterLine: r.NextAfterLine})
+	if len(rest.Matches) == 0 || rest.Matches[0].Line != *r.NextAfterLine+1 || rest.Stopped != "" {
+		t.Fatalf("continuing after line %d: %+v, want matches from line %d on", *r.NextAfterLine, rest, *r.NextAfterLine+1)
+	}
+}
+
+// TestGrepLongLineFewMatches: a pattern matching at every byte of a long
+// line collects only the matches the result can hold.
+func TestGrepLongLineFewMatches(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	u := save(t, e, "z", "text/plain", strings.Repeat("z", 900_000), toolapi.SaveOptions{})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: `a*`, MaxMatches: ip(1)})
+	runtime.ReadMemStats(&after)
+	if len(r.Matches) != 1 || !r.Truncated {
+		t.Fatalf("result %+v", r)
+	}
+	// Every match of the line would be 900 000 of them (tens of MB).
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Fatalf("one match allocated %d bytes", n)
+	}
+	// Continuing inside the line still works.
+	next := grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: `a*`, MaxMatches: ip(2), AfterOffset: r.NextAfterOffset})
+	if len(next.Matches) != 2 || next.Matches[0].Offset != *r.NextAfterOffset+1 {
+		t.Fatalf("continuation %+v after offset %d", next.Matches, *r.NextAfterOffset)
+	}
+}
+
+// TestQueryBoundsTheBody: bodies nested deeper than MaxQueryDepth or with
+// more than MaxQueryValues values are refused before they are decoded.
+func TestQueryBoundsTheBody(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	deep := save(t, e, "deep.json", "application/json", strings.Repeat("[", 100)+strings.Repeat("]", 100), toolapi.SaveOptions{})
+	wide := save(t, e, "wide.json", "application/json", "["+strings.Repeat("0,", MaxQueryValues)+"0]", toolapi.SaveOptions{})
+	for _, u := range []string{deep, wide} {
+		_, f := e.svc.Query(context.Background(), alice, &toolapi.QueryArgs{URI: u, Path: "$..*", MaxMatches: ip(1)})
+		if f == nil || f.ErrorKind != KindValidation || !strings.Contains(f.Message, "too deep or too large") {
+			t.Fatalf("Query of %s = %+v, want a validation_error", u, f)
+		}
+	}
+	ok := save(t, e, "ok.json", "application/json", `{"a":[{"b":"x,[{"},{"b":2}]}`, toolapi.SaveOptions{})
+	r, f := e.svc.Query(context.Background(), alice, &toolapi.QueryArgs{URI: ok, Path: "$..b"})
+	if f != nil || r.Count != 2 {
+		t.Fatalf("Query of a small body = %+v, %v", r, f)
+	}
+}
+
+func TestJSONShape(t *testing.T) {
+	for _, tc := range []struct {
+		in            string
+		depth, values int
+	}{
+		{`0`, 0, 1},
+		{`[]`, 1, 1},
+		{`[1,[2,"]]]"],{"k":{"x":null}}]`, 3, 10}, // keys count too
+		{`"a\"[[["`, 0, 1},
+	} {
+		if d, v := jsonShape([]byte(tc.in)); d != tc.depth || v != tc.values {
+			t.Errorf("jsonShape(%s) = %d, %d; want %d, %d", tc.in, d, v, tc.depth, tc.values)
+		}
+	}
+}
+
+// TestQueryTimeLimit: a query that does not finish in time fails, and
+// its evaluation keeps a slot until it ends.
+func TestQueryTimeLimit(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 20000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"` + strings.Repeat("a", 40) + `"`)
+	}
+	b.WriteString("]")
+	u := save(t, e, "strings.json", "application/json", b.String(), toolapi.SaveOptions{})
+	defer func(d time.Duration) { searchTimeout = d }(searchTimeout)
+	searchTimeout = time.Millisecond
+	_, f := e.svc.Query(context.Background(), alice, &toolapi.QueryArgs{URI: u, Path: `$[?search(@, "(a|aa|aaa){1,100}z")]`})
+	if f == nil || f.ErrorKind != KindValidation || !strings.Contains(f.Message, "did not finish") {
+		t.Fatalf("Query past the time limit = %+v, want a validation_error", f)
+	}
+	for range querySlots { // the slots come back once the evaluations end
+		select {
+		case querySem <- struct{}{}:
+		case <-time.After(time.Minute):
+			t.Fatal("a query slot was never released")
+		}
+	}
+	for range querySlots {
+		<-querySem
 	}
 }

@@ -232,6 +232,7 @@ type GrepResult struct {
 	Truncated       bool        `json:"truncated" jsonschema:"More matches follow: continue with afterOffset: nextAfterOffset (or afterLine: nextAfterLine)."`
 	NextAfterOffset *int64      `json:"nextAfterOffset,omitempty" jsonschema:"Pass as afterOffset for the next matches; absent when none are left." schema:"minimum=0"`
 	NextAfterLine   *int64      `json:"nextAfterLine,omitempty" jsonschema:"Pass as afterLine for the next matches, when the cut fell between lines." schema:"minimum=0"`
+	Stopped         string      `json:"stopped,omitempty" jsonschema:"Set when the scan reached the time limit of one call before the end of the body: continue with afterLine: nextAfterLine."`
 }
 
 // QueryArgs are query_resource's arguments.
