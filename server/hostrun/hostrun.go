@@ -18,6 +18,7 @@
 package hostrun
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -32,7 +33,8 @@ import (
 // Limits bound what runs may hold; zero fields take the defaults.
 type Limits struct {
 	// Runs bounds the live runs of the instance (default 256): creating
-	// one more is refused (429) until one expires.
+	// one more ends the oldest run of the tenant holding the most, when
+	// that is more than the creator holds, and is refused (429) otherwise.
 	Runs int
 	// RunsPerTenant bounds one tenant's runs (default 8): creating one
 	// more ends the tenant's oldest.
@@ -108,6 +110,8 @@ type Runs struct {
 	lim  Limits
 	mu   sync.Mutex
 	runs map[string]*Run
+	// seq numbers runs in creation order (their times may be equal).
+	seq uint64
 	// links maps the signature of a download link minted inside a run to
 	// that run's id.
 	links map[string]string
@@ -130,6 +134,7 @@ func New(opts Options) *Runs {
 // Run is one host run.
 type Run struct {
 	id      string
+	seq     uint64 // creation order among the instance's runs
 	tenant  string
 	scopes  []string
 	created time.Time
@@ -272,10 +277,18 @@ func (r *Runs) create(p auth.Principal) (*Run, error) {
 			own = append(own, run)
 		}
 	}
-	slices.SortFunc(own, func(a, b *Run) int { return a.created.Compare(b.created) })
+	slices.SortFunc(own, func(a, b *Run) int { return cmp.Compare(a.seq, b.seq) })
 	for len(own) >= r.lim.RunsPerTenant {
 		r.remove(own[0].id)
 		own = own[1:]
+	}
+	if len(r.runs) >= r.lim.Runs {
+		// Fair shares: a tenant holding fewer runs than the largest holder
+		// takes that holder's oldest, so no set of tenants can lock the
+		// others out until their runs expire.
+		if victim := r.largestHolder(); victim != "" && r.count(victim) > len(own) {
+			r.removeOldest(victim)
+		}
 	}
 	if len(r.runs) >= r.lim.Runs {
 		soonest := now.Add(r.lim.TTL)
@@ -284,13 +297,58 @@ func (r *Runs) create(p auth.Principal) (*Run, error) {
 		}
 		return nil, &errFull{retryAfter: soonest.Sub(now)}
 	}
+	r.seq++
 	run := &Run{
-		id: newID(), tenant: p.Tenant, scopes: slices.Clone(p.Scopes), created: now, expires: now.Add(r.lim.TTL),
+		id: newID(), seq: r.seq, tenant: p.Tenant, scopes: slices.Clone(p.Scopes), created: now, expires: now.Add(r.lim.TTL),
 		calls: map[string]*tally{}, reads: map[string]map[string]*tally{}, rereads: map[string]*reread{},
 		fields: map[string]string{},
 	}
 	r.runs[run.id] = run
 	return run, nil
+}
+
+// largestHolder is the tenant holding the most runs (on a tie, the one
+// with the oldest run); "" when there are none. The caller holds r.mu.
+func (r *Runs) largestHolder() string {
+	counts := map[string]int{}
+	oldest := map[string]uint64{}
+	for _, run := range r.runs {
+		counts[run.tenant]++
+		if s, ok := oldest[run.tenant]; !ok || run.seq < s {
+			oldest[run.tenant] = run.seq
+		}
+	}
+	best := ""
+	for t, n := range counts {
+		if best == "" || n > counts[best] || n == counts[best] && oldest[t] < oldest[best] {
+			best = t
+		}
+	}
+	return best
+}
+
+// count is how many runs tenant holds. The caller holds r.mu.
+func (r *Runs) count(tenant string) int {
+	n := 0
+	for _, run := range r.runs {
+		if run.tenant == tenant {
+			n++
+		}
+	}
+	return n
+}
+
+// removeOldest ends tenant's oldest run. The caller holds r.mu.
+func (r *Runs) removeOldest(tenant string) {
+	var old *Run
+	for _, run := range r.runs {
+		if run.tenant == tenant && (old == nil || run.seq < old.seq) {
+			old = run
+		}
+	}
+	if old != nil {
+		r.remove(old.id)
+	}
 }
 
 func minTime(a, b time.Time) time.Time {

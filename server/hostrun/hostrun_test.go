@@ -447,8 +447,16 @@ func TestRunBounds(t *testing.T) {
 		t.Errorf("a's oldest run still there: %d", rec.Code)
 	}
 	e.create("b")
-	if rec := e.do("POST", "/fixtures/runs", "c", ""); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
-		t.Errorf("fourth run: %d %v", rec.Code, rec.Header())
+	// Full (a holds 2, b 1): c, holding none, takes a's oldest.
+	if rec := e.do("POST", "/fixtures/runs", "c", ""); rec.Code != http.StatusCreated {
+		t.Errorf("c's first run on a full instance: %d, want 201 (a fair share)", rec.Code)
+	}
+	if rec := e.do("GET", path(a3.Page), "", ""); rec.Code != http.StatusOK {
+		t.Errorf("a's newest run was ended: %d", rec.Code)
+	}
+	// Now every tenant holds one: b may not take another's only run.
+	if rec := e.do("POST", "/fixtures/runs", "b", ""); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("b's second run on a full instance of equal shares: %d %v", rec.Code, rec.Header())
 	}
 	for range 6 {
 		e.rpc(a3, "a", "2026-07-28", "tools/call", `{"name":"search_text"}`)
@@ -491,6 +499,7 @@ func TestClip(t *testing.T) {
 		{"a\nb\x00", "a\uFFFDb\uFFFD"},
 		{"héllo", "h"},     // cut inside é: é is dropped whole
 		{"\xff", "\uFFFD"}, // invalid UTF-8
+		{"a\u202etxt.exe\u2066", "a\uFFFDtxt.exe\uFFFD"}, // bidirectional controls
 	} {
 		n := len(c.in)
 		if c.in == "héllo" {
@@ -499,5 +508,23 @@ func TestClip(t *testing.T) {
 		if got := clip(c.in, n); got != c.want {
 			t.Errorf("clip(%q, %d) = %q, want %q", c.in, n, got, c.want)
 		}
+	}
+}
+
+// TestWriteTextCleansTheTerminal: a report from a hostile server (check
+// --host-run takes any URL) cannot send escape sequences to the terminal.
+func TestWriteTextCleansTheTerminal(t *testing.T) {
+	rep := &Report{Tenant: "t\x1b]0;pwned\x07\x1b[2J", Endpoint: "e\u202e", Conditions: []Condition{{Key: "k", Value: "v\x9b31m"}}}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\x9b"} {
+		if strings.Contains(b.String(), bad) {
+			t.Fatalf("the terminal got %q in %q", bad, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), "pwned") || !strings.Contains(b.String(), "\n") {
+		t.Fatalf("the text itself is gone: %q", b.String())
 	}
 }

@@ -565,9 +565,22 @@ func clip(s string, n int) string {
 		}
 	}
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if unsafeRune(r) {
 			return '\uFFFD'
 		}
 		return r
 	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// unsafeRune reports control characters (C0, DEL, C1), which a terminal
+// acts on, and the bidirectional controls, which reorder what a page or a
+// terminal shows (U+202E turns "exe.txt" into "txt.exe").
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package hostrun
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -412,7 +413,25 @@ func inlineMarkers(d rowDef) []string {
 }
 
 // WriteText prints the report for a terminal.
+//
+// The report may come from any server (resourced check --host-run takes a
+// URL), so what reaches the terminal is cleaned: every control character
+// but the newline, and every bidirectional control, becomes U+FFFD.
 func (rep *Report) WriteText(w io.Writer) error {
+	var buf bytes.Buffer
+	if err := rep.writeText(&buf); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, strings.Map(func(r rune) rune {
+		if r != '\n' && unsafeRune(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(buf.String(), "\uFFFD")))
+	return err
+}
+
+func (rep *Report) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "host run of tenant %s, created %s, expires %s\n", rep.Tenant, rep.Created.Format(time.RFC3339), rep.Expires.Format(time.RFC3339))
 	fmt.Fprintf(tw, "endpoint: %s\npage: %s\n\nrun conditions\n", rep.Endpoint, rep.Page)
