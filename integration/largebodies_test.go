@@ -192,7 +192,7 @@ func roundTrip(t *testing.T, in *instance) {
 	if sc["status"] != "created" || sc["uri"] != "report://default/big/blob.bin" || sc["size"] != float64(len(body)) || sc["sha256"] != sum(body) || sc["title"] != "Big" {
 		t.Fatalf("upload result: %s", r.Body)
 	}
-	for _, f := range []string{"name", "description", "mimeType", "createdAt", "lastModified", "expiresAt", "listed", "visibility", "downloadUrl", "downloadUrlExpiresAt"} {
+	for _, f := range []string{"name", "description", "mimeType", "createdAt", "lastModified", "expiresAt", "listed", "visibility", "downloadUrl", "downloadUrlExpiresAt", "howToRead"} {
 		if _, ok := sc[f]; !ok {
 			t.Errorf("upload result lacks %s: %s", f, r.Body)
 		}

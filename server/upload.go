@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -213,6 +214,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	v := metaValueOf(status, &m)
 	s.withDownloadURL(&v, &m, p, req.LinkTTL)
+	v.HowToRead = mcptool.HowToRead(v.URI, v.DownloadURLExpiresAt) // as save_report's value says
 	s.setOutcome(r, "ok")
 	w.Header().Set("ETag", `"`+m.SHA256+`"`)
 	writeJSON(w, code, v)

@@ -30,7 +30,7 @@ const (
 	DefaultSearchMatches = 50
 	MaxSearchMatches     = 1000
 	MaxGrepContext       = 10
-	MaxPatternBytes      = 4096
+	MaxPatternChars      = 4096 // characters, as the schemas' maxLength counts
 	// MaxLineChars is the most characters of one line a match shows (the
 	// part around the match) and of one context line (its start).
 	MaxLineChars = 400
@@ -205,8 +205,8 @@ func checkGrep(a *toolapi.GrepArgs) (*regexp.Regexp, int, int, int, *Failure) {
 	switch {
 	case a.Pattern == "":
 		return nil, 0, 0, 0, InvalidField("pattern", "is required: a regular expression, or a literal with literal: true")
-	case len(a.Pattern) > MaxPatternBytes:
-		return nil, 0, 0, 0, InvalidField("pattern", fmt.Sprintf("is longer than %d bytes", MaxPatternBytes))
+	case utf8.RuneCountInString(a.Pattern) > MaxPatternChars:
+		return nil, 0, 0, 0, InvalidField("pattern", fmt.Sprintf("is longer than %d characters", MaxPatternChars))
 	case a.AfterLine != nil && *a.AfterLine < 0:
 		return nil, 0, 0, 0, InvalidField("afterLine", "must be 0 or more")
 	case a.AfterOffset != nil && *a.AfterOffset < 0:
@@ -575,8 +575,8 @@ func checkQuery(a *toolapi.QueryArgs) (*jsonpath.Path, int, int, *Failure) {
 	switch {
 	case a.Path == "":
 		return nil, 0, 0, InvalidField("path", "is required: an RFC 9535 JSONPath query such as $.hits[0]")
-	case len(a.Path) > MaxPatternBytes:
-		return nil, 0, 0, InvalidField("path", fmt.Sprintf("is longer than %d bytes", MaxPatternBytes))
+	case utf8.RuneCountInString(a.Path) > MaxPatternChars:
+		return nil, 0, 0, InvalidField("path", fmt.Sprintf("is longer than %d characters", MaxPatternChars))
 	}
 	maxMatches, f := checkCount("maxMatches", a.MaxMatches, DefaultSearchMatches, 1, MaxSearchMatches)
 	if f != nil {

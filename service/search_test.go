@@ -441,3 +441,17 @@ func TestQueryTimeLimit(t *testing.T) {
 		<-querySem
 	}
 }
+
+// TestPatternLimitCountsCharacters: the limit is the schemas' maxLength,
+// which counts characters, not bytes.
+func TestPatternLimitCountsCharacters(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	u := save(t, e, "p", "text/plain", "é", toolapi.SaveOptions{})
+	if r := grepOK(t, e, toolapi.GrepArgs{URI: u, Pattern: strings.Repeat("é", 3000), Literal: true}); len(r.Matches) != 0 {
+		t.Fatalf("matches %v", r.Matches)
+	}
+	_, f := e.svc.Grep(context.Background(), alice, &toolapi.GrepArgs{URI: u, Pattern: strings.Repeat("é", MaxPatternChars+1), Literal: true})
+	if f == nil || !strings.Contains(f.Message, "characters") {
+		t.Fatalf("a pattern of %d characters = %+v", MaxPatternChars+1, f)
+	}
+}
