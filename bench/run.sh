@@ -43,6 +43,8 @@
 #   protocol  the 1 KiB c=16 read again speaking the other protocol version
 #   s3read    (BACKEND=s3) resources/read of 1 KiB and 256 KiB at c=16 against a presigned GET of
 #             the same object straight from the S3 server, alternated (not in the default list)
+#   s3save    (BACKEND=s3) 1 KiB save_report at c=16 against a presigned create-only PUT of a new
+#             1 KiB object straight from the S3 server, alternated (not in the default list)
 #   save      1 KiB save_search_snapshot and save_report at c=16
 #   scale     1 KiB reads at c=16 among SCALE_COUNTS stored resources (saved first), and a
 #             list_resources page (100) at a random place among them
@@ -442,6 +444,11 @@ for scenario in $SCENARIOS; do
 			bench "s3 read $size c=16 vs direct GET" -op read -size "$size" -c 16 \
 				-s3-direct "$RESOURCED_TEST_S3_ENDPOINT" -s3-bucket "${RESOURCED_TEST_S3_BUCKET:-resourced-test}" -s3-prefix "$S3_PREFIX"
 		done
+		;;
+	s3save)
+		[ "$BACKEND" = s3 ] || die "scenario s3save needs BACKEND=s3"
+		bench "s3 save_report 1KiB c=16 vs direct PUT" -op save -tool save_report -size 1KiB -c 16 \
+			-s3-direct "$RESOURCED_TEST_S3_ENDPOINT" -s3-bucket "${RESOURCED_TEST_S3_BUCKET:-resourced-test}" -s3-prefix "$S3_PREFIX"
 		;;
 	protocol)
 		bench "read 1KiB c=16 ($other_protocol)" -op read -size 1KiB -c 16 -ceiling -protocol "$other_protocol"

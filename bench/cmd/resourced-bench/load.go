@@ -24,6 +24,11 @@ type target struct {
 	// get: the target is a plain GET of url (the direct S3 ceiling), whose
 	// success is a 200 with the whole body.
 	get bool
+	// put, when set, makes the target a PUT of putBody to the URL it
+	// returns for each request (the direct S3 ceiling of a save), whose
+	// success is a 200.
+	put     func(w *worker) (string, error)
+	putBody []byte
 }
 
 // newTarget returns a target whose transport keeps up to conns idle
@@ -93,6 +98,9 @@ func (w *worker) do(t *target, m *mcpRequest, o op) exchange {
 	if t.get {
 		return w.get(t)
 	}
+	if t.put != nil {
+		return w.putObject(t)
+	}
 	body, method, name := o.next(w, w.req[:0])
 	w.req = body
 	req, err := http.NewRequest(http.MethodPost, t.url, bytes.NewReader(body))
@@ -130,6 +138,35 @@ func (w *worker) get(t *target) exchange {
 	w.resp, err = readAll(resp.Body, resp.ContentLength, w.resp[:0])
 	resp.Body.Close()
 	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, ctype: resp.Header.Get("Content-Type"), status: resp.StatusCode}
+	switch {
+	case err != nil:
+		x.err = "reading response: " + err.Error()
+	case resp.StatusCode != http.StatusOK:
+		x.err = "HTTP " + strconv.Itoa(resp.StatusCode) + ": " + snippet(w.resp)
+	}
+	return x
+}
+
+// putObject is do for a PUT target.
+func (w *worker) putObject(t *target) exchange {
+	u, err := t.put(w)
+	if err != nil {
+		return exchange{err: err.Error()}
+	}
+	req, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(t.putBody))
+	if err != nil {
+		return exchange{err: err.Error()}
+	}
+	req.Header.Set("If-None-Match", "*")
+	req.ContentLength = int64(len(t.putBody))
+	start := time.Now()
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return exchange{latency: time.Since(start), err: "transport: " + err.Error()}
+	}
+	w.resp, err = readAll(resp.Body, resp.ContentLength, w.resp[:0])
+	resp.Body.Close()
+	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, status: resp.StatusCode}
 	switch {
 	case err != nil:
 		x.err = "reading response: " + err.Error()

@@ -102,7 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -ceiling: alternate server and ceiling in slices this long")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "per-request timeout")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also load an in-process net/http handler returning the same bytes, and report ratios to it")
-	fs.StringVar(&o.s3.endpoint, "s3-direct", "", "with -op read: the ceiling is a presigned GET of the resource's object straight from this S3 endpoint (needs -s3-bucket, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	fs.StringVar(&o.s3.endpoint, "s3-direct", "", "the ceiling is this S3 endpoint itself: for -op read a presigned GET of the resource's object, for -op save a presigned create-only PUT of a new object of -size (needs -s3-bucket, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 	fs.StringVar(&o.s3.bucket, "s3-bucket", "", "with -s3-direct: the server's store.s3.bucket")
 	fs.StringVar(&o.s3.prefix, "s3-prefix", "", "with -s3-direct: the server's store.s3.prefix")
 	fs.StringVar(&o.s3.region, "s3-region", "", "with -s3-direct: the region (default us-east-1)")
@@ -306,6 +306,17 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	res.ResponseBytes = len(first.body)
 	targets := []*target{server}
 	switch {
+	case o.s3.endpoint != "" && o.op == "save":
+		put, err := o.s3.putter()
+		if err != nil {
+			return 1, err
+		}
+		t := newTarget("s3-direct", o.s3.endpoint, o.c, o.timeout)
+		t.put, t.putBody = put, text
+		if x := newWorkers(1)[0].do(t, m, load); x.err != "" {
+			return 1, fmt.Errorf("direct S3 PUT failed: %s", x.err)
+		}
+		targets = append(targets, t)
 	case o.s3.endpoint != "":
 		u, err := o.s3.presign(context.Background(), res.Target, 24*time.Hour)
 		if err != nil {

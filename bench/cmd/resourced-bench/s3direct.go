@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,51 @@ func (d *s3Direct) objectKey(uri string) (string, error) {
 	return base + tenant + "/" + scheme + "!/" + path + "!", nil
 }
 
+// client is an S3 client signing with the AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY of the environment.
+func (d *s3Direct) client() (*s3.Client, error) {
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" || secret == "" {
+		return nil, errors.New("s3 direct: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+	}
+	region := d.region
+	if region == "" {
+		region = "us-east-1"
+	}
+	return s3.New(s3.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(d.endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, ""),
+	}), nil
+}
+
+// putter returns a function presigning a create-only PUT (If-None-Match:
+// *) of a new object for each call: the S3 ceiling of a save, which is a
+// conditional PUT of a new object too.
+func (d *s3Direct) putter() (func(w *worker) (string, error), error) {
+	c, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	ps := s3.NewPresignClient(c)
+	base := strings.Trim(d.prefix, "/")
+	if base != "" {
+		base += "/"
+	}
+	run := randomHex(4)
+	return func(w *worker) (string, error) {
+		w.seq++
+		key := base + "bench-direct/" + run + "/" + strconv.Itoa(w.id) + "-" + strconv.FormatInt(w.seq, 10)
+		req, err := ps.PresignPutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(d.bucket), Key: aws.String(key), IfNoneMatch: aws.String("*")},
+			s3.WithPresignExpires(time.Hour))
+		if err != nil {
+			return "", err
+		}
+		return req.URL, nil
+	}, nil
+}
+
 // presign returns a GET URL of the object of uri valid for ttl, signed with
 // the AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY of the environment.
 func (d *s3Direct) presign(ctx context.Context, uri string, ttl time.Duration) (string, error) {
@@ -48,20 +94,10 @@ func (d *s3Direct) presign(ctx context.Context, uri string, ttl time.Duration) (
 	if err != nil {
 		return "", err
 	}
-	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-	if id == "" || secret == "" {
-		return "", errors.New("s3 direct: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set")
+	c, err := d.client()
+	if err != nil {
+		return "", err
 	}
-	region := d.region
-	if region == "" {
-		region = "us-east-1"
-	}
-	c := s3.New(s3.Options{
-		Region:       region,
-		BaseEndpoint: aws.String(d.endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, ""),
-	})
 	req, err := s3.NewPresignClient(c).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.bucket), Key: aws.String(key)},
 		s3.WithPresignExpires(ttl))
 	if err != nil {
