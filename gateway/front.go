@@ -497,7 +497,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			session := req.Session
 			q = newQuiet()
-			upTok, done := f.sessions.Progress().Route(func(n *mcp.ProgressNotificationParams) {
+			upTok, done := f.sessions.Progress().Route(cs, func(n *mcp.ProgressNotificationParams) {
 				q.touch()
 				c := *n
 				c.ProgressToken = tok

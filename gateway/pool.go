@@ -483,7 +483,7 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		// cannot carry a server-to-client request to its caller.
 		Capabilities: &mcp.ClientCapabilities{},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			p.progress.Deliver(req.Params)
+			p.progress.Deliver(req)
 		},
 	})
 	var t mcp.Transport

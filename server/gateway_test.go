@@ -164,7 +164,7 @@ func (ts *testSessions) Session(ctx context.Context, up, tenant string) (*mcp.Cl
 	ts.kills[up] = sync.OnceFunc(func() { close(kill) })
 	ct := &killableTransport{Transport: mct, kill: kill}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gateway", Version: "test"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { ts.router.Deliver(r.Params) },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { ts.router.Deliver(r) },
 	})
 	cs, err := c.Connect(context.Background(), ct, nil)
 	if err != nil {
