@@ -218,6 +218,9 @@ type upstreamError struct {
 	canceled bool
 	// timeout: CallTimeout passed.
 	timeout bool
+	// cause is why the upstream could not answer (err.Error()), for the
+	// log only: the caller is told "unavailable", never this.
+	cause string
 }
 
 // transportCodes are the codes go-sdk's client uses for its own
@@ -230,17 +233,21 @@ var transportCodes = map[int64]bool{-32003: true, -32004: true, -32005: true}
 // reached (anything else: ErrUnavailable, a closed connection, a process
 // that died, a timeout, an answer that does not decode).
 func classify(callerCtx context.Context, cctx context.Context, err error) upstreamError {
+	cause := ""
+	if err != nil {
+		cause = err.Error()
+	}
 	switch {
 	case callerCtx.Err() != nil, errors.Is(cctx.Err(), context.Canceled):
 		return upstreamError{canceled: true}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return upstreamError{timeout: true}
+		return upstreamError{timeout: true, cause: cause}
 	}
 	var we *jsonrpc.Error
 	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, mcp.ErrConnectionClosed) && errors.As(err, &we) && !transportCodes[we.Code] {
 		return upstreamError{wire: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}
 	}
-	return upstreamError{}
+	return upstreamError{cause: cause}
 }
 
 func (e upstreamError) outcome() string {
@@ -325,8 +332,23 @@ func resultMeta(m mcp.Meta) mcp.Meta {
 // logCall writes the one line of an upstream call; never arguments,
 // results or tokens.
 func (f *Front) logCall(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64) {
-	f.log.InfoContext(ctx, "upstream call", "upstream", up, "method", method, "tool", tool,
-		"duration", time.Since(start), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes)
+	f.logLine(ctx, up, method, tool, start, outcome, parts, bytes, "")
+}
+
+// logFailure is logCall of a request that failed with e: the line adds
+// e's cause (the error's text: never arguments, results or headers), the
+// one place an operator learns why a caller was told "unavailable".
+func (f *Front) logFailure(ctx context.Context, up, method, tool string, start time.Time, e upstreamError) {
+	f.logLine(ctx, up, method, tool, start, e.outcome(), 0, 0, e.cause)
+}
+
+func (f *Front) logLine(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64, cause string) {
+	attrs := []any{"upstream", up, "method", method, "tool", tool,
+		"duration", time.Since(start), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes}
+	if cause != "" {
+		attrs = append(attrs, "err", cause)
+	}
+	f.log.InfoContext(ctx, "upstream call", attrs...)
 	f.m.calls.WithLabelValues(up, method, f.tools.label(up, tool), outcome).Inc()
 }
 
@@ -381,7 +403,7 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "tools/list", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "tools/list", "", start, e)
 		if e.wire == nil || e.wire.Code != jsonrpc.CodeMethodNotFound {
 			return nil, e.rpcError(up)
 		}
@@ -514,7 +536,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "tools/call", name, start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "tools/call", name, start, e)
 		if e.wire != nil || e.canceled {
 			return nil, e.rpcError(up)
 		}
@@ -633,7 +655,7 @@ func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, up, na
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "prompts/get", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "prompts/get", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "prompts/get", "", start, "ok", 0, 0)
@@ -663,7 +685,7 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, 
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "resources/read", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "resources/read", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "resources/read", "", start, "ok", 0, 0)
@@ -709,7 +731,7 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Res
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "completion/complete", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "completion/complete", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "completion/complete", "", start, "ok", 0, 0)

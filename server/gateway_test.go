@@ -736,6 +736,41 @@ func TestGatewayUnavailableUpstream(t *testing.T) {
 	}
 }
 
+// Issue 15: the cause of an "unavailable" outcome goes to the call's log
+// line (err), and only there: the caller still reads "unavailable".
+func TestGatewayLogsTheCauseOfUnavailable(t *testing.T) {
+	var logs syncBuffer
+	e := newGWEnvWith(t, 8<<20, func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	}, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	e.sessions.setDown("fs", true)
+	res := call(t, cs, "echo", map[string]any{"secret": "hunter2"})
+	checkUnavailable(t, "down", res)
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "stopped by the test") {
+		t.Errorf("the caller sees the cause: %s", b)
+	}
+	_, _ = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "file:///data/a.txt"})
+	want := map[string]bool{"tools/call": false, "resources/read": false}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var entry struct{ Msg, Method, Outcome, Err string }
+		if json.Unmarshal([]byte(l), &entry) != nil || entry.Msg != "upstream call" || entry.Outcome != "unavailable" {
+			continue
+		}
+		if _, ok := want[entry.Method]; ok && strings.Contains(entry.Err, "fs stopped by the test") {
+			want[entry.Method] = true
+		}
+	}
+	for m, ok := range want {
+		if !ok {
+			t.Errorf("no upstream call line of %s with outcome unavailable names its cause; log:\n%s", m, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "hunter2") {
+		t.Error("the log holds a call's arguments")
+	}
+}
+
 func TestGatewayReadyzOptionalUpstream(t *testing.T) {
 	e := newGWEnv(t, fsUpstream(), gateway.Upstream{Name: "web"})
 	e.sessions.setDown("web", true)
