@@ -697,8 +697,10 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, 
 		cc.URI = f.names.frontURI(up, c.URI)
 		out.Contents[i] = &cc
 	}
-	if out.CacheScope == "" {
-		// An upstream's data is its caller's: never "public" by default.
+	if out.CacheScope == "" || f.ups[up].Isolation == PerTenant {
+		// An upstream's data is its caller's: never "public" by default;
+		// and a perTenant upstream's answers are per tenant whatever it
+		// says (go-sdk upstreams always say "public").
 		out.CacheScope = "private"
 	}
 	return &out, nil

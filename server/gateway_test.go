@@ -1201,10 +1201,11 @@ func TestGatewayListsCarryACacheScope(t *testing.T) {
 		if err != nil || rl.CacheScope != "private" {
 			t.Errorf("%s: resources/list cacheScope %q (%v)", iso, rl.CacheScope, err)
 		}
-		// An upstream's read keeps the upstream's own cacheScope (go-sdk's
-		// upstream sets "public").
-		if c, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///data/a.txt"}); err != nil || c.CacheScope != "public" {
-			t.Errorf("%s: upstream read cacheScope = %v, %v", iso, c, err)
+		// A shared upstream's read keeps the upstream's own cacheScope
+		// (go-sdk's upstream sets "public"); a perTenant upstream's is
+		// always "private": its answers are per tenant (issue 15).
+		if c, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///data/a.txt"}); err != nil || c.CacheScope != want {
+			t.Errorf("%s: upstream read cacheScope = %v, %v, want %q", iso, c, err, want)
 		}
 	}
 }
