@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 )
 
 // The format of the gateway section, as docs/gateway.md and the
@@ -110,6 +111,33 @@ func TestGatewayDecodeIsStrict(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Decode(%q) = %v, want an error containing %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// Issue 15: a secret written in the YAML was refused by go-yaml's own
+// error, which quotes the value's start and names no key.
+func TestGatewayLiteralHeaderIsRefusedByKeyWithoutTheValue(t *testing.T) {
+	for _, doc := range []string{
+		"gateway:\n  upstreams:\n    - {name: a, command: x}\n    - name: b\n      url: http://x\n      headers: {X-Ok: {env: K}, Authorization: \"Bearer sk-live-123456\"}\n",
+		"gateway:\n  upstreams:\n    - {name: a, command: x}\n    - name: b\n      url: http://x\n      headers:\n        Authorization: [\"Bearer sk-live-123456\"]\n",
+		"tok: &t \"Bearer sk-live-123456\"\ngateway:\n  upstreams:\n    - {name: a, command: x}\n    - {name: b, url: http://x, headers: {Authorization: *t}}\n",
+	} {
+		_, err := Decode(strings.NewReader(doc))
+		if err == nil {
+			t.Fatalf("Decode(%q) accepted a literal header value", doc)
+		}
+		want := "gateway.upstreams[1].headers.Authorization: a header value comes from {env: VAR} or {file: PATH}, never the YAML"
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "sk-live") || strings.Contains(err.Error(), "Bearer") {
+			t.Errorf("Decode(%q) = %v, want %q and not the value", doc, err, want)
+		}
+	}
+	// The type refuses a scalar on its own too, without the value.
+	var h HeaderValue
+	if err := yaml.Unmarshal([]byte(`"Bearer sk-live-123456"`), &h); err == nil || !strings.Contains(err.Error(), "never the YAML") || strings.Contains(err.Error(), "sk-live") {
+		t.Errorf("HeaderValue from a scalar: %v", err)
+	}
+	if err := yaml.Unmarshal([]byte(`{env: K, file: /f}`), &h); err != nil || h != (HeaderValue{Env: "K", File: "/f"}) {
+		t.Errorf("HeaderValue from a mapping: %+v, %v", h, err)
 	}
 }
 
