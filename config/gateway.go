@@ -395,6 +395,9 @@ func validateUpstream(p *problems, key string, u *GatewayUpstream) {
 	for _, tool := range sortedKeys(u.Offload.Tools) {
 		if tool == "" {
 			p.bad(key+".offload.tools", "a tool name is empty")
+		} else if u.Name != "" && strings.HasPrefix(tool, u.Name+"__") {
+			p.bad(key+".offload.tools."+tool, "name the tool as the upstream lists it (%q), without the %q the gateway adds in front",
+				strings.TrimPrefix(tool, u.Name+"__"), u.Name+"__")
 		} else if o := u.Offload.Tools[tool]; o.Mode == OffloadSize && o.Threshold <= 0 {
 			p.bad(key+".offload.tools."+tool, "a size must be positive (or: always, never)")
 		}

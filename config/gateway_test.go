@@ -164,6 +164,7 @@ gateway:
       idleTimeout: 10ms
       callTimeout: 2h
       offload: {threshold: 0, tools: {t: 0}}
+    - {name: ev, command: x, offload: {tools: {ev__embed: always, embed__x: never}}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -191,10 +192,14 @@ gateway:
 		"gateway.upstreams[5].callTimeout: want 1s to 1h",
 		"gateway.upstreams[5].offload.threshold: must be positive",
 		"gateway.upstreams[5].offload.tools.t: a size must be positive",
+		`gateway.upstreams[6].offload.tools.ev__embed: name the tool as the upstream lists it ("embed"), without the "ev__" the gateway adds in front`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() lacks %q; got:\n%v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "embed__x") {
+		t.Errorf("a tool name without the upstream's prefix is refused: %v", err)
 	}
 	c, err = Decode(strings.NewReader("gateway:\n  previewChars: 10\n"))
 	if err != nil {

@@ -277,12 +277,15 @@ func preview(s string, n int) string {
 }
 
 // pathSegment makes a tool name a path segment of the URI grammar
-// (A-Z a-z 0-9 . _ ~ -), at most 128 bytes.
+// (A-Z a-z 0-9 . _ ~ -), at most 128 bytes: each other character (not
+// byte) becomes one '-'.
 func pathSegment(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-') {
-			b[i] = '-'
+	b := make([]byte, 0, len(name))
+	for _, c := range name {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-' {
+			b = append(b, byte(c))
+		} else {
+			b = append(b, '-')
 		}
 	}
 	s := string(b)

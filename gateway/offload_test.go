@@ -62,7 +62,10 @@ func TestContentBytesCountsDecodedBytes(t *testing.T) {
 }
 
 func TestPathSegment(t *testing.T) {
-	for in, want := range map[string]string{"read_text_file": "read_text_file", "a/b c": "a-b-c", "..": "tool", "": "tool", "é": "--"} {
+	for in, want := range map[string]string{"read_text_file": "read_text_file", "a/b c": "a-b-c", "..": "tool", "": "tool",
+		// One '-' a character, not a byte (issue 15); a byte that is not
+		// UTF-8 is one too.
+		"é": "-", "ünï": "-n-", "a\xffb": "a-b", "日本": "--"} {
 		if got := pathSegment(in); got != want {
 			t.Errorf("pathSegment(%q) = %q, want %q", in, got, want)
 		}
