@@ -993,9 +993,48 @@ func TestGatewayOffloadFailureIsWhole(t *testing.T) {
 	if !res.IsError || sc["errorKind"] != "too_large" {
 		t.Fatalf("two over maxBytes = %+v", res.StructuredContent)
 	}
+	// The gateway's own text (issue 15): not "split it into several
+	// resources", which a gateway caller cannot do.
+	msg, _ := sc["message"].(string)
+	for _, want := range []string{"The result of two is 2097452 bytes", "one of its parts is 2097152 bytes",
+		"at most 1048576 bytes (1.0 MiB) per part (result://)", "Call the tool for less", "schemes.result.maxBytes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("too_large message lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "Split") || sc["retrySafe"] != false {
+		t.Errorf("too_large: %v", sc)
+	}
 	l, err := e.srv.store.List(context.Background(), store.ListQuery{Tenant: "t1", Limit: 100})
 	if err != nil || len(l.Items) != 0 {
 		t.Errorf("after a failed offload the store holds %d objects (%v)", len(l.Items), err)
+	}
+}
+
+// Issue 15: an offload over the tenant's quota says what happened and
+// what the caller can do, not to delete resources with tools the gateway
+// does not list, nor usage counts taken before the rollback.
+func TestGatewayOffloadOverQuotaText(t *testing.T) {
+	e := newGWEnvWith(t, 8<<20, func(o *Options) { o.Quota = store.Quota{Bytes: 3 << 20} }, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	if r := call(t, cs, "big", nil); r.IsError {
+		t.Fatalf("the first big result fits the quota: %+v", r.StructuredContent)
+	}
+	res := call(t, cs, "big", nil)
+	sc, _ := res.StructuredContent.(map[string]any)
+	if !res.IsError || sc["errorKind"] != "quota_exceeded" || sc["retrySafe"] != false {
+		t.Fatalf("big over the quota = %+v", res.StructuredContent)
+	}
+	msg, _ := sc["message"].(string)
+	for _, want := range []string{"The result of big is 2097152 bytes (2.0 MiB)", "over its storage quota", "nothing of it was kept", "Call the tool for less", "ask the operator"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("quota_exceeded message lacks %q: %s", want, msg)
+		}
+	}
+	for _, bad := range []string{"list_resources", "delete_resource", "you store"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("quota_exceeded message says %q: %s", bad, msg)
+		}
 	}
 }
 
