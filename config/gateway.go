@@ -287,6 +287,22 @@ func (c *Config) applyGatewayDefaults() {
 	}
 }
 
+// GatewayMaxMessageBytes is the largest message the gateway reads from an
+// upstream (gateway.PoolOptions.MaxMessageBytes): what it can keep, twice
+// the offload scheme's maxBytes (a blob's base64, a text's JSON escapes)
+// and 1 MiB, as the server's request body limit. 0 without a gateway
+// section or before defaults are applied.
+func (c *Config) GatewayMaxMessageBytes() int64 {
+	if c.Gateway == nil {
+		return 0
+	}
+	s := c.Schemes[c.Gateway.Scheme]
+	if s == nil || s.MaxBytes == nil {
+		return 0
+	}
+	return 2*int64(*s.MaxBytes) + 1<<20
+}
+
 // headers an upstream's config may not set: go-sdk's transport sets them
 // per request, or net/http does.
 var reservedHeaders = []string{

@@ -93,6 +93,10 @@ func TestGatewaySchemeRule(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// The message limit follows the offload scheme's maxBytes.
+	if got := c.GatewayMaxMessageBytes(); got != 2*(1<<20)+1<<20 {
+		t.Errorf("GatewayMaxMessageBytes = %d, want 2 × 1 MiB + 1 MiB", got)
+	}
 	// No gateway: no scheme added.
 	if c := Default(); c.Schemes["result"] != nil || c.Gateway != nil {
 		t.Fatal("the default config has a gateway")

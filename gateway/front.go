@@ -221,6 +221,9 @@ type upstreamError struct {
 	// cause is why the upstream could not answer (err.Error()), for the
 	// log only: the caller is told "unavailable", never this.
 	cause string
+	// tooLarge: the upstream's answer was over the pool's message limit
+	// (limit.go); the session goes on, and a retry fails the same way.
+	tooLarge *tooLargeData
 }
 
 // transportCodes are the codes go-sdk's client uses for its own
@@ -244,6 +247,11 @@ func classify(callerCtx context.Context, cctx context.Context, err error) upstre
 		return upstreamError{timeout: true, cause: cause}
 	}
 	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		if d, ok := asTooLarge(we.Code, we.Data); ok {
+			return upstreamError{tooLarge: &d, cause: cause}
+		}
+	}
 	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, mcp.ErrConnectionClosed) && errors.As(err, &we) && !transportCodes[we.Code] {
 		return upstreamError{wire: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}
 	}
@@ -258,6 +266,8 @@ func (e upstreamError) outcome() string {
 		return "canceled"
 	case e.timeout:
 		return "timeout"
+	case e.tooLarge != nil:
+		return "too_large"
 	}
 	return "unavailable"
 }
@@ -272,13 +282,25 @@ func (e upstreamError) rpcError(up string) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Request canceled"}
 	case e.timeout:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " did not answer in time; retry later"}
+	case e.tooLarge != nil:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"Upstream %s answered with %s, more than the %s the gateway reads in one message; ask for less",
+			up, e.tooLarge.sizeOrMore(), sizeWords(e.tooLarge.Limit))}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " is unavailable; retry later"}
 }
 
-// unavailable is the failure of a tools/call whose upstream cannot be
-// reached.
-func (e upstreamError) failure(up string) *service.Failure {
+// failure is the failure of a tools/call (tool as the caller named it)
+// whose upstream cannot be reached, did not answer in time, or answered
+// more than the gateway reads.
+func (e upstreamError) failure(up, tool string) *service.Failure {
+	if d := e.tooLarge; d != nil {
+		return service.Fail(service.KindTooLarge, fmt.Sprintf("The result of %s from the upstream server %s is %s, more than the %s "+
+			"the gateway reads in one message, so it was dropped and nothing of it was kept. Call the tool for less "+
+			"(a narrower query, a smaller range, fewer items), or ask the operator of this gateway to raise the maxBytes "+
+			"of its offload scheme (the limit is twice that and 1 MiB); the same call fails again until then.",
+			tool, up, d.sizeOrMore(), sizeWords(d.Limit)))
+	}
 	if e.timeout {
 		return service.Fail(service.KindUnavailable, "The upstream server "+up+" did not answer in time. Retry the same call later.")
 	}
@@ -540,7 +562,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		if e.wire != nil || e.canceled {
 			return nil, e.rpcError(up)
 		}
-		return f.render(e.failure(up)), nil
+		return f.render(e.failure(up, req.Params.Name)), nil
 	}
 	out := f.frontResult(up, res)
 	o, fail := f.offload(ctx, p, up, name, req.Params.Name, out)

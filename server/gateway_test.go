@@ -344,6 +344,11 @@ func newUpstream(t *testing.T, name string) *upstream {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p.Name == "rpcfail" {
 				return nil, &jsonrpc.Error{Code: -32042, Message: "upstream says no", Data: json.RawMessage(`{"why":"because"}`)}
 			}
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p.Name == "toolarge" {
+				// What gateway.Pool answers in the upstream's place for
+				// a message over its limit (gateway/limit.go).
+				return nil, &jsonrpc.Error{Code: -32090, Message: "over the limit", Data: json.RawMessage(`{"resourcedGatewayTooLarge":true,"size":3000,"limit":2048}`)}
+			}
 			return next(ctx, method, req)
 		}
 	})
@@ -768,6 +773,20 @@ func TestGatewayLogsTheCauseOfUnavailable(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "hunter2") {
 		t.Error("the log holds a call's arguments")
+	}
+}
+
+// Issue 15: an answer over the pool's message limit is too_large, not
+// retry-safe (a retry would fail the same way), and logged as such.
+func TestGatewayAnswerOverTheMessageLimitIsTooLarge(t *testing.T) {
+	e := newGWEnv(t, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	res := call(t, cs, "toolarge", nil)
+	sc, _ := res.StructuredContent.(map[string]any)
+	msg, _ := sc["message"].(string)
+	if !res.IsError || sc["errorKind"] != "too_large" || sc["retrySafe"] != false ||
+		!strings.Contains(msg, "The result of toolarge from the upstream server fs is 3000 bytes (2.9 KiB), more than the 2048 bytes (2.0 KiB)") {
+		t.Fatalf("toolarge = %+v", res.StructuredContent)
 	}
 }
 
