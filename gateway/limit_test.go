@@ -186,3 +186,28 @@ func TestLimitTransportDoesNotReadTheRest(t *testing.T) {
 		t.Errorf("the upstream wrote %d bytes: the body was read past the limit", n)
 	}
 }
+
+// A Content-Length over the limit is answered at once, reading nothing.
+func TestLimitTransportContentLengthOverTheLimit(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "10485760")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer ts.Close()
+	var dropped int64
+	lt := &limitTransport{base: http.DefaultTransport, limit: 64 << 10, dropped: func(n int64, _ bool) { dropped = n }}
+	req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":"x","method":"tools/call"}`))
+	resp, err := lt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"id":"x"`) || !strings.Contains(string(b), tooLargeMarker) || dropped != 10<<20 {
+		t.Fatalf("body = %s, dropped %d", b, dropped)
+	}
+	ts.CloseClientConnections()
+}

@@ -667,6 +667,9 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.dropped(resp.ContentLength, true)
 			return tooLargeHTTP(resp, id, t.limit), nil
 		}
+		if resp.ContentLength >= 0 && resp.ContentLength <= t.limit {
+			return resp, nil // net/http reads no more than Content-Length
+		}
 		body, over := limitedJSON(resp.Body, id, t.limit)
 		if over {
 			t.dropped(0, id != nil)
