@@ -178,6 +178,22 @@ func (s *idScanner) step(c byte) {
 	}
 }
 
+// Write feeds p to the scanner (io.Copy into it reads a body without
+// keeping it).
+func (s *idScanner) Write(p []byte) (int, error) {
+	s.write(p)
+	return len(p), nil
+}
+
+// request is the raw id of a request message, or nil (a notification, a
+// response, a batch).
+func (s *idScanner) request() []byte {
+	if !s.topLevel || !s.hasMethod || s.bad || !s.idDone || !json.Valid(s.id) || string(s.id) == "null" {
+		return nil
+	}
+	return s.id
+}
+
 // response is the raw id of a response message (one to answer in its
 // place), or nil: a request, a notification, a batch, an id that is not
 // one.
@@ -227,8 +243,8 @@ func (g *lineGuard) next() {
 	g.line = g.line[:0]
 	for {
 		chunk, err := g.r.ReadSlice('\n')
-		if int64(len(g.line)+len(chunk)) > g.limit {
-			g.skip(chunk, err)
+		if n := int64(len(g.line) + len(chunk)); n > g.limit && !(n == g.limit+1 && bytes.HasSuffix(chunk, []byte("\n"))) {
+			g.skip(chunk, err) // over the limit, not counting the newline
 			return
 		}
 		g.line = append(g.line, chunk...)
@@ -372,17 +388,14 @@ func (g *sseGuard) next() {
 	}
 }
 
-// requestID is the raw id of the JSON-RPC request in body, or nil (a
-// notification, a response, a batch).
-func requestID(body []byte) []byte {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(body, &m) != nil || m.Method == "" || len(m.ID) == 0 || string(m.ID) == "null" {
+// requestID is the raw id of the JSON-RPC request read from body, or nil
+// (a notification, a response, a batch); the body is not kept.
+func requestID(body io.Reader) []byte {
+	var s idScanner
+	if _, err := io.Copy(&s, body); err != nil {
 		return nil
 	}
-	return m.ID
+	return s.request()
 }
 
 // sizeOrMore is a too-large message's size in words: its size when known,

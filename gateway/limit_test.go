@@ -16,6 +16,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+func TestRequestID(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"id":1}}}`:                                     `7`,
+		`{"method":"tools/call","params":{"arguments":{"a":"` + strings.Repeat("b", 2<<20) + `"}},"jsonrpc":"2.0","id":"q"}`: `"q"`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`:                                      ``,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`:                                                                           ``,
+	} {
+		if got := string(requestID(strings.NewReader(body))); got != want {
+			t.Errorf("requestID(%.80s) = %q, want %q", body, got, want)
+		}
+	}
+}
+
 func TestIDScannerFindsTheTopLevelID(t *testing.T) {
 	for msg, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":5,"result":{"id":7,"x":"y"}}`:                                 `5`,
@@ -71,6 +84,11 @@ func TestLineGuardAnswersALongLineInItsPlace(t *testing.T) {
 	}
 	if len(drops) != 2 || drops[0] != int64(len(long)-1) || drops[1] != int64(len(note)-1) {
 		t.Fatalf("drops = %v", drops)
+	}
+	// A line of exactly the limit passes: its newline is not counted.
+	exact := `{"jsonrpc":"2.0","id":1,"result":{"x":"` + strings.Repeat("z", 100) + `"}}` + "\n"
+	if out, drops := readLines(t, exact, int64(len(exact)-1)); out != exact || len(drops) != 0 {
+		t.Fatalf("a line of the limit: %q, drops %v", out, drops)
 	}
 	// Lines within the limit, and a last one without a newline, pass
 	// unchanged, whatever the buffer size.

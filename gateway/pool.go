@@ -650,14 +650,18 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var id []byte
 	if req.Method == http.MethodPost && req.GetBody != nil {
 		if b, err := req.GetBody(); err == nil {
-			body, _ := io.ReadAll(io.LimitReader(b, 1<<20))
+			id = requestID(b)
 			b.Close()
-			id = requestID(body)
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp.Body == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// go-sdk reads an error's body whole to find a JSON-RPC error.
+		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
+		return resp, nil
 	}
 	mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
 	switch strings.ToLower(strings.TrimSpace(mt)) {
@@ -681,8 +685,16 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body, resp.ContentLength = body, -1
 	case "text/event-stream":
 		resp.Body = newSSEGuard(resp.Body, id, t.limit, func() { t.dropped(0, id != nil) })
+	default:
+		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
 	}
 	return resp, nil
+}
+
+// limitedBody is a body read through a LimitReader, closed as the body.
+type limitedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // tooLargeHTTP is resp with its body replaced by the gateway's too-large
