@@ -284,10 +284,6 @@ func (g *lineGuard) skip(chunk []byte, err error) {
 	}
 }
 
-// errLimitedBody is not seen by go-sdk: a body over the limit ends in the
-// gateway's answer instead. It is what a Read after Close returns.
-var errLimitedBody = errors.New("gateway: response body closed")
-
 // limitedJSON is an HTTP upstream's application/json response body: the
 // body itself when it has at most limit bytes, else the gateway's
 // too-large error for the request's id, without reading the rest.
