@@ -298,6 +298,9 @@ func Decode(r io.Reader) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLiteralHeaders(data); err != nil {
+		return nil, err
+	}
 	c := &Config{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

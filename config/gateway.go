@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -71,6 +72,99 @@ type GatewayUpstream struct {
 type HeaderValue struct {
 	Env  string `yaml:"env"`
 	File string `yaml:"file"`
+}
+
+// literalHeader is why a header value written in the YAML is refused;
+// the value itself is never repeated (it is likely a secret).
+const literalHeader = "a header value comes from {env: VAR} or {file: PATH}, never the YAML"
+
+// UnmarshalYAML takes {env: VAR} or {file: PATH} and refuses anything
+// else, a literal value above all, without echoing it (go-yaml's own
+// error quotes the value's start). It reads the mapping itself: keys
+// other than env and file are errors, as in the strict decoding.
+func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: %s", n.Line, literalHeader)
+	}
+	var v HeaderValue
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		var dst *string
+		switch k.Value {
+		case "env":
+			dst = &v.Env
+		case "file":
+			dst = &v.File
+		default:
+			return fmt.Errorf("line %d: field %s not found in type config.HeaderValue (want env or file)", k.Line, k.Value)
+		}
+		if val.Kind == yaml.AliasNode && val.Alias != nil {
+			val = val.Alias
+		}
+		if val.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: %s: want a string", val.Line, k.Value)
+		}
+		if val.Tag != "!!null" {
+			*dst = val.Value
+		}
+	}
+	*h = v
+	return nil
+}
+
+// checkLiteralHeaders refuses a header value written in the YAML before
+// the document is decoded, naming its key
+// (gateway.upstreams[i].headers.<Name>), which HeaderValue's UnmarshalYAML
+// cannot know. A document that does not parse is left to the decoder.
+func checkLiteralHeaders(data []byte) error {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return nil
+	}
+	ups := member(member(root.Content[0], "gateway"), "upstreams")
+	if ups == nil || ups.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var errs []string
+	for i, u := range ups.Content {
+		h := member(deref(u), "headers")
+		if h == nil || h.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(h.Content); j += 2 {
+			if deref(h.Content[j+1]).Kind != yaml.MappingNode {
+				errs = append(errs, fmt.Sprintf("gateway.upstreams[%d].headers.%s: %s", i, h.Content[j].Value, literalHeader))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	if n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+// member is the value of key in the mapping n, or nil.
+func member(n *yaml.Node, key string) *yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return deref(n.Content[i+1])
+		}
+	}
+	return nil
 }
 
 // Offload is an upstream's offloading rule.
@@ -193,6 +287,22 @@ func (c *Config) applyGatewayDefaults() {
 	}
 }
 
+// GatewayMaxMessageBytes is the largest message the gateway reads from an
+// upstream (gateway.PoolOptions.MaxMessageBytes): what it can keep, twice
+// the offload scheme's maxBytes (a blob's base64, a text's JSON escapes)
+// and 1 MiB, as the server's request body limit. 0 without a gateway
+// section or before defaults are applied.
+func (c *Config) GatewayMaxMessageBytes() int64 {
+	if c.Gateway == nil {
+		return 0
+	}
+	s := c.Schemes[c.Gateway.Scheme]
+	if s == nil || s.MaxBytes == nil {
+		return 0
+	}
+	return 2*int64(*s.MaxBytes) + 1<<20
+}
+
 // headers an upstream's config may not set: go-sdk's transport sets them
 // per request, or net/http does.
 var reservedHeaders = []string{
@@ -301,6 +411,9 @@ func validateUpstream(p *problems, key string, u *GatewayUpstream) {
 	for _, tool := range sortedKeys(u.Offload.Tools) {
 		if tool == "" {
 			p.bad(key+".offload.tools", "a tool name is empty")
+		} else if u.Name != "" && strings.HasPrefix(tool, u.Name+"__") {
+			p.bad(key+".offload.tools."+tool, "name the tool as the upstream lists it (%q), without the %q the gateway adds in front",
+				strings.TrimPrefix(tool, u.Name+"__"), u.Name+"__")
 		} else if o := u.Offload.Tools[tool]; o.Mode == OffloadSize && o.Threshold <= 0 {
 			p.bad(key+".offload.tools."+tool, "a size must be positive (or: always, never)")
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 )
 
 // The format of the gateway section, as docs/gateway.md and the
@@ -92,6 +93,10 @@ func TestGatewaySchemeRule(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// The message limit follows the offload scheme's maxBytes.
+	if got := c.GatewayMaxMessageBytes(); got != 2*(1<<20)+1<<20 {
+		t.Errorf("GatewayMaxMessageBytes = %d, want 2 × 1 MiB + 1 MiB", got)
+	}
 	// No gateway: no scheme added.
 	if c := Default(); c.Schemes["result"] != nil || c.Gateway != nil {
 		t.Fatal("the default config has a gateway")
@@ -110,6 +115,33 @@ func TestGatewayDecodeIsStrict(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Decode(%q) = %v, want an error containing %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// Issue 15: a secret written in the YAML was refused by go-yaml's own
+// error, which quotes the value's start and names no key.
+func TestGatewayLiteralHeaderIsRefusedByKeyWithoutTheValue(t *testing.T) {
+	for _, doc := range []string{
+		"gateway:\n  upstreams:\n    - {name: a, command: x}\n    - name: b\n      url: http://x\n      headers: {X-Ok: {env: K}, Authorization: \"Bearer sk-live-123456\"}\n",
+		"gateway:\n  upstreams:\n    - {name: a, command: x}\n    - name: b\n      url: http://x\n      headers:\n        Authorization: [\"Bearer sk-live-123456\"]\n",
+		"tok: &t \"Bearer sk-live-123456\"\ngateway:\n  upstreams:\n    - {name: a, command: x}\n    - {name: b, url: http://x, headers: {Authorization: *t}}\n",
+	} {
+		_, err := Decode(strings.NewReader(doc))
+		if err == nil {
+			t.Fatalf("Decode(%q) accepted a literal header value", doc)
+		}
+		want := "gateway.upstreams[1].headers.Authorization: a header value comes from {env: VAR} or {file: PATH}, never the YAML"
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "sk-live") || strings.Contains(err.Error(), "Bearer") {
+			t.Errorf("Decode(%q) = %v, want %q and not the value", doc, err, want)
+		}
+	}
+	// The type refuses a scalar on its own too, without the value.
+	var h HeaderValue
+	if err := yaml.Unmarshal([]byte(`"Bearer sk-live-123456"`), &h); err == nil || !strings.Contains(err.Error(), "never the YAML") || strings.Contains(err.Error(), "sk-live") {
+		t.Errorf("HeaderValue from a scalar: %v", err)
+	}
+	if err := yaml.Unmarshal([]byte(`{env: K, file: /f}`), &h); err != nil || h != (HeaderValue{Env: "K", File: "/f"}) {
+		t.Errorf("HeaderValue from a mapping: %+v, %v", h, err)
 	}
 }
 
@@ -136,6 +168,7 @@ gateway:
       idleTimeout: 10ms
       callTimeout: 2h
       offload: {threshold: 0, tools: {t: 0}}
+    - {name: ev, command: x, offload: {tools: {ev__embed: always, embed__x: never}}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -163,10 +196,14 @@ gateway:
 		"gateway.upstreams[5].callTimeout: want 1s to 1h",
 		"gateway.upstreams[5].offload.threshold: must be positive",
 		"gateway.upstreams[5].offload.tools.t: a size must be positive",
+		`gateway.upstreams[6].offload.tools.ev__embed: name the tool as the upstream lists it ("embed"), without the "ev__" the gateway adds in front`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() lacks %q; got:\n%v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "embed__x") {
+		t.Errorf("a tool name without the upstream's prefix is refused: %v", err)
 	}
 	c, err = Decode(strings.NewReader("gateway:\n  previewChars: 10\n"))
 	if err != nil {

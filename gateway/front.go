@@ -218,6 +218,12 @@ type upstreamError struct {
 	canceled bool
 	// timeout: CallTimeout passed.
 	timeout bool
+	// cause is why the upstream could not answer (err.Error()), for the
+	// log only: the caller is told "unavailable", never this.
+	cause string
+	// tooLarge: the upstream's answer was over the pool's message limit
+	// (limit.go); the session goes on, and a retry fails the same way.
+	tooLarge *tooLargeData
 }
 
 // transportCodes are the codes go-sdk's client uses for its own
@@ -230,17 +236,26 @@ var transportCodes = map[int64]bool{-32003: true, -32004: true, -32005: true}
 // reached (anything else: ErrUnavailable, a closed connection, a process
 // that died, a timeout, an answer that does not decode).
 func classify(callerCtx context.Context, cctx context.Context, err error) upstreamError {
+	cause := ""
+	if err != nil {
+		cause = err.Error()
+	}
 	switch {
 	case callerCtx.Err() != nil, errors.Is(cctx.Err(), context.Canceled):
 		return upstreamError{canceled: true}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return upstreamError{timeout: true}
+		return upstreamError{timeout: true, cause: cause}
 	}
 	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		if d, ok := asTooLarge(we.Code, we.Data); ok {
+			return upstreamError{tooLarge: &d, cause: cause}
+		}
+	}
 	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, mcp.ErrConnectionClosed) && errors.As(err, &we) && !transportCodes[we.Code] {
 		return upstreamError{wire: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}
 	}
-	return upstreamError{}
+	return upstreamError{cause: cause}
 }
 
 func (e upstreamError) outcome() string {
@@ -251,6 +266,8 @@ func (e upstreamError) outcome() string {
 		return "canceled"
 	case e.timeout:
 		return "timeout"
+	case e.tooLarge != nil:
+		return "too_large"
 	}
 	return "unavailable"
 }
@@ -265,13 +282,25 @@ func (e upstreamError) rpcError(up string) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Request canceled"}
 	case e.timeout:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " did not answer in time; retry later"}
+	case e.tooLarge != nil:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"Upstream %s answered with %s, more than the %s the gateway reads in one message; ask for less",
+			up, e.tooLarge.sizeOrMore(), sizeWords(e.tooLarge.Limit))}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " is unavailable; retry later"}
 }
 
-// unavailable is the failure of a tools/call whose upstream cannot be
-// reached.
-func (e upstreamError) failure(up string) *service.Failure {
+// failure is the failure of a tools/call (tool as the caller named it)
+// whose upstream cannot be reached, did not answer in time, or answered
+// more than the gateway reads.
+func (e upstreamError) failure(up, tool string) *service.Failure {
+	if d := e.tooLarge; d != nil {
+		return service.Fail(service.KindTooLarge, fmt.Sprintf("The result of %s from the upstream server %s is %s, more than the %s "+
+			"the gateway reads in one message, so it was dropped and nothing of it was kept. Call the tool for less "+
+			"(a narrower query, a smaller range, fewer items), or ask the operator of this gateway to raise the maxBytes "+
+			"of its offload scheme (the limit is twice that and 1 MiB); the same call fails again until then.",
+			tool, up, d.sizeOrMore(), sizeWords(d.Limit)))
+	}
 	if e.timeout {
 		return service.Fail(service.KindUnavailable, "The upstream server "+up+" did not answer in time. Retry the same call later.")
 	}
@@ -325,8 +354,23 @@ func resultMeta(m mcp.Meta) mcp.Meta {
 // logCall writes the one line of an upstream call; never arguments,
 // results or tokens.
 func (f *Front) logCall(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64) {
-	f.log.InfoContext(ctx, "upstream call", "upstream", up, "method", method, "tool", tool,
-		"duration", time.Since(start), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes)
+	f.logLine(ctx, up, method, tool, start, outcome, parts, bytes, "")
+}
+
+// logFailure is logCall of a request that failed with e: the line adds
+// e's cause (the error's text: never arguments, results or headers), the
+// one place an operator learns why a caller was told "unavailable".
+func (f *Front) logFailure(ctx context.Context, up, method, tool string, start time.Time, e upstreamError) {
+	f.logLine(ctx, up, method, tool, start, e.outcome(), 0, 0, e.cause)
+}
+
+func (f *Front) logLine(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64, cause string) {
+	attrs := []any{"upstream", up, "method", method, "tool", tool,
+		"duration", time.Since(start), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes}
+	if cause != "" {
+		attrs = append(attrs, "err", cause)
+	}
+	f.log.InfoContext(ctx, "upstream call", attrs...)
 	f.m.calls.WithLabelValues(up, method, f.tools.label(up, tool), outcome).Inc()
 }
 
@@ -381,7 +425,7 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "tools/list", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "tools/list", "", start, e)
 		if e.wire == nil || e.wire.Code != jsonrpc.CodeMethodNotFound {
 			return nil, e.rpcError(up)
 		}
@@ -497,7 +541,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			session := req.Session
 			q = newQuiet()
-			upTok, done := f.sessions.Progress().Route(func(n *mcp.ProgressNotificationParams) {
+			upTok, done := f.sessions.Progress().Route(cs, func(n *mcp.ProgressNotificationParams) {
 				q.touch()
 				c := *n
 				c.ProgressToken = tok
@@ -514,11 +558,11 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "tools/call", name, start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "tools/call", name, start, e)
 		if e.wire != nil || e.canceled {
 			return nil, e.rpcError(up)
 		}
-		return f.render(e.failure(up)), nil
+		return f.render(e.failure(up, req.Params.Name)), nil
 	}
 	out := f.frontResult(up, res)
 	o, fail := f.offload(ctx, p, up, name, req.Params.Name, out)
@@ -633,7 +677,7 @@ func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, up, na
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "prompts/get", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "prompts/get", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "prompts/get", "", start, "ok", 0, 0)
@@ -663,7 +707,7 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, 
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "resources/read", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "resources/read", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "resources/read", "", start, "ok", 0, 0)
@@ -675,8 +719,10 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, 
 		cc.URI = f.names.frontURI(up, c.URI)
 		out.Contents[i] = &cc
 	}
-	if out.CacheScope == "" {
-		// An upstream's data is its caller's: never "public" by default.
+	if out.CacheScope == "" || f.ups[up].Isolation == PerTenant {
+		// An upstream's data is its caller's: never "public" by default;
+		// and a perTenant upstream's answers are per tenant whatever it
+		// says (go-sdk upstreams always say "public").
 		out.CacheScope = "private"
 	}
 	return &out, nil
@@ -709,7 +755,7 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Res
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logCall(ctx, up, "completion/complete", "", start, e.outcome(), 0, 0)
+		f.logFailure(ctx, up, "completion/complete", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "completion/complete", "", start, "ok", 0, 0)

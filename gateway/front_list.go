@@ -103,7 +103,7 @@ func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Cont
 		}
 		if err != nil {
 			e := classify(ctx, cctx, err)
-			f.logCall(ctx, up, method, "", start, e.outcome(), 0, 0)
+			f.logFailure(ctx, up, method, "", start, e)
 			if e.wire != nil && e.wire.Code == jsonrpc.CodeMethodNotFound {
 				return nil, "", nil // an upstream without prompts (or resources) lists none
 			}

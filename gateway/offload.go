@@ -111,7 +111,7 @@ func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontNa
 	if !shouldOffload(f.ups[up].Offload, tool, total) {
 		return offloaded{}, nil
 	}
-	o := offloadRun{f: f, ctx: ctx, p: p, base: up + "/" + pathSegment(tool) + "/" + ulid.Make().String()}
+	o := offloadRun{f: f, ctx: ctx, p: p, base: up + "/" + pathSegment(tool) + "/" + ulid.Make().String(), tool: frontName, total: total}
 	out := *res
 	out.Content = make([]mcp.Content, 0, len(res.Content)+2)
 	for i, c := range res.Content {
@@ -147,6 +147,8 @@ type offloadRun struct {
 	ctx   context.Context
 	p     auth.Principal
 	base  string
+	tool  string // the tool as the caller named it
+	total int64  // the result's content bytes
 	saved []savedPart
 	bytes int64
 }
@@ -232,11 +234,42 @@ func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what strin
 	}
 	r, fail := o.f.svc.SaveReport(o.ctx, o.p, a)
 	if fail != nil {
-		return nil, fail
+		return nil, o.failure(fail, int64(len(body)))
 	}
 	o.saved = append(o.saved, savedPart{uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text})
 	o.bytes += r.Meta.Size
 	return r, nil
+}
+
+// failure is the caller's text for a part of size bytes that could not be
+// saved. The service's own texts speak to a caller that saves resources
+// itself (delete some with list_resources and delete_resource, split the
+// body, usage counts); a gateway caller saved nothing, sees no such
+// tools, and the counts would be taken before the rollback. So: what
+// happened, and what the caller can do about it.
+func (o *offloadRun) failure(fail *service.Failure, size int64) *service.Failure {
+	what := fmt.Sprintf("The result of %s is %s, too large to return inline", o.tool, sizeWords(o.total))
+	switch fail.ErrorKind {
+	case service.KindQuota:
+		return service.Fail(service.KindQuota, what+", and saving it would take your tenant over its storage quota, "+
+			"so nothing of it was kept. Call the tool for less (a narrower query, a smaller range, fewer items), "+
+			"or ask the operator of this gateway for a larger quota or to free space; the same call fails again until then.")
+	case service.KindTooLarge:
+		limit := ""
+		if sc := o.f.svc.Schemes()[o.f.scheme]; sc != nil {
+			limit = fmt.Sprintf(" at most %s", sizeWords(sc.MaxBytes))
+		}
+		return service.Fail(service.KindTooLarge, fmt.Sprintf("%s; one of its parts is %s, and the gateway keeps%s per part (%s://), "+
+			"so nothing of it was kept. Call the tool for less (a narrower query, a smaller range, fewer items), "+
+			"or ask the operator of this gateway to raise schemes.%s.maxBytes; the same call fails again until then.",
+			what, sizeWords(size), limit, o.f.scheme, o.f.scheme))
+	case service.KindUnavailable:
+		return service.Fail(service.KindUnavailable, what+", and the storage that keeps such results is unavailable, "+
+			"so nothing of it was kept. Retry the same call later.")
+	}
+	f := *fail
+	f.Message = what + ", and it could not be saved: " + fail.Message
+	return &f
 }
 
 // rollback removes the parts already saved: a result is offloaded whole
@@ -277,12 +310,15 @@ func preview(s string, n int) string {
 }
 
 // pathSegment makes a tool name a path segment of the URI grammar
-// (A-Z a-z 0-9 . _ ~ -), at most 128 bytes.
+// (A-Z a-z 0-9 . _ ~ -), at most 128 bytes: each other character (not
+// byte) becomes one '-'.
 func pathSegment(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-') {
-			b[i] = '-'
+	b := make([]byte, 0, len(name))
+	for _, c := range name {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-' {
+			b = append(b, byte(c))
+		} else {
+			b = append(b, '-')
 		}
 	}
 	s := string(b)

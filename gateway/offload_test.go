@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,7 +63,10 @@ func TestContentBytesCountsDecodedBytes(t *testing.T) {
 }
 
 func TestPathSegment(t *testing.T) {
-	for in, want := range map[string]string{"read_text_file": "read_text_file", "a/b c": "a-b-c", "..": "tool", "": "tool", "é": "--"} {
+	for in, want := range map[string]string{"read_text_file": "read_text_file", "a/b c": "a-b-c", "..": "tool", "": "tool",
+		// One '-' a character, not a byte (issue 15); a byte that is not
+		// UTF-8 is one too.
+		"é": "-", "ünï": "-n-", "a\xffb": "a-b", "日本": "--"} {
 		if got := pathSegment(in); got != want {
 			t.Errorf("pathSegment(%q) = %q, want %q", in, got, want)
 		}
@@ -116,6 +120,24 @@ func TestClassify(t *testing.T) {
 		if e.outcome() != tt.outcome {
 			t.Errorf("%s: outcome %s, want %s", tt.name, e.outcome(), tt.outcome)
 		}
+	}
+	// The pool's stand-in for an answer over the message limit (issue
+	// 15): too_large, not retry-safe, never passed on as the upstream's.
+	var stand struct{ Error *jsonrpc.Error }
+	if err := json.Unmarshal(tooLargeResponse([]byte("4"), 300<<20, 129<<20), &stand); err != nil {
+		t.Fatal(err)
+	}
+	tl := classify(bg, bg, fmt.Errorf("calling %q: %w", "tools/call", stand.Error))
+	f := tl.failure("fs", "fs__read")
+	if tl.outcome() != "too_large" || tl.wire != nil || f.ErrorKind != "too_large" || f.RetrySafe ||
+		!strings.Contains(f.Message, "The result of fs__read from the upstream server fs is 314572800 bytes (300.0 MiB), more than the 135266304 bytes (129.0 MiB) the gateway reads") {
+		t.Errorf("too large: outcome %s, failure %+v", tl.outcome(), f)
+	}
+	if msg := tl.rpcError("fs").Error(); !strings.Contains(msg, "more than the 135266304 bytes (129.0 MiB)") {
+		t.Errorf("too large, other methods: %s", msg)
+	}
+	if ok := classify(bg, bg, &jsonrpc.Error{Code: tooLargeCode, Message: "mine"}).wire; ok == nil {
+		t.Error("an upstream's own error with the code but not the marker is not passed on")
 	}
 	e := classify(bg, bg, fmt.Errorf("calling: %w", wire))
 	if got, ok := e.rpcError("fs").(*jsonrpc.Error); !ok || got.Code != wire.Code || got.Message != wire.Message || string(got.Data) != string(wire.Data) {

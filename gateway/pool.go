@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,6 +65,13 @@ type PoolOptions struct {
 	// MaxTenantSessions caps the perTenant sessions of each upstream
 	// (0: DefaultMaxTenantSessions).
 	MaxTenantSessions int
+	// MaxMessageBytes bounds one message read from an upstream (a stdio
+	// line, an HTTP JSON body, one server-sent event or a whole event
+	// stream); a call whose answer is larger gets the gateway's too-large
+	// error (limit.go) and the session goes on. Set it to what the gateway
+	// can keep: 2 × the offload scheme's maxBytes + 1 MiB (0:
+	// DefaultMaxMessageBytes).
+	MaxMessageBytes int64
 
 	// Backoff of restarts, for tests (zero: the constants above).
 	backoffBase, backoffMax, healthyAfter time.Duration
@@ -117,6 +128,12 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	}
 	if opts.MaxTenantSessions < 0 {
 		return nil, fmt.Errorf("gateway: MaxTenantSessions %d is negative", opts.MaxTenantSessions)
+	}
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.MaxMessageBytes < 0 {
+		return nil, fmt.Errorf("gateway: MaxMessageBytes %d is negative", opts.MaxMessageBytes)
 	}
 	if opts.backoffBase <= 0 {
 		opts.backoffBase = backoffBase
@@ -483,7 +500,7 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		// cannot carry a server-to-client request to its caller.
 		Capabilities: &mcp.ClientCapabilities{},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			p.progress.Deliver(req.Params)
+			p.progress.Deliver(req)
 		},
 	})
 	var t mcp.Transport
@@ -497,11 +514,16 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		// The child has its own copy once started; ours must close so
 		// that logStderr sees the end when the child's side closes.
 		defer stderr.Close()
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: p.opts.terminate}
+		t = &commandTransport{cmd: cmd, terminate: p.opts.terminate, limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant)}
 	} else {
 		t = &mcp.StreamableClientTransport{
-			Endpoint:             up.cfg.URL,
-			HTTPClient:           &http.Client{Transport: newHeaderTransport(up.cfg.URL, up.cfg.Headers)},
+			Endpoint: up.cfg.URL,
+			HTTPClient: &http.Client{Transport: &limitTransport{
+				base: newHeaderTransport(up.cfg.URL, up.cfg.Headers), limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant),
+			}},
+			// limitTransport bounds an event first (the margin is the
+			// event's field names).
+			MaxEventSize:         int(min(p.opts.MaxMessageBytes+64<<10, math.MaxInt)),
 			DisableStandaloneSSE: true, // server-initiated messages have nowhere to go
 		}
 	}
@@ -517,6 +539,174 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		return nil, 0, err
 	}
 	return cs, pgid, nil
+}
+
+// dropped is what the message limit reports to the log: a message of
+// up's session for tenant over MaxMessageBytes (size 0: not read to its
+// end), and whether its call was answered with the gateway's error.
+func (p *Pool) dropped(up *upstream, tenant string) func(size int64, answered bool) {
+	return func(size int64, answered bool) {
+		attrs := []any{"upstream", up.cfg.Name, "limit", p.opts.MaxMessageBytes, "answered", answered}
+		if size > 0 {
+			attrs = append(attrs, "size", size)
+		}
+		if tenant != "" {
+			attrs = append(attrs, "tenant", tenant)
+		}
+		p.log.Warn("upstream message over the gateway's limit dropped", attrs...)
+	}
+}
+
+// commandTransport is go-sdk's CommandTransport with the message limit:
+// v1.8.0's has a fixed 16 MiB frame limit past which the session ends.
+// Its stdout goes through a lineGuard, which answers a longer line's call
+// with the gateway's too-large error and keeps the session; go-sdk's own
+// limit stays as a backstop, above ours, for a message spread over many
+// lines. Close is CommandTransport's: close stdin, wait, SIGTERM, SIGKILL.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+	limit     int64
+	dropped   func(size int64, answered bool)
+}
+
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	td := t.terminate
+	if td <= 0 {
+		td = 5 * time.Second
+	}
+	return (&mcp.IOTransport{
+		// Closed by closing stdin, not stdout (as go-sdk does).
+		Reader:        io.NopCloser(newLineGuard(stdout, t.limit, t.dropped)),
+		Writer:        &stdinCloser{cmd: t.cmd, stdin: stdin, terminate: td},
+		MaxLineLength: int(min(t.limit+1<<20, math.MaxInt)),
+	}).Connect(ctx)
+}
+
+// stdinCloser is a stdio upstream's stdin whose Close ends the process as
+// the MCP spec says: close its stdin, wait for it to exit, then SIGTERM,
+// then SIGKILL.
+type stdinCloser struct {
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	terminate time.Duration
+}
+
+func (s *stdinCloser) Write(p []byte) (int, error) { return s.stdin.Write(p) }
+
+func (s *stdinCloser) Close() error {
+	if err := s.stdin.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	wait := func() (error, bool) {
+		select {
+		case err := <-exited:
+			return err, true
+		case <-time.After(s.terminate):
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if s.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("unresponsive subprocess")
+}
+
+// limitTransport applies the message limit to an HTTP upstream's
+// responses: a JSON body over it, or an event stream with an event or a
+// total over it, is answered by the gateway's too-large error for the
+// request's id, and the rest of the body is not read.
+type limitTransport struct {
+	base    http.RoundTripper
+	limit   int64
+	dropped func(size int64, answered bool)
+}
+
+func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var id []byte
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			id = requestID(b)
+			b.Close()
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// go-sdk reads an error's body whole to find a JSON-RPC error.
+		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
+		return resp, nil
+	}
+	mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	switch strings.ToLower(strings.TrimSpace(mt)) {
+	case "application/json":
+		if resp.ContentLength > t.limit && id != nil {
+			resp.Body.Close()
+			t.dropped(resp.ContentLength, true)
+			return tooLargeHTTP(resp, id, t.limit), nil
+		}
+		if resp.ContentLength >= 0 && resp.ContentLength <= t.limit {
+			return resp, nil // net/http reads no more than Content-Length
+		}
+		body, over := limitedJSON(resp.Body, id, t.limit)
+		if over {
+			t.dropped(0, id != nil)
+			if id == nil {
+				return nil, fmt.Errorf("%s: a response body over the gateway's limit of %d bytes", req.URL.Redacted(), t.limit)
+			}
+			return tooLargeHTTP(resp, id, t.limit), nil
+		}
+		resp.Body, resp.ContentLength = body, -1
+	case "text/event-stream":
+		resp.Body = newSSEGuard(resp.Body, id, t.limit, func() { t.dropped(0, id != nil) })
+	default:
+		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
+	}
+	return resp, nil
+}
+
+// limitedBody is a body read through a LimitReader, closed as the body.
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// tooLargeHTTP is resp with its body replaced by the gateway's too-large
+// error for id.
+func tooLargeHTTP(resp *http.Response, id []byte, limit int64) *http.Response {
+	b := tooLargeResponse(id, 0, limit)
+	r := *resp
+	r.Header = resp.Header.Clone()
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Del("Content-Length")
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	return &r
 }
 
 // command is the exec.Cmd of a stdio upstream: its environment is PATH

@@ -380,7 +380,8 @@ func TestPoolProgressReachesTheRouter(t *testing.T) {
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", Shared)}})
 	var mu sync.Mutex
 	var got []string
-	token, done := p.Progress().Route(func(n *mcp.ProgressNotificationParams) {
+	cs := session(t, p, "fs", "")
+	token, done := p.Progress().Route(cs, func(n *mcp.ProgressNotificationParams) {
 		mu.Lock()
 		got = append(got, n.Message)
 		mu.Unlock()
@@ -388,7 +389,7 @@ func TestPoolProgressReachesTheRouter(t *testing.T) {
 	defer done()
 	params := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"n": 3}}
 	params.SetProgressToken(token)
-	if _, err := session(t, p, "fs", "").CallTool(context.Background(), params); err != nil {
+	if _, err := cs.CallTool(context.Background(), params); err != nil {
 		t.Fatal(err)
 	}
 	// Notifications and the result travel on one ordered stream, but the
@@ -407,6 +408,45 @@ func TestPoolProgressReachesTheRouter(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(got, ",") != "step 1,step 2,step 3" {
 		t.Fatalf("progress delivered = %q, want steps 1 to 3", got)
+	}
+}
+
+// Issue 15: tenant B's own perTenant process sends a progress notification
+// with the token of tenant A's call; it must not reach A's route.
+func TestPoolProgressOfAnotherSessionIsNotDelivered(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", PerTenant)}})
+	a, b := session(t, p, "fs", "a"), session(t, p, "fs", "b")
+	var mu sync.Mutex
+	var got []string
+	token, done := p.Progress().Route(a, func(n *mcp.ProgressNotificationParams) {
+		mu.Lock()
+		got = append(got, n.Message)
+		mu.Unlock()
+	})
+	defer done()
+	if callText(t, b, "inject", map[string]any{"token": token}) != "injected" {
+		t.Fatal("inject did not run")
+	}
+	// The same notification on A's own session is delivered: the test
+	// would pass for a router that delivers nothing otherwise.
+	if callText(t, a, "inject", map[string]any{"token": token}) != "injected" {
+		t.Fatal("inject did not run")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // B's, had it been delivered, came first
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("delivered %d notifications to A's route (%q), want only the one A's own session sent", len(got), got)
 	}
 }
 

@@ -39,6 +39,14 @@ type progressArgs struct {
 	N int `json:"n"`
 }
 
+type bigArgs struct {
+	N int `json:"n"`
+}
+
+type injectArgs struct {
+	Token string `json:"token"`
+}
+
 type stderrArgs struct {
 	Text string `json:"text"`
 }
@@ -51,6 +59,9 @@ type stderrArgs struct {
 //   - sleep {ms}: returns after ms milliseconds (or when cancelled);
 //   - crash: exits the process in the middle of the call;
 //   - progress {n}: sends n progress notifications, then returns;
+//   - big {n}: returns n bytes of text;
+//   - inject {token}: sends a progress notification with token, which
+//     is not its own call's (another call's, guessed or seen);
 //   - stderr {text}: writes text to stderr as it is.
 func newTestUpstream() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "pool-test-upstream", Version: "1"}, nil)
@@ -98,6 +109,13 @@ func newTestUpstream() *mcp.Server {
 			}
 		}
 		return text("done"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(_ context.Context, _ *mcp.CallToolRequest, a bigArgs) (*mcp.CallToolResult, any, error) {
+		return text("%s", strings.Repeat("x", a.N)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "inject"}, func(ctx context.Context, req *mcp.CallToolRequest, a injectArgs) (*mcp.CallToolResult, any, error) {
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: a.Token, Progress: 1, Message: "injected"})
+		return text("injected"), nil, err
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "stderr"}, func(_ context.Context, _ *mcp.CallToolRequest, a stderrArgs) (*mcp.CallToolResult, any, error) {
 		_, err := os.Stderr.WriteString(a.Text)

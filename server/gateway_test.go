@@ -164,7 +164,7 @@ func (ts *testSessions) Session(ctx context.Context, up, tenant string) (*mcp.Cl
 	ts.kills[up] = sync.OnceFunc(func() { close(kill) })
 	ct := &killableTransport{Transport: mct, kill: kill}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gateway", Version: "test"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { ts.router.Deliver(r.Params) },
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { ts.router.Deliver(r) },
 	})
 	cs, err := c.Connect(context.Background(), ct, nil)
 	if err != nil {
@@ -343,6 +343,11 @@ func newUpstream(t *testing.T, name string) *upstream {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p.Name == "rpcfail" {
 				return nil, &jsonrpc.Error{Code: -32042, Message: "upstream says no", Data: json.RawMessage(`{"why":"because"}`)}
+			}
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p.Name == "toolarge" {
+				// What gateway.Pool answers in the upstream's place for
+				// a message over its limit (gateway/limit.go).
+				return nil, &jsonrpc.Error{Code: -32090, Message: "over the limit", Data: json.RawMessage(`{"resourcedGatewayTooLarge":true,"size":3000,"limit":2048}`)}
 			}
 			return next(ctx, method, req)
 		}
@@ -736,6 +741,55 @@ func TestGatewayUnavailableUpstream(t *testing.T) {
 	}
 }
 
+// Issue 15: the cause of an "unavailable" outcome goes to the call's log
+// line (err), and only there: the caller still reads "unavailable".
+func TestGatewayLogsTheCauseOfUnavailable(t *testing.T) {
+	var logs syncBuffer
+	e := newGWEnvWith(t, 8<<20, func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	}, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	e.sessions.setDown("fs", true)
+	res := call(t, cs, "echo", map[string]any{"secret": "hunter2"})
+	checkUnavailable(t, "down", res)
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "stopped by the test") {
+		t.Errorf("the caller sees the cause: %s", b)
+	}
+	_, _ = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "file:///data/a.txt"})
+	want := map[string]bool{"tools/call": false, "resources/read": false}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var entry struct{ Msg, Method, Outcome, Err string }
+		if json.Unmarshal([]byte(l), &entry) != nil || entry.Msg != "upstream call" || entry.Outcome != "unavailable" {
+			continue
+		}
+		if _, ok := want[entry.Method]; ok && strings.Contains(entry.Err, "fs stopped by the test") {
+			want[entry.Method] = true
+		}
+	}
+	for m, ok := range want {
+		if !ok {
+			t.Errorf("no upstream call line of %s with outcome unavailable names its cause; log:\n%s", m, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "hunter2") {
+		t.Error("the log holds a call's arguments")
+	}
+}
+
+// Issue 15: an answer over the pool's message limit is too_large, not
+// retry-safe (a retry would fail the same way), and logged as such.
+func TestGatewayAnswerOverTheMessageLimitIsTooLarge(t *testing.T) {
+	e := newGWEnv(t, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	res := call(t, cs, "toolarge", nil)
+	sc, _ := res.StructuredContent.(map[string]any)
+	msg, _ := sc["message"].(string)
+	if !res.IsError || sc["errorKind"] != "too_large" || sc["retrySafe"] != false ||
+		!strings.Contains(msg, "The result of toolarge from the upstream server fs is 3000 bytes (2.9 KiB), more than the 2048 bytes (2.0 KiB)") {
+		t.Fatalf("toolarge = %+v", res.StructuredContent)
+	}
+}
+
 func TestGatewayReadyzOptionalUpstream(t *testing.T) {
 	e := newGWEnv(t, fsUpstream(), gateway.Upstream{Name: "web"})
 	e.sessions.setDown("web", true)
@@ -958,9 +1012,48 @@ func TestGatewayOffloadFailureIsWhole(t *testing.T) {
 	if !res.IsError || sc["errorKind"] != "too_large" {
 		t.Fatalf("two over maxBytes = %+v", res.StructuredContent)
 	}
+	// The gateway's own text (issue 15): not "split it into several
+	// resources", which a gateway caller cannot do.
+	msg, _ := sc["message"].(string)
+	for _, want := range []string{"The result of two is 2097452 bytes", "one of its parts is 2097152 bytes",
+		"at most 1048576 bytes (1.0 MiB) per part (result://)", "Call the tool for less", "schemes.result.maxBytes"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("too_large message lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "Split") || sc["retrySafe"] != false {
+		t.Errorf("too_large: %v", sc)
+	}
 	l, err := e.srv.store.List(context.Background(), store.ListQuery{Tenant: "t1", Limit: 100})
 	if err != nil || len(l.Items) != 0 {
 		t.Errorf("after a failed offload the store holds %d objects (%v)", len(l.Items), err)
+	}
+}
+
+// Issue 15: an offload over the tenant's quota says what happened and
+// what the caller can do, not to delete resources with tools the gateway
+// does not list, nor usage counts taken before the rollback.
+func TestGatewayOffloadOverQuotaText(t *testing.T) {
+	e := newGWEnvWith(t, 8<<20, func(o *Options) { o.Quota = store.Quota{Bytes: 3 << 20} }, fsUpstream())
+	cs := e.client(t, "t1", "2026-07-28", nil)
+	if r := call(t, cs, "big", nil); r.IsError {
+		t.Fatalf("the first big result fits the quota: %+v", r.StructuredContent)
+	}
+	res := call(t, cs, "big", nil)
+	sc, _ := res.StructuredContent.(map[string]any)
+	if !res.IsError || sc["errorKind"] != "quota_exceeded" || sc["retrySafe"] != false {
+		t.Fatalf("big over the quota = %+v", res.StructuredContent)
+	}
+	msg, _ := sc["message"].(string)
+	for _, want := range []string{"The result of big is 2097152 bytes (2.0 MiB)", "over its storage quota", "nothing of it was kept", "Call the tool for less", "ask the operator"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("quota_exceeded message lacks %q: %s", want, msg)
+		}
+	}
+	for _, bad := range []string{"list_resources", "delete_resource", "you store"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("quota_exceeded message says %q: %s", bad, msg)
+		}
 	}
 }
 
@@ -1166,10 +1259,11 @@ func TestGatewayListsCarryACacheScope(t *testing.T) {
 		if err != nil || rl.CacheScope != "private" {
 			t.Errorf("%s: resources/list cacheScope %q (%v)", iso, rl.CacheScope, err)
 		}
-		// An upstream's read keeps the upstream's own cacheScope (go-sdk's
-		// upstream sets "public").
-		if c, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///data/a.txt"}); err != nil || c.CacheScope != "public" {
-			t.Errorf("%s: upstream read cacheScope = %v, %v", iso, c, err)
+		// A shared upstream's read keeps the upstream's own cacheScope
+		// (go-sdk's upstream sets "public"); a perTenant upstream's is
+		// always "private": its answers are per tenant (issue 15).
+		if c, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///data/a.txt"}); err != nil || c.CacheScope != want {
+			t.Errorf("%s: upstream read cacheScope = %v, %v, want %q", iso, c, err, want)
 		}
 	}
 }

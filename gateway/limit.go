@@ -1,0 +1,404 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// The message limit (docs/gateway.md, "What the gateway reads"): the pool
+// reads at most PoolOptions.MaxMessageBytes of one upstream message — a
+// stdio line, an HTTP JSON body, one server-sent event or a whole event
+// stream — which is what the gateway can keep: twice the offload scheme's
+// maxBytes (a blob's base64, a text's JSON escapes) and 1 MiB. A message
+// over it is not read into memory: its call is answered, in the
+// upstream's place, by a JSON-RPC error of the gateway's (tooLargeCode,
+// with tooLargeData), which the front turns into too_large with retrySafe
+// false, and the upstream session goes on serving. go-sdk alone would have
+// ended the session (its stdio frame limit is a fixed 16 MiB) and the
+// caller would have been told to retry, which would end it again.
+
+// DefaultMaxMessageBytes is the limit of a pool whose options set none:
+// 2 × 64 MiB (the default offload scheme's maxBytes) + 1 MiB.
+const DefaultMaxMessageBytes = 2*(64<<20) + 1<<20
+
+// tooLargeCode is the code of the error the gateway answers in an
+// upstream's place for a message over the limit; tooLargeMarker is the
+// member of its data that tells it from an upstream's own error.
+const (
+	tooLargeCode   = -32090
+	tooLargeMarker = "resourcedGatewayTooLarge"
+)
+
+// tooLargeData is the data of that error: the message's size when it is
+// known (a stdio line is read to its end; an HTTP body is not), and the
+// limit.
+type tooLargeData struct {
+	Marker bool  `json:"resourcedGatewayTooLarge"`
+	Size   int64 `json:"size,omitempty"`
+	Limit  int64 `json:"limit"`
+}
+
+// tooLargeResponse is the JSON-RPC error response for id (raw JSON)
+// standing in for an upstream message over limit.
+func tooLargeResponse(id []byte, size, limit int64) []byte {
+	data, _ := json.Marshal(tooLargeData{Marker: true, Size: size, Limit: limit})
+	msg := "the upstream's message is over the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes"
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": json.RawMessage(id),
+		"error": map[string]any{"code": tooLargeCode, "message": msg, "data": json.RawMessage(data)},
+	})
+	return b
+}
+
+// asTooLarge reports whether code and data are the gateway's own
+// too-large error, and its data.
+func asTooLarge(code int64, data []byte) (tooLargeData, bool) {
+	var d tooLargeData
+	if code != tooLargeCode || json.Unmarshal(data, &d) != nil || !d.Marker || d.Limit <= 0 {
+		return tooLargeData{}, false
+	}
+	return d, true
+}
+
+// idScanner finds, in a JSON-RPC message read byte by byte, the raw value
+// of its top-level "id" member and whether it has a "method" (a request or
+// notification, not a response). It keeps nothing else of the message.
+type idScanner struct {
+	depth    int
+	inString bool
+	escape   bool
+	topLevel bool // the message is an object (a batch is not answered)
+	started  bool
+
+	expectKey bool   // at depth 1, the next string is a key
+	key       []byte // the key being read (at most 8 bytes kept)
+	keyLong   bool
+	lastKey   string
+	inKey     bool
+
+	capturing bool // reading the value of "id"
+	id        []byte
+	idDone    bool
+	bad       bool // the id is not a scalar, or too long
+	hasMethod bool
+}
+
+const maxIDBytes = 256
+
+func (s *idScanner) write(p []byte) {
+	for _, c := range p {
+		s.step(c)
+	}
+}
+
+func (s *idScanner) step(c byte) {
+	if s.capturing && !s.inString && s.depth == 1 && (c == ',' || c == '}' || len(s.id) > 0 && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+		s.capturing, s.idDone = false, true
+	}
+	if s.capturing && !(len(s.id) == 0 && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+		if len(s.id) < maxIDBytes {
+			s.id = append(s.id, c)
+		} else {
+			s.bad = true
+		}
+	}
+	if s.inString {
+		switch {
+		case s.escape:
+			s.escape = false
+		case c == '\\':
+			s.escape = true
+		case c == '"':
+			s.inString = false
+			if s.inKey {
+				s.inKey = false
+				s.lastKey = ""
+				if !s.keyLong {
+					s.lastKey = string(s.key)
+				}
+				if s.lastKey == "method" {
+					s.hasMethod = true
+				}
+			} else if s.capturing && s.depth == 1 {
+				s.capturing, s.idDone = false, true
+			}
+			return
+		}
+		if s.inKey {
+			if len(s.key) < 8 {
+				s.key = append(s.key, c)
+			} else {
+				s.keyLong = true
+			}
+		}
+		return
+	}
+	switch c {
+	case ' ', '\t', '\r', '\n':
+		return
+	case '"':
+		s.inString = true
+		if s.depth == 1 && s.expectKey {
+			s.inKey, s.expectKey, s.key, s.keyLong = true, false, s.key[:0], false
+		}
+		return
+	case '{', '[':
+		if !s.started {
+			s.started, s.topLevel = true, c == '{'
+		}
+		if s.capturing {
+			s.capturing, s.bad = false, true // an id is never an object or array
+		}
+		s.depth++
+		if s.depth == 1 && c == '{' {
+			s.expectKey = true
+		}
+		return
+	case '}', ']':
+		s.depth--
+		return
+	case ',':
+		if s.depth == 1 {
+			s.expectKey = true
+		}
+		return
+	case ':':
+		if s.depth == 1 && s.lastKey == "id" && !s.idDone {
+			s.capturing, s.id = true, s.id[:0]
+		}
+		return
+	}
+	if !s.started {
+		s.started = true // a scalar message: not an object
+	}
+}
+
+// Write feeds p to the scanner (io.Copy into it reads a body without
+// keeping it).
+func (s *idScanner) Write(p []byte) (int, error) {
+	s.write(p)
+	return len(p), nil
+}
+
+// request is the raw id of a request message, or nil (a notification, a
+// response, a batch).
+func (s *idScanner) request() []byte {
+	if !s.topLevel || !s.hasMethod || s.bad || !s.idDone || !json.Valid(s.id) || string(s.id) == "null" {
+		return nil
+	}
+	return s.id
+}
+
+// response is the raw id of a response message (one to answer in its
+// place), or nil: a request, a notification, a batch, an id that is not
+// one.
+func (s *idScanner) response() []byte {
+	if !s.topLevel || s.hasMethod || s.bad || !s.idDone || !json.Valid(s.id) {
+		return nil
+	}
+	return s.id
+}
+
+// lineGuard sits between a stdio upstream's stdout and go-sdk's reader: it
+// hands go-sdk whole lines of at most limit bytes, and replaces a longer
+// line by the gateway's too-large error for its id (nothing when the line
+// is not a response), reading it to its end without keeping it. dropped is
+// called for each such line, with its size and whether it was answered.
+type lineGuard struct {
+	r       *bufio.Reader
+	limit   int64
+	dropped func(size int64, answered bool)
+
+	line []byte // the line being read
+	out  []byte // what Read hands out next
+	err  error
+}
+
+func newLineGuard(r io.Reader, limit int64, dropped func(int64, bool)) *lineGuard {
+	return &lineGuard{r: bufio.NewReaderSize(r, 64<<10), limit: limit, dropped: dropped}
+}
+
+func (g *lineGuard) Read(p []byte) (int, error) {
+	for len(g.out) == 0 {
+		if g.err != nil {
+			return 0, g.err
+		}
+		g.next()
+	}
+	n := copy(p, g.out)
+	g.out = g.out[n:]
+	return n, nil
+}
+
+// next reads one line into out.
+func (g *lineGuard) next() {
+	if cap(g.line) > 1<<20 {
+		g.line = nil // do not keep a large message's buffer
+	}
+	g.line = g.line[:0]
+	for {
+		chunk, err := g.r.ReadSlice('\n')
+		if n := int64(len(g.line) + len(chunk)); n > g.limit && !(n == g.limit+1 && bytes.HasSuffix(chunk, []byte("\n"))) {
+			g.skip(chunk, err) // over the limit, not counting the newline
+			return
+		}
+		g.line = append(g.line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		g.out, g.err = g.line, err
+		return
+	}
+}
+
+// skip reads the rest of an over-long line (its start is in line, then
+// chunk) and puts the answer in its place.
+func (g *lineGuard) skip(chunk []byte, err error) {
+	var s idScanner
+	s.write(g.line)
+	size := int64(len(g.line))
+	g.line = nil
+	for {
+		s.write(chunk)
+		size += int64(len(chunk))
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+		chunk, err = g.r.ReadSlice('\n')
+	}
+	g.err = err
+	if bytes.HasSuffix(chunk, []byte("\n")) {
+		size-- // the newline is not the message's
+	}
+	id := s.response()
+	if g.dropped != nil {
+		g.dropped(size, id != nil)
+	}
+	if id != nil {
+		g.out = append(tooLargeResponse(id, size, g.limit), '\n')
+	}
+}
+
+// limitedJSON is an HTTP upstream's application/json response body: the
+// body itself when it has at most limit bytes, else the gateway's
+// too-large error for the request's id, without reading the rest.
+func limitedJSON(body io.ReadCloser, id []byte, limit int64) (io.ReadCloser, bool) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return &errBody{body: body, err: err}, false
+	}
+	if int64(len(b)) <= limit {
+		body.Close()
+		return io.NopCloser(bytes.NewReader(b)), false
+	}
+	body.Close()
+	return io.NopCloser(bytes.NewReader(tooLargeResponse(id, 0, limit))), true
+}
+
+type errBody struct {
+	body io.ReadCloser
+	err  error
+}
+
+func (b *errBody) Read([]byte) (int, error) { return 0, b.err }
+func (b *errBody) Close() error             { return b.body.Close() }
+
+// sseGuard is an HTTP upstream's text/event-stream response body: it
+// hands go-sdk whole events of at most limit bytes, and at most limit
+// bytes in all; an event, or the stream, over it ends the stream with an
+// event holding the gateway's too-large error for the request's id,
+// without reading the rest.
+type sseGuard struct {
+	body    io.ReadCloser
+	r       *bufio.Reader
+	id      []byte
+	limit   int64
+	total   int64
+	dropped func()
+
+	event []byte
+	out   []byte
+	err   error
+}
+
+func newSSEGuard(body io.ReadCloser, id []byte, limit int64, dropped func()) *sseGuard {
+	return &sseGuard{body: body, r: bufio.NewReaderSize(body, 64<<10), id: id, limit: limit, dropped: dropped}
+}
+
+func (g *sseGuard) Read(p []byte) (int, error) {
+	for len(g.out) == 0 {
+		if g.err != nil {
+			return 0, g.err
+		}
+		g.next()
+	}
+	n := copy(p, g.out)
+	g.out = g.out[n:]
+	return n, nil
+}
+
+func (g *sseGuard) Close() error { return g.body.Close() }
+
+// next reads one event (lines up to an empty one) into out.
+func (g *sseGuard) next() {
+	if cap(g.event) > 1<<20 {
+		g.event = nil
+	}
+	g.event = g.event[:0]
+	lineStart := 0
+	for {
+		chunk, err := g.r.ReadSlice('\n')
+		if int64(len(g.event)+len(chunk)) > g.limit || g.total+int64(len(g.event)+len(chunk)) > g.limit {
+			g.event = nil
+			g.body.Close() // the rest is not read
+			if g.dropped != nil {
+				g.dropped()
+			}
+			g.err = io.EOF
+			if g.id != nil {
+				g.out = []byte("event: message\ndata: " + string(tooLargeResponse(g.id, 0, g.limit)) + "\n\n")
+			}
+			return
+		}
+		g.event = append(g.event, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			g.out, g.err = g.event, err
+			g.total += int64(len(g.event))
+			return
+		}
+		line := g.event[lineStart:]
+		lineStart = len(g.event)
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') { // an empty line ends the event
+			g.out = g.event
+			g.total += int64(len(g.event))
+			return
+		}
+	}
+}
+
+// requestID is the raw id of the JSON-RPC request read from body, or nil
+// (a notification, a response, a batch); the body is not kept.
+func requestID(body io.Reader) []byte {
+	var s idScanner
+	if _, err := io.Copy(&s, body); err != nil {
+		return nil
+	}
+	return s.request()
+}
+
+// sizeOrMore is a too-large message's size in words: its size when known,
+// else "more than" the limit.
+func (d tooLargeData) sizeOrMore() string {
+	if d.Size > 0 {
+		return sizeWords(d.Size)
+	}
+	return fmt.Sprintf("more than %s", sizeWords(d.Limit))
+}
