@@ -153,6 +153,7 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 	pool, err := gateway.NewPool(gateway.PoolOptions{
 		Upstreams: ups, Logger: log, Registerer: reg, Version: version,
 		MaxTenantSessions: cfg.Gateway.MaxTenantSessions,
+		MaxMessageBytes:   cfg.GatewayMaxMessageBytes(),
 	})
 	if err != nil {
 		return nil, err
