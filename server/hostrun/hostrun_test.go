@@ -134,6 +134,10 @@ func fakeMCP(w http.ResponseWriter, r *http.Request) {
 		result = `{"content":[{"type":"text","text":"RSD-FIXTURE-L02"}],"structuredContent":{"downloadUrl":"` + testBase + `/v1/blobs/search/fixtures/results/fixture-link?exp=1&access=public\u0026sig=` + testSig + `"}}`
 	case m.Params.Name == "probe_error":
 		result = `{"content":[{"type":"text","text":"RSD-FIXTURE-X01"}],"isError":true}`
+	case r.Header.Get("X-Refuse") != "":
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32020,"message":"missing Mcp-Method header"}}`, m.ID)
+		return
 	case m.Params.Name == "probe_size_155k":
 		result = `{"content":[{"type":"text","text":"` + strings.Repeat("y", 155000) + `"}]}`
 	default:
@@ -526,5 +530,37 @@ func TestWriteTextCleansTheTerminal(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "pwned") || !strings.Contains(b.String(), "\n") {
 		t.Fatalf("the text itself is gone: %q", b.String())
+	}
+}
+
+// TestRefusedCallsAndHeadRequestsDoNotScore: a row whose every call was
+// refused fails even when its marker is pasted, and a HEAD or Range
+// request of a signed link is listed but is no fetch of the body.
+func TestRefusedCallsAndHeadRequestsDoNotScore(t *testing.T) {
+	e := newEnv(t, Limits{})
+	c := e.create("acme")
+	for range 2 {
+		e.do("POST", path(c.Endpoint), "acme", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_text"}}`,
+			"MCP-Protocol-Version", "2025-11-25", "X-Refuse", "1")
+	}
+	e.rpc(c, "acme", "2026-07-28", "tools/call", `{"name":"read_resource","arguments":{"uri":"search://fixtures/results/fixture-link"}}`)
+	e.do("HEAD", "/v1/blobs/search/fixtures/results/fixture-link?exp=1&access=public&sig="+testSig, "", "")
+	form := url.Values{"markers": {"RSD-FIXTURE-T01"}}
+	e.do("POST", path(c.Page), "", form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+	rep := e.report(c)
+	if r := rowOf(rep, "T01"); r.Result != ResultFail || r.Calls != 2 || r.CallErrors != 2 || !strings.Contains(r.Note, "every call") {
+		t.Errorf("T01 after two refused calls and its marker pasted: %+v, want FAIL with a note", r)
+	}
+	var head *Event
+	for i := range rep.Events {
+		if rep.Events[i].Route == RouteLink {
+			head = &rep.Events[i]
+		}
+	}
+	if head == nil || head.Method != "HEAD /v1/blobs" {
+		t.Fatalf("the HEAD request is not listed as such: %+v", rep.Events)
+	}
+	if n := rowOf(rep, "L02").Reads[RouteLink]; n != 0 {
+		t.Errorf("a HEAD counted as %d fetches of the body by signed link", n)
 	}
 }

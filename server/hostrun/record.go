@@ -89,8 +89,12 @@ func (r *Runs) Route(next http.Handler) http.Handler {
 				scheme, tail, _ := strings.Cut(rest, "/")
 				uri = scheme + "://" + tail
 			}
-			r.add(run, Event{At: r.opts.Now().UTC(), Method: "GET /v1/blobs", URI: clip(uri, maxURILen),
-				Route: RouteLink, Outcome: "http " + strconv.Itoa(sw.statusOr200()), Bytes: sw.n}, "", sw.statusOr200() >= 400)
+			// Only a GET answered with the whole body (200) fetched it: a
+			// HEAD, a Range request (206) or a refusal is listed, not
+			// counted as a read of the body.
+			whole := req.Method == http.MethodGet && sw.statusOr200() == http.StatusOK
+			r.add(run, Event{At: r.opts.Now().UTC(), Method: req.Method + " /v1/blobs", URI: clip(uri, maxURILen),
+				Route: RouteLink, Outcome: "http " + strconv.Itoa(sw.statusOr200()), Bytes: sw.n}, "", !whole)
 		default:
 			next.ServeHTTP(w, req)
 		}

@@ -380,6 +380,10 @@ func (run *Run) row(d rowDef) Row {
 		}
 	case !ran && len(row.Reported) == 0:
 		row.Result = ResultNotRun
+	case row.Calls > 0 && row.CallErrors == row.Calls && reads == 0 && !slices.Contains(d.tools, "probe_error"):
+		// Every call failed: whatever the model reported did not come
+		// from this run's results.
+		row.Result = ResultFail
 	case !submitted:
 		row.Result = ResultAwaiting
 	case d.kind == KindObservation:
@@ -392,6 +396,8 @@ func (run *Run) row(d rowDef) Row {
 	inline := inlineMarkers(d)
 	linkedReported := slices.ContainsFunc(row.Reported, func(m string) bool { return !slices.Contains(inline, m) })
 	switch {
+	case row.Result == ResultFail && row.Calls > 0 && row.CallErrors == row.Calls && reads == 0:
+		row.Note = "every call of the tool failed (see the requests below): the host's requests were refused, so no marker can have come from this run"
 	case d.reads != nil && reads == 0 && linkedReported:
 		row.Note = "a body marker was reported but this run saw no read of its URI: the host read it elsewhere (another endpoint, a cache)"
 	case d.reads != nil && reads > 0 && submitted && len(row.Missing) > 0:
