@@ -498,6 +498,7 @@ type Driver struct {
 	closed  atomic.Bool
 	spool   string     // PutStream's temporary files; "" is os.TempDir()
 	cache   *readCache // nil: off
+	getter  *getter    // the GETs of reads (fastget.go)
 	// noConditionalGet: the server answered a GET's If-None-Match with
 	// 412; the cache is no longer used.
 	noConditionalGet atomic.Bool
@@ -554,6 +555,7 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 		timeout: timeout,
 		spool:   opts.SpoolDir,
 		cache:   newReadCache(opts.ReadCache),
+		getter:  newGetter(client, opts.Bucket),
 	}, nil
 }
 
@@ -608,8 +610,12 @@ func conflict(why string) error {
 // apiError returns the HTTP status and S3 error code of err, if any.
 func apiError(err error) (status int, code string) {
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
+	var ge *getError
+	switch {
+	case errors.As(err, &re):
 		status = re.HTTPStatusCode()
+	case errors.As(err, &ge):
+		status = ge.status
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
@@ -782,21 +788,21 @@ func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.
 	if !s.noConditionalGet.Load() {
 		c = s.cache.get(objKey)
 	}
-	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
+	inm := ""
 	if c != nil {
-		in.IfNoneMatch = aws.String(c.etag)
+		inm = c.etag
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	out, err := s.client.GetObject(cctx, in, callOptions)
+	resp, err := s.getter.get(cctx, objKey, inm)
 	if c != nil && err != nil && isConflict(err) && !isMissing(err) {
 		// A server that answers a matching If-None-Match on a GET with
 		// 412 (as it would on a PUT) instead of 304: ask again without,
 		// and stop caching, which would cost two round trips a read.
 		s.noConditionalGet.Store(true)
 		s.cache.remove(objKey)
-		c, in.IfNoneMatch = nil, nil
-		out, err = s.client.GetObject(cctx, in, callOptions)
+		c, inm = nil, ""
+		resp, err = s.getter.get(cctx, objKey, inm)
 	}
 	if err != nil {
 		switch {
@@ -815,8 +821,8 @@ func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.
 		}
 		return s.fail(ctx, "get", k, err)
 	}
-	defer out.Body.Close()
-	buf, refused, err := readGatedBody(out.Body, aws.ToInt64(out.ContentLength), k, gate)
+	defer resp.Body.Close()
+	buf, refused, err := readGatedBody(resp.Body, resp.ContentLength, k, gate)
 	switch {
 	case refused != nil:
 		return refused
@@ -836,7 +842,7 @@ func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.
 		return store.ErrNotFound
 	}
 	if s.cache != nil && !s.noConditionalGet.Load() {
-		s.cache.put(&cached{key: objKey, etag: aws.ToString(out.ETag), rec: rec, body: body})
+		s.cache.put(&cached{key: objKey, etag: resp.Header.Get("ETag"), rec: rec, body: body})
 	}
 	rec.meta.Key = k
 	return fn(&rec.meta, body)
