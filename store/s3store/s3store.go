@@ -331,19 +331,26 @@
 // call deadline applies to each GET until its response arrives and to each
 // Read of the body (not to the time between Reads, which a slow client
 // controls); a body read that fails is resumed once with a new ranged GET
-// at the same position. There is no presigned GET: an object holds the
-// record header before the body, and a presigned URL would serve both, and
-// bypass expiry and visibility.
+// at the same position. No presigned URL is ever handed out: an object
+// holds the record header before the body, and a presigned URL would serve
+// both, and bypass expiry and visibility. (The driver presigns the URLs of
+// its own read GETs, below, and keeps them to itself.)
 //
 // # Calls
 //
 // Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
-// default), including the SDK's retries. A call that hits it fails with a
+// default), including the SDK's retries (and the read GET's own). A call that hits it fails with a
 // backend error; a canceled or expired caller context gives an error that
 // wraps ctx.Err(). Every call sends checksums only where S3 requires them
 // (S3-compatible servers reject the newer default trailers) and a
 // Content-MD5 on every PUT instead; these settings are applied per call
 // (callOptions), whatever client Open was given.
+//
+// The one GET of a Read (and of ReadGated) is not the SDK's GetObject but
+// a plain net/http GET of a presigned URL kept per object key, sent by the
+// client's own HTTP client, with its own bounded retries (fastget.go): the
+// SDK's per-call middleware and signing were most of a small read's cost.
+// Every other call goes through the SDK.
 //
 // The package does not build its S3 client: Open takes a ready *s3.Client
 // (region, endpoint, addressing and credentials are the caller's;
