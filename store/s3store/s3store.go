@@ -331,19 +331,26 @@
 // call deadline applies to each GET until its response arrives and to each
 // Read of the body (not to the time between Reads, which a slow client
 // controls); a body read that fails is resumed once with a new ranged GET
-// at the same position. There is no presigned GET: an object holds the
-// record header before the body, and a presigned URL would serve both, and
-// bypass expiry and visibility.
+// at the same position. No presigned URL is ever handed out: an object
+// holds the record header before the body, and a presigned URL would serve
+// both, and bypass expiry and visibility. (The driver presigns the URLs of
+// its own read GETs, below, and keeps them to itself.)
 //
 // # Calls
 //
 // Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
-// default), including the SDK's retries. A call that hits it fails with a
+// default), including the SDK's retries (and the read GET's own). A call that hits it fails with a
 // backend error; a canceled or expired caller context gives an error that
 // wraps ctx.Err(). Every call sends checksums only where S3 requires them
 // (S3-compatible servers reject the newer default trailers) and a
 // Content-MD5 on every PUT instead; these settings are applied per call
 // (callOptions), whatever client Open was given.
+//
+// The one GET of a Read (and of ReadGated) is not the SDK's GetObject but
+// a plain net/http GET of a presigned URL kept per object key, sent by the
+// client's own HTTP client, with its own bounded retries (fastget.go): the
+// SDK's per-call middleware and signing were most of a small read's cost.
+// Every other call goes through the SDK.
 //
 // The package does not build its S3 client: Open takes a ready *s3.Client
 // (region, endpoint, addressing and credentials are the caller's;
@@ -498,6 +505,7 @@ type Driver struct {
 	closed  atomic.Bool
 	spool   string     // PutStream's temporary files; "" is os.TempDir()
 	cache   *readCache // nil: off
+	getter  *getter    // the GETs of reads (fastget.go)
 	// noConditionalGet: the server answered a GET's If-None-Match with
 	// 412; the cache is no longer used.
 	noConditionalGet atomic.Bool
@@ -554,6 +562,7 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 		timeout: timeout,
 		spool:   opts.SpoolDir,
 		cache:   newReadCache(opts.ReadCache),
+		getter:  newGetter(client, opts.Bucket),
 	}, nil
 }
 
@@ -608,8 +617,12 @@ func conflict(why string) error {
 // apiError returns the HTTP status and S3 error code of err, if any.
 func apiError(err error) (status int, code string) {
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
+	var ge *getError
+	switch {
+	case errors.As(err, &re):
 		status = re.HTTPStatusCode()
+	case errors.As(err, &ge):
+		status = ge.status
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
@@ -782,21 +795,21 @@ func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.
 	if !s.noConditionalGet.Load() {
 		c = s.cache.get(objKey)
 	}
-	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(objKey)}
+	inm := ""
 	if c != nil {
-		in.IfNoneMatch = aws.String(c.etag)
+		inm = c.etag
 	}
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	out, err := s.client.GetObject(cctx, in, callOptions)
+	resp, err := s.getter.get(cctx, objKey, inm)
 	if c != nil && err != nil && isConflict(err) && !isMissing(err) {
 		// A server that answers a matching If-None-Match on a GET with
 		// 412 (as it would on a PUT) instead of 304: ask again without,
 		// and stop caching, which would cost two round trips a read.
 		s.noConditionalGet.Store(true)
 		s.cache.remove(objKey)
-		c, in.IfNoneMatch = nil, nil
-		out, err = s.client.GetObject(cctx, in, callOptions)
+		c, inm = nil, ""
+		resp, err = s.getter.get(cctx, objKey, inm)
 	}
 	if err != nil {
 		switch {
@@ -815,8 +828,8 @@ func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.
 		}
 		return s.fail(ctx, "get", k, err)
 	}
-	defer out.Body.Close()
-	buf, refused, err := readGatedBody(out.Body, aws.ToInt64(out.ContentLength), k, gate)
+	defer resp.Body.Close()
+	buf, refused, err := readGatedBody(resp.Body, resp.ContentLength, k, gate)
 	switch {
 	case refused != nil:
 		return refused
@@ -836,7 +849,7 @@ func (s *Driver) ReadGated(ctx context.Context, k store.Key, gate func(m *store.
 		return store.ErrNotFound
 	}
 	if s.cache != nil && !s.noConditionalGet.Load() {
-		s.cache.put(&cached{key: objKey, etag: aws.ToString(out.ETag), rec: rec, body: body})
+		s.cache.put(&cached{key: objKey, etag: resp.Header.Get("ETag"), rec: rec, body: body})
 	}
 	rec.meta.Key = k
 	return fn(&rec.meta, body)

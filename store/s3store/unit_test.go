@@ -127,6 +127,8 @@ func TestCallDeadline(t *testing.T) {
 		t.Errorf("Get from a silent server = %v, want a backend failure (not ErrNotFound, not the caller's deadline)", err)
 	} else if !strings.Contains(err.Error(), "callTimeout") {
 		t.Errorf("Get from a silent server = %q, want it to name store.s3.callTimeout", err)
+	} else if strings.Contains(err.Error(), "X-Amz-") {
+		t.Errorf("Get from a silent server = %q, which carries the presigned URL", err)
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
