@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/jsonwire"
 )
 
 // protocolVersionKey is the request _meta member naming the protocol of a
@@ -52,22 +55,35 @@ func withResultType(req mcp.Request, res mcp.Result, err error) (mcp.Result, err
 	if err != nil {
 		return nil, fmt.Errorf("gateway: result: %w", err)
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(b, &members); err != nil {
+	has := false
+	if err := jsonwire.Members(b, func(name string, _ []byte) error {
+		has = has || name == "resultType"
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("gateway: result: %w", err)
 	}
-	_, has := members["resultType"]
 	modern := modernRequest(req)
 	switch {
 	case modern && !has:
-		members["resultType"] = json.RawMessage(`"complete"`)
+		// The common case, on the hot path: the member spliced in, one
+		// decode.
+		b = bytes.TrimRight(b, " \t\r\n")
+		if len(b) > 2 {
+			b = append(b[:len(b)-1], `,"resultType":"complete"}`...)
+		} else {
+			b = []byte(`{"resultType":"complete"}`)
+		}
 	case !modern && has:
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(b, &members); err != nil {
+			return nil, fmt.Errorf("gateway: result: %w", err)
+		}
 		delete(members, "resultType")
+		if b, err = json.Marshal(members); err != nil {
+			return nil, fmt.Errorf("gateway: result: %w", err)
+		}
 	default:
 		return res, nil
-	}
-	if b, err = json.Marshal(members); err != nil {
-		return nil, fmt.Errorf("gateway: result: %w", err)
 	}
 	if err := json.Unmarshal(b, fresh); err != nil {
 		return nil, fmt.Errorf("gateway: result: %w", err)

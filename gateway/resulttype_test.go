@@ -34,6 +34,11 @@ func TestResultTypeFollowsTheCallersProtocol(t *testing.T) {
 	if got, _ := completed(legacy)(&pending, nil); strings.Contains(wire(got), "resultType") {
 		t.Fatalf("a 2025-11-25 caller got %s, with a resultType its protocol has not", wire(got))
 	}
+	// A nested "resultType" (a tool's own structured value) is not the result's.
+	nested := &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"resultType": "mine"}}
+	if got, _ := completed(modern)(nested, nil); !strings.Contains(wire(got), `"resultType":"complete"`) || !strings.Contains(wire(got), `"resultType":"mine"`) {
+		t.Fatalf("a result with a nested resultType became %s", wire(got))
+	}
 	for _, r := range []mcp.Result{&mcp.GetPromptResult{}, &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "a://b", Text: "t"}}}} {
 		if got, _ := completed(modern)(r, nil); !strings.Contains(wire(got), `"resultType":"complete"`) {
 			t.Fatalf("%T for a modern caller: %s", r, wire(got))
