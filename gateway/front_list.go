@@ -88,7 +88,7 @@ func page[T any](f *Front, ctx context.Context, method, cursor string, own pageS
 
 // upstreamPage runs one list request against an upstream, logged and
 // counted like every upstream call.
-func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Context, cs *mcp.ClientSession) ([]T, string, error)) pageSource[T] {
+func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]T, string, error)) pageSource[T] {
 	return func(ctx context.Context, cursor string) ([]T, string, error) {
 		start := time.Now()
 		cctx, stop, cs, err := f.session(ctx, up)
@@ -99,7 +99,7 @@ func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Cont
 			if !serves(cs, method) {
 				return nil, "", nil
 			}
-			items, next, err = call(cctx, cs)
+			items, next, err = call(cctx, cs, cursor)
 		}
 		if err != nil {
 			e := classify(ctx, cctx, err)
@@ -152,21 +152,19 @@ func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (m
 		cursor, meta = req.Params.Cursor, req.Params.Meta
 	}
 	items, next, err := page(f, ctx, "prompts/list", cursor, nil, func(up string) pageSource[*mcp.Prompt] {
-		return func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
-			return upstreamPage(f, up, "prompts/list", func(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Prompt, string, error) {
-				r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor, Meta: forwardMeta(meta)})
-				if err != nil {
-					return nil, "", err
-				}
-				out := make([]*mcp.Prompt, len(r.Prompts))
-				for i, p := range r.Prompts {
-					c := *p
-					c.Name = f.names.frontTool(up, p.Name, false)
-					out[i] = &c
-				}
-				return out, r.NextCursor, nil
-			})(ctx, cursor)
-		}
+		return upstreamPage(f, up, "prompts/list", func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, error) {
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor, Meta: forwardMeta(meta)})
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]*mcp.Prompt, len(r.Prompts))
+			for i, p := range r.Prompts {
+				c := *p
+				c.Name = f.names.frontTool(up, p.Name, false)
+				out[i] = &c
+			}
+			return out, r.NextCursor, nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -203,21 +201,19 @@ func (f *Front) listResources(ctx context.Context, next mcp.MethodHandler, metho
 		return lr.Resources, lr.NextCursor, nil
 	}
 	items, nextCursor, err := page(f, ctx, method, cursor, own, func(up string) pageSource[*mcp.Resource] {
-		return func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
-			return upstreamPage(f, up, method, func(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Resource, string, error) {
-				r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor, Meta: forwardMeta(meta)})
-				if err != nil {
-					return nil, "", err
-				}
-				out := make([]*mcp.Resource, len(r.Resources))
-				for i, res := range r.Resources {
-					c := *res
-					c.URI = f.names.frontURI(up, res.URI)
-					out[i] = &c
-				}
-				return out, r.NextCursor, nil
-			})(ctx, cursor)
-		}
+		return upstreamPage(f, up, method, func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor, Meta: forwardMeta(meta)})
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]*mcp.Resource, len(r.Resources))
+			for i, res := range r.Resources {
+				c := *res
+				c.URI = f.names.frontURI(up, res.URI)
+				out[i] = &c
+			}
+			return out, r.NextCursor, nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -254,21 +250,19 @@ func (f *Front) listTemplates(ctx context.Context, next mcp.MethodHandler, metho
 		return lr.ResourceTemplates, lr.NextCursor, nil
 	}
 	items, nextCursor, err := page(f, ctx, method, cursor, own, func(up string) pageSource[*mcp.ResourceTemplate] {
-		return func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
-			return upstreamPage(f, up, method, func(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.ResourceTemplate, string, error) {
-				r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor, Meta: forwardMeta(meta)})
-				if err != nil {
-					return nil, "", err
-				}
-				out := make([]*mcp.ResourceTemplate, len(r.ResourceTemplates))
-				for i, t := range r.ResourceTemplates {
-					c := *t
-					c.URITemplate = f.names.frontURI(up, t.URITemplate)
-					out[i] = &c
-				}
-				return out, r.NextCursor, nil
-			})(ctx, cursor)
-		}
+		return upstreamPage(f, up, method, func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor, Meta: forwardMeta(meta)})
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]*mcp.ResourceTemplate, len(r.ResourceTemplates))
+			for i, t := range r.ResourceTemplates {
+				c := *t
+				c.URITemplate = f.names.frontURI(up, t.URITemplate)
+				out[i] = &c
+			}
+			return out, r.NextCursor, nil
+		})
 	})
 	if err != nil {
 		return nil, err
