@@ -200,13 +200,13 @@ func checkMessage(m *message) error {
 	if p[0] != '{' {
 		return &errParams{"Invalid params: params must be an object"}
 	}
+	if newParams == nil {
+		return checkKinds(p, kindsOf[m.method]) // inputResponses too, in the same pass
+	}
 	if inputResponsesOf[m.method] {
 		if err := checkInputResponses(p); err != nil {
 			return err
 		}
-	}
-	if newParams == nil {
-		return checkKinds(p, kindsOf[m.method])
 	}
 	err := json.Unmarshal(p, newParams())
 	var te *json.UnmarshalTypeError
@@ -240,28 +240,38 @@ var inputResponsesOf = map[string]bool{"tools/call": true, "prompts/get": true, 
 // null, a number, an array, or a response that is not an object are
 // protocol errors, answered -32602 before any tool or upstream runs.
 func checkInputResponses(p []byte) error {
-	bad := &errParams{"Invalid params: inputResponses must be an object whose values are input responses (objects)"}
 	return jsonwire.Members(p, func(name string, v []byte) error {
 		if !strings.EqualFold(name, "inputResponses") {
 			return nil
 		}
-		if v[0] != '{' {
-			return bad
+		return checkInputResponsesValue(v)
+	})
+}
+
+var errInputResponses = &errParams{"Invalid params: inputResponses must be an object whose values are input responses (objects)"}
+
+// checkInputResponsesValue checks the value of an inputResponses member.
+func checkInputResponsesValue(v []byte) error {
+	if v[0] != '{' {
+		return errInputResponses
+	}
+	return jsonwire.Members(v, func(_ string, r []byte) error {
+		if r[0] != '{' {
+			return errInputResponses
 		}
-		return jsonwire.Members(v, func(_ string, r []byte) error {
-			if r[0] != '{' {
-				return bad
-			}
-			return nil
-		})
+		return nil
 	})
 }
 
 // checkKinds checks that the members of params named in kinds (compared
 // as go-sdk's decoder compares them, ignoring case) hold a value of that
-// kind or null, without decoding them.
+// kind or null, without decoding them, and an inputResponses member as
+// checkInputResponses does, in the same pass.
 func checkKinds(p []byte, kinds map[string]byte) error {
 	return jsonwire.Members(p, func(name string, v []byte) error {
+		if strings.EqualFold(name, "inputResponses") {
+			return checkInputResponsesValue(v) // both methods take them (SEP-2322)
+		}
 		for want, kind := range kinds {
 			if !strings.EqualFold(name, want) || v[0] == kind || string(v) == "null" {
 				continue
