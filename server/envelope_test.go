@@ -35,6 +35,7 @@ func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"inputResponses":null}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"inputResponses":{"user_name":12345}}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
 		{`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","inputResponses":[]}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"report://t1/x","inputResponses":{"a":"b"}}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
 		{`{"jsonrpc":"2.0","id":"x","method":"nope/nope","params":{}}`, -32601, 200, 404, "Method not found: nope/nope"},
 		{`{"jsonrpc":"2.0","id":1,"method":5}`, -32600, 400, 400, "Invalid Request: the method must be a string"},
 		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, -32600, 400, 400, `Invalid Request: the jsonrpc member must be "2.0"`},
