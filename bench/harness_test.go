@@ -65,7 +65,9 @@ func startServer(tb testing.TB, backend string, jwt bool) *testServer {
 	}
 	base := "http://" + ln.Addr().String()
 	ts := &testServer{URL: base + "/mcp", Store: st}
-	opts := server.Options{Store: st, Schemes: schemes, BaseURL: base, Backend: backend, MemberCache: s3store.DefaultReadCache}
+	opts := server.Options{Store: st, Schemes: schemes, BaseURL: base, Backend: backend, MemberCache: s3store.DefaultReadCache,
+		// As bench/run.sh: capacity, not the per-tenant fairness policy.
+		Budgets: server.Budgets{SaveRate: -1, MaxInflight: -1}}
 	if jwt {
 		key := make([]byte, 32)
 		rand.Read(key)

@@ -22,8 +22,10 @@ import (
 //
 // RESOURCED_BENCH_PROFILE_SECONDS sets the measured load per size (10 by
 // default), RESOURCED_BENCH_PROFILE_C the concurrency (16) and
-// RESOURCED_BENCH_PROFILE_BACKEND the backend (bbolt; s3 needs
-// scripts/versitygw.sh's environment).
+// RESOURCED_BENCH_PROFILE_BACKEND the backend (bbolt, memory; s3 needs
+// scripts/versitygw.sh's environment) and RESOURCED_BENCH_PROFILE_OP the
+// load (read, or save: 1 KiB save_report, with the per-tenant save rate
+// off as bench/run.sh runs it).
 func TestProfileRead(t *testing.T) {
 	dir := os.Getenv("RESOURCED_BENCH_PROFILE")
 	if dir == "" {
@@ -38,20 +40,30 @@ func TestProfileRead(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", tool, "./cmd/resourced-bench").CombinedOutput(); err != nil {
 		t.Fatalf("building resourced-bench: %v\n%s", err, out)
 	}
-	for _, size := range []int{1 << 10, 256 << 10} {
+	op := os.Getenv("RESOURCED_BENCH_PROFILE_OP")
+	sizes := []int{1 << 10, 256 << 10}
+	switch op {
+	case "", "read":
+		op = "read"
+	case "save":
+		sizes = sizes[:1]
+	default:
+		t.Fatalf("RESOURCED_BENCH_PROFILE_OP=%q: want read or save", op)
+	}
+	for _, size := range sizes {
 		t.Run(sizeName(size), func(t *testing.T) {
 			backend := os.Getenv("RESOURCED_BENCH_PROFILE_BACKEND")
 			if backend == "" {
 				backend = "bbolt"
 			}
 			ts := startServer(t, backend, true)
-			path := filepath.Join(dir, "read-"+sizeName(size)+".cpu.prof")
+			path := filepath.Join(dir, op+"-"+sizeName(size)+".cpu.prof")
 			f, err := os.Create(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			cmd := exec.Command(tool, "-url", ts.URL, "-token", ts.Token, "-op", "read",
+			cmd := exec.Command(tool, "-url", ts.URL, "-token", ts.Token, "-op", op,
 				"-size", strconv.Itoa(size), "-c", strconv.Itoa(conc),
 				"-d", strconv.Itoa(seconds)+"s", "-warmup", "1s")
 			// The profile covers the measured load only: start it after the
