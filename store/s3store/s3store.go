@@ -226,10 +226,12 @@
 //
 // ('!' is not a tenant character, and "!usage/" sorts before where
 // DeleteExpired starts). It holds the committed usage and the writes in
-// progress, each a reservation with a random id, its signed delta (bytes
-// and objects) and the time it was made. Every change is a read, a change
-// and a PUT bound by If-Match to the ETag read (If-None-Match: * for the
-// first), retried on 412; every change is idempotent, so that a PUT the
+// progress, each a reservation with an id, its signed delta (bytes and
+// objects) and the time it was made. The id is the first 16 hex digits of
+// the write id the write's record carries (see "Objects"), so that a
+// reconcile can tell which pending writes it has counted. Every change
+// is a read, a change and a PUT bound by If-Match to the ETag read
+// (If-None-Match: * for the first), retried on 412; every change is idempotent, so that a PUT the
 // SDK retried and that then failed its condition can be applied again
 // (commits remember their last ids for that).
 //
@@ -249,7 +251,13 @@
 //  3. commit: the reservation's delta moves to the committed usage; or,
 //     when the write failed, release: the reservation is removed, unless
 //     the write may have landed (no answer, or an SDK retry), in which
-//     case it stays, an over-count until the reconciler drops it.
+//     case it stays, an over-count until the reconciler drops it. A
+//     commit of a write that only adds (a create, a replace by a larger
+//     body) changes nothing anyone reads: the total already counted the
+//     reservation's positive part. So the write does not wait for it; it
+//     is queued and goes out with the tenant's next usage PUT (typically
+//     the next save's reserve), and Close waits for it. A commit that
+//     lowers usage (a shrink, a delete) and a release are waited for.
 //
 // Usage, and every quota check, is committed plus the positive parts of
 // the reservations: a write in progress counts from before it writes to
@@ -260,10 +268,12 @@
 // Commits and releases run to the end whatever the caller's context, and
 // their failure is not reported (an over-count).
 //
-// Cost. A write makes two more requests than without quotas, both PUTs of
-// the usage object (about 200 bytes plus 40 per write in progress): the
-// reserve before its object PUT and the commit after, in series with it,
-// so a save waits two more S3 round trips. The usage object is read only
+// Cost. A write makes up to two more requests than without quotas, both
+// PUTs of the usage object (about 200 bytes plus 40 per write in
+// progress): the reserve before its object PUT, in series with it, and
+// the commit after. A save that adds waits for the reserve only (one more
+// S3 round trip, plus the usage PUT in flight it queues behind); a shrink
+// or delete waits for both. The usage object is read only
 // when it changed under us: a process caches it with its ETag. All the
 // updates of one tenant in one process go out batched: while one usage
 // PUT is in flight, the others queue and leave together in the next one,
@@ -291,12 +301,19 @@
 //     (in one conditional PUT; if another reconcile opened an epoch
 //     since, this one gives up and the other one wins).
 //
-// A write that committed during the count may or may not be in the count:
-// adding its growth can only over-count (by what it added, if the count
-// saw it), and its shrinking is ignored (an over-count, if the count did
-// not see the object shrink). A write still pending may or may not have
-// landed before the count saw its key: a straddling reservation therefore
-// commits only its positive part. Reservations older than 15 minutes when
+// The count notes the write ids of the objects and tombstones it read
+// that changed in the last 16 minutes. A pending write whose id it saw is
+// in the count: its reservation is marked counted (it counts nothing more,
+// and its commit only removes it), which also corrects at once a writer
+// that died after its object landed. A commit during the count is named
+// in the usage object (the first 128 of an epoch) with its growth, and
+// the growth of those whose object the count saw is not added again.
+// Otherwise, a write that committed during the count may or may not be
+// in the count: adding its growth can only over-count (by what it added,
+// if the count saw it), and its shrinking is ignored (an over-count, if
+// the count did not see the object shrink). A write still pending may or
+// may not have landed before the count saw its key: a straddling
+// reservation therefore commits only its positive part. Reservations older than 15 minutes when
 // the reconcile began are dropped: their writer died, since a writer
 // abandons a reservation older than half of that before it writes. (Clocks
 // of the processes must agree to well within that, as expiry already
@@ -1065,7 +1082,7 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 		replaced bool
 		err      error
 	)
-	w.usage = newIntent(s, k.Tenant(), cond.Quota)
+	w.usage = newIntent(s, k.Tenant(), cond.Quota, w.id)
 	switch cond.Kind {
 	case store.IfNone:
 		m, err = w.create(ctx)
@@ -1322,7 +1339,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	var bound *head    // what the last tombstone PUT was bound to
 	// The usage a Delete gives back is reserved before the tombstone PUT
 	// like any write's, and committed after it (see "Quotas").
-	usage := newIntent(s, k.Tenant(), store.Quota{})
+	usage := newIntent(s, k.Tenant(), store.Quota{}, id)
 	stored := false
 	defer func() { usage.settle(ctx, stored) }()
 	// deleted finishes a Delete whose tombstone replaced h.
@@ -1575,5 +1592,13 @@ func (s *Driver) Ping(ctx context.Context) error {
 // which it drops after 90 seconds.
 func (s *Driver) Close() error {
 	s.closed.Store(true)
+	// Commits queued without a waiter (see intent.settle) normally land
+	// within a round trip; one that does not leaves an over-count.
+	if !s.flushUsage(closeFlush) {
+		return fmt.Errorf("s3store: closed with usage commits still in flight after %s: usage over-counts until the next reconcile", closeFlush)
+	}
 	return nil
 }
+
+// closeFlush bounds how long Close waits for queued usage commits.
+const closeFlush = 30 * time.Second

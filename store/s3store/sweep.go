@@ -140,7 +140,7 @@ func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time
 func (s *Driver) deleteExpired(ctx context.Context, k store.Key, h *head, now func() time.Time) (ok bool, err error) {
 	// The usage it gives back is reserved first, like any write's (see
 	// "Quotas"); tombstones count nothing.
-	usage := newIntent(s, k.Tenant(), store.Quota{})
+	usage := newIntent(s, k.Tenant(), store.Quota{}, newWriteID())
 	if c := counted(h); c != (delta{}) {
 		if err := usage.reserve(ctx, delta{-c.Bytes, -c.Objects}); err != nil {
 			return false, s.fail(ctx, "delete expired", k, err)

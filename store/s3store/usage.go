@@ -64,7 +64,23 @@ type reservation struct {
 	// progress, so it may or may not have seen the object write; the
 	// commit then applies only the positive part.
 	Straddle bool `json:"straddle,omitempty"`
+	// Counted: a reconcile's listing saw the object this write wrote (its
+	// write id), so its delta is in Committed already: it counts nothing
+	// more, and its commit only removes it. (A version that does not know
+	// the flag drops it and counts the reservation: an over-count.)
+	Counted bool `json:"counted,omitempty"`
 }
+
+// grown is a commit made while a reconcile listed: its write id and the
+// positive part of its delta, which Grow includes.
+type grown struct {
+	ID string `json:"id"`
+	delta
+}
+
+// maxGrown bounds the commits an epoch names one by one (each about 50
+// bytes of the usage object); past it, commits only add to Grow.
+const maxGrown = 128
 
 // usageDoc is the content of a usage object.
 type usageDoc struct {
@@ -78,6 +94,11 @@ type usageDoc struct {
 	Epoch   string `json:"epoch,omitempty"`
 	EpochAt int64  `json:"epochAt,omitempty"` // Unix ms, the reconciler's clock
 	Grow    delta  `json:"grow"`
+	// Grown names the first maxGrown commits of the epoch, so that the
+	// reconcile can take out of Grow those whose object its listing saw
+	// (they are in the count). A version that does not know it leaves
+	// them in Grow: an over-count.
+	Grown []grown `json:"grown,omitempty"`
 	// Counting: the object was created by a reconcile that has not
 	// finished its first count; Committed is not yet known.
 	Counting bool `json:"counting,omitempty"`
@@ -91,6 +112,7 @@ func (d *usageDoc) clone() *usageDoc {
 	c := *d
 	c.Pending = append([]reservation(nil), d.Pending...)
 	c.Done = append([]string(nil), d.Done...)
+	c.Grown = append([]grown(nil), d.Grown...)
 	return &c
 }
 
@@ -109,7 +131,7 @@ func (d *usageDoc) find(id string) int {
 func (d *usageDoc) total(skip string) store.Usage {
 	t := d.Committed
 	for _, p := range d.Pending {
-		if p.ID != skip {
+		if p.ID != skip && !p.Counted {
 			t = t.add(p.positive())
 		}
 	}
@@ -133,6 +155,7 @@ var (
 type usageOp struct {
 	fn     func(*usageDoc) error
 	create bool // may create a missing usage object
+	async  bool // nobody waits: counted in usageState.async
 	err    error
 	done   chan struct{}
 }
@@ -157,6 +180,9 @@ type usageState struct {
 	mu      sync.Mutex
 	entries map[string]*usageEntry
 	puts    atomic.Int64 // usage PUTs sent, for tests
+	// async counts the updates queued without a waiter (commits that do
+	// not change the total); Close waits for them.
+	async sync.WaitGroup
 	// counting: the reconciles reconcileShared runs, by tenant.
 	counting map[string]chan struct{}
 }
@@ -197,8 +223,28 @@ func (s *Driver) usageEntry(tenant string) *usageEntry {
 // the earlier attempt may have landed, and fn is applied again to what it
 // left. An error of fn leaves the object as it was for this update.
 func (s *Driver) updateUsage(ctx context.Context, tenant string, create bool, fn func(*usageDoc) error) error {
-	e := s.usageEntry(tenant)
 	op := &usageOp{fn: fn, create: create, done: make(chan struct{})}
+	s.queueUsage(tenant, op)
+	select {
+	case <-op.done:
+		return op.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// updateUsageLater queues fn like updateUsage but does not wait for it:
+// for updates that change nothing a reader of the usage sees (a commit of
+// a write that only adds, see intent.settle). Updates of one tenant by one
+// process still apply in the order they were queued, and Close waits for
+// them.
+func (s *Driver) updateUsageLater(tenant string, fn func(*usageDoc) error) {
+	s.usage.async.Add(1)
+	s.queueUsage(tenant, &usageOp{fn: fn, async: true, done: make(chan struct{})})
+}
+
+func (s *Driver) queueUsage(tenant string, op *usageOp) {
+	e := s.usageEntry(tenant)
 	e.mu.Lock()
 	e.queue = append(e.queue, op)
 	if !e.running {
@@ -206,11 +252,23 @@ func (s *Driver) updateUsage(ctx context.Context, tenant string, create bool, fn
 		go s.runUsage(tenant, e)
 	}
 	e.mu.Unlock()
+}
+
+// flushUsage waits, at most for d, for the updates queued without a
+// waiter; it reports whether they all finished.
+func (s *Driver) flushUsage(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		s.usage.async.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-op.done:
-		return op.err
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
@@ -232,6 +290,9 @@ func (s *Driver) runUsage(tenant string, e *usageEntry) {
 		s.applyUsage(context.Background(), tenant, e, batch)
 		for _, op := range batch {
 			close(op.done)
+			if op.async {
+				s.usage.async.Done()
+			}
 		}
 	}
 }
@@ -393,9 +454,20 @@ type intent struct {
 	maybeLanded bool
 }
 
-func newIntent(s *Driver, tenant string, q store.Quota) *intent {
-	return &intent{s: s, tenant: tenant, id: newWriteID()[:16], quota: q}
+// newIntent starts the usage side of a write of tenant under q. writeID
+// is the write id the write stores in its record (or a fresh one for a
+// write that stores none): the reservation is named by its first
+// intentIDLen characters, so that a reconcile's listing can tell that the
+// object it counts is this write's (see "Quotas").
+func newIntent(s *Driver, tenant string, q store.Quota, writeID string) *intent {
+	return &intent{s: s, tenant: tenant, id: intentID(writeID), quota: q}
 }
+
+// intentIDLen is the length of a reservation id: the first 64 bits of
+// the write id.
+const intentIDLen = 16
+
+func intentID(writeID string) string { return writeID[:min(len(writeID), intentIDLen)] }
 
 // counted is what the object whose header h is counts in usage: nothing
 // for none or a tombstone.
@@ -560,7 +632,7 @@ func (in *intent) settle(ctx context.Context, stored bool) {
 		})
 		return
 	}
-	_ = in.s.updateUsage(ctx, in.tenant, false, func(doc *usageDoc) error {
+	commit := func(doc *usageDoc) error {
 		for _, done := range doc.Done {
 			if done == id {
 				return nil // landed already
@@ -568,21 +640,38 @@ func (in *intent) settle(ctx context.Context, stored bool) {
 		}
 		apply := d.positive() // dropped as stale: count it, to be safe
 		if i := doc.find(id); i >= 0 {
-			if !doc.Pending[i].Straddle {
+			switch p := doc.Pending[i]; {
+			case p.Counted:
+				apply = delta{} // a reconcile counted the object
+			case !p.Straddle:
 				apply = d
 			}
 			doc.Pending = append(doc.Pending[:i], doc.Pending[i+1:]...)
 		}
 		doc.Committed = doc.Committed.add(apply)
-		if doc.Epoch != "" {
-			doc.Grow = doc.Grow.add(d.positive())
+		if g := apply.positive(); doc.Epoch != "" && g != (delta{}) {
+			doc.Grow = doc.Grow.add(g)
+			if len(doc.Grown) < maxGrown {
+				doc.Grown = append(doc.Grown, grown{ID: id, delta: g})
+			}
 		}
 		doc.Done = append(doc.Done, id)
 		if len(doc.Done) > doneRing {
 			doc.Done = doc.Done[len(doc.Done)-doneRing:]
 		}
 		return nil
-	})
+	}
+	if d.Bytes >= 0 && d.Objects >= 0 {
+		// A commit of a write that only adds moves its delta from the
+		// pending reservation, which counts its positive part, to
+		// Committed: no reader sees a change, so the write need not wait
+		// for it. It goes out with the next batch (often the next save's
+		// reserve); a crash before it lands leaves the reservation, an
+		// over-count.
+		in.s.updateUsageLater(in.tenant, commit)
+		return
+	}
+	_ = in.s.updateUsage(ctx, in.tenant, false, commit)
 }
 
 // Usage implements store.Driver: the usage object's committed usage plus
@@ -599,7 +688,7 @@ func (s *Driver) Usage(ctx context.Context, tenant string) (store.Usage, error) 
 	if doc != nil && !doc.Counting {
 		return doc.total(""), nil
 	}
-	n, err := s.count(ctx, tenant)
+	n, _, err := s.count(ctx, tenant, time.Time{})
 	if err != nil {
 		return store.Usage{}, s.fail(ctx, "usage of tenant", tenant, err)
 	}
@@ -614,9 +703,13 @@ func (s *Driver) Usage(ctx context.Context, tenant string) (store.Usage, error) 
 
 // count sums what the tenant's objects count in usage, from a listing and
 // a header read per object: expired objects count, tombstones and objects
-// this package did not write do not.
-func (s *Driver) count(ctx context.Context, tenant string) (delta, error) {
-	var n delta
+// this package did not write do not. With a non-zero since, seen holds
+// the reservation ids (intentID) of the writes whose objects or tombstones
+// it read, among those modified since then (at most maxSeen of them).
+func (s *Driver) count(ctx context.Context, tenant string, since time.Time) (n delta, seen map[string]bool, err error) {
+	if !since.IsZero() {
+		seen = map[string]bool{}
+	}
 	var token *string
 	for {
 		out, err := s.listObjects(ctx, &s3.ListObjectsV2Input{
@@ -625,27 +718,36 @@ func (s *Driver) count(ctx context.Context, tenant string) (delta, error) {
 			ContinuationToken: token,
 		})
 		if err != nil {
-			return delta{}, err
+			return delta{}, nil, err
 		}
 		var keys []store.Key
+		var recent []bool
 		for _, o := range out.Contents {
 			if k, ok := s.parseKey(tenant, aws.ToString(o.Key)); ok {
 				keys = append(keys, k)
+				recent = append(recent, o.LastModified == nil || !o.LastModified.Before(since))
 			}
 		}
 		heads, err := s.readHeadsOpt(ctx, keys, true)
 		if err != nil {
-			return delta{}, err
+			return delta{}, nil, err
 		}
-		for _, h := range heads {
+		for i, h := range heads {
 			n = n.add(counted(h))
+			if seen != nil && h != nil && recent[i] && h.rec.writeID != "" && len(seen) < maxSeen {
+				seen[intentID(h.rec.writeID)] = true
+			}
 		}
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
-			return n, nil
+			return n, seen, nil
 		}
 		token = out.NextContinuationToken
 	}
 }
+
+// maxSeen bounds the write ids one reconcile remembers (about 5 MiB);
+// a write it does not remember is treated as unseen: an over-count.
+const maxSeen = 1 << 17
 
 // Reconcile recounts the usage of tenant from a listing and corrects its
 // usage object (creating it if there is none); it returns the usage the
@@ -686,21 +788,22 @@ func (s *Driver) reconcile(ctx context.Context, tenant string, first bool) (befo
 		if doc.Committed == (delta{}) && len(doc.Pending) == 0 && doc.Epoch == "" && doc.Last == "" {
 			doc.Counting = true // a new object: its count is not known yet
 		}
-		doc.Epoch, doc.EpochAt, doc.Grow = id, start.UnixMilli(), delta{}
+		doc.Epoch, doc.EpochAt, doc.Grow, doc.Grown = id, start.UnixMilli(), delta{}, nil
 		return nil
 	})
 	if err != nil {
 		return before, after, err
 	}
-	// 2. Count.
-	n, err := s.count(ctx, tenant)
+	// 2. Count, noting the writes whose objects the listing saw.
+	cutoff := start.Add(-staleReservation)
+	n, seen, err := s.count(ctx, tenant, cutoff.Add(-time.Minute))
 	if err != nil {
 		return before, after, err
 	}
 	// 3. Committed = the count plus the growth of every commit since the
-	// epoch began (the listing may have missed it); writes still in
-	// progress are kept, marked as straddling the listing.
-	cutoff := start.Add(-staleReservation).UnixMilli()
+	// epoch began (the listing may have missed it) but of those whose
+	// object it saw; writes still in progress are kept, counted when the
+	// listing saw their object, else marked as straddling the listing.
 	err = s.updateUsage(ctx, tenant, false, func(doc *usageDoc) error {
 		if doc.Last == id {
 			after = doc.total("")
@@ -709,14 +812,24 @@ func (s *Driver) reconcile(ctx context.Context, tenant string, first bool) (befo
 		if doc.Epoch != id {
 			return errSuperseded
 		}
-		doc.Committed = n.add(doc.Grow)
-		doc.Epoch, doc.EpochAt, doc.Grow, doc.Counting, doc.Last = "", 0, delta{}, false, id
+		grow := doc.Grow
+		for _, g := range doc.Grown {
+			if seen[g.ID] {
+				grow = grow.add(delta{-g.Bytes, -g.Objects})
+			}
+		}
+		doc.Committed = n.add(grow)
+		doc.Epoch, doc.EpochAt, doc.Grow, doc.Grown, doc.Counting, doc.Last = "", 0, delta{}, nil, false, id
 		keep := doc.Pending[:0]
 		for _, p := range doc.Pending {
-			if p.At < cutoff {
+			switch {
+			case p.At < cutoff.UnixMilli():
 				continue // its writer died long ago: the listing saw what it did
+			case seen[p.ID]:
+				p.Counted, p.Straddle = true, false
+			case !p.Counted:
+				p.Straddle = true
 			}
-			p.Straddle = true
 			keep = append(keep, p)
 		}
 		doc.Pending = keep

@@ -44,7 +44,7 @@ func TestReserveWithoutWriteOverCounts(t *testing.T) {
 	if _, _, err := s.Put(ctx, usageObj(store.MustKey("t1", "r", "a"), 10), store.CreateOnly()); err != nil {
 		t.Fatal(err)
 	}
-	dead := newIntent(s.d, "t1", store.Quota{Bytes: 30})
+	dead := newIntent(s.d, "t1", store.Quota{Bytes: 30}, newWriteID())
 	if err := dead.reserve(ctx, delta{15, 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +262,97 @@ func TestStaleCacheDoesNotRefuse(t *testing.T) {
 		t.Fatalf("Put into the room another process freed = %v, want nil", err)
 	}
 	wantUsage(t, b, "t1", store.Usage{Bytes: 10, Objects: 1})
+}
+
+// TestCommitAfterSave: a save that only adds returns without waiting for
+// its commit, and the usage it reports meanwhile is already right; a
+// reconcile by another process that lists while the commit is still on
+// its way, before it lands or while it lands, counts the object once, not
+// once in the listing and again as a pending or committed write.
+func TestCommitAfterSave(t *testing.T) {
+	for _, when := range []string{"after the reconcile", "during the listing"} {
+		t.Run(when, func(t *testing.T) {
+			t.Setenv("AWS_CA_BUNDLE", "")
+			base := serverOptions(t)
+			ctx := t.Context()
+			// a's usage PUTs wait on release once its PUT of the object
+			// "late" has answered: its commit is held back.
+			var wrote atomic.Bool
+			release := make(chan struct{})
+			opts := base
+			opts.wrapTransport = func(next http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					if req.Method == http.MethodPut && strings.Contains(req.URL.Path, "!usage") && wrote.Load() {
+						<-release
+					}
+					resp, err := next.RoundTrip(req)
+					if req.Method == http.MethodPut && strings.Contains(req.URL.Path, "late") && err == nil {
+						wrote.Store(true)
+					}
+					return resp, err
+				})
+			}
+			a, err := openOptions(t, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b := openTest(t, base)
+			if _, _, err := a.Put(ctx, usageObj(store.MustKey("t1", "r", "early"), 10), store.CreateOnly()); err != nil {
+				t.Fatal(err)
+			}
+			if !a.d.flushUsage(10 * time.Second) {
+				t.Fatal("the first commit did not land")
+			}
+			saved := make(chan error, 1)
+			go func() {
+				_, _, err := a.Put(ctx, usageObj(store.MustKey("t1", "r", "late"), 20), store.CreateOnly())
+				saved <- err
+			}()
+			select {
+			case err := <-saved:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				close(release)
+				t.Fatal("the save waited for its commit")
+			}
+			truth := store.Usage{Bytes: 30, Objects: 2}
+			wantUsage(t, b, "t1", truth)
+			if when == "during the listing" {
+				// b's listing runs after a's commit has landed inside b's epoch.
+				lister := base
+				lister.wrapTransport = func(next http.RoundTripper) http.RoundTripper {
+					var once sync.Once
+					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+						if req.Method == http.MethodGet && req.URL.Query().Has("list-type") {
+							once.Do(func() {
+								close(release)
+								if !a.d.flushUsage(10 * time.Second) {
+									t.Error("the held commit did not land")
+								}
+							})
+						}
+						return next.RoundTrip(req)
+					})
+				}
+				b = openTest(t, lister)
+			}
+			if _, after, err := b.Reconcile(ctx, "t1"); err != nil || after != truth {
+				t.Fatalf("Reconcile with a commit %s = %+v, %v; want %+v", when, after, err, truth)
+			}
+			if when == "after the reconcile" {
+				close(release)
+				if !a.d.flushUsage(10 * time.Second) {
+					t.Fatal("the held commit did not land")
+				}
+			}
+			wantUsage(t, b, "t1", truth)
+			doc, _, err := b.d.readUsage(ctx, b.d.usageKey("t1"))
+			if err != nil || len(doc.Pending) != 0 || doc.Committed != (delta{30, 2}) {
+				t.Fatalf("usage object after the commit = %+v, %v; want 30 bytes in 2 objects committed, nothing pending", doc, err)
+			}
+		})
+	}
 }
