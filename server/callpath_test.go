@@ -205,8 +205,8 @@ func TestFastCallMatchesSDK(t *testing.T) {
 		cs.put(t, "t2", "report", "pub", "text/csv", []byte("a,b\n1,needle\n"), store.Public, now, now.Add(time.Hour)),
 		cs.put(t, "t2", "report", "priv", "text/plain", []byte("secret needle"), store.Private, now, now.Add(time.Hour)),
 	}
-	uris := append(seeded, "report://t1/missing", "report://t1/a//b", "REPORT://t1/a/text", "file:///etc/passwd", "", "report://t1/new/0")
-	paths := []string{"new/0", "new/1", "new/2", "a/text", "bad//path", "", "deep/" + strings.Repeat("x", 300)}
+	uris := append(append(seeded, seeded...), "report://t1/missing", "report://t1/a//b", "REPORT://t1/a/text", "file:///etc/passwd", "", "report://t1/new/0")
+	paths := []string{"new/0", "new/1", "new/2", "new/3", "new/4", "a/text", "bad//path", "", "deep/" + strings.Repeat("x", 300)}
 	ids := []string{`1`, `42`, `"abc"`, `"a\u0062c"`, `-7`, `9007199254740991`, `"<&>"`, "\"日本\u2028\""}
 	tenants := []string{"t1", "t1", "t2", "t10"}
 
@@ -219,11 +219,11 @@ func TestFastCallMatchesSDK(t *testing.T) {
 		a := map[string]any{}
 		switch tool {
 		case "save_report":
-			a["path"], a["mimeType"] = pick(paths), pick([]string{"text/markdown", "text/plain", "application/json", "image/png", "not a type"})
+			a["path"], a["mimeType"] = pick(paths), pick([]string{"text/markdown", "text/plain", "text/plain", "application/json", "image/png", "not a type"})
 			if maybe(3) {
 				a["blobBase64"] = base64.StdEncoding.EncodeToString([]byte(pick([]string{"bin\x00\xff", "x"})))
 			} else {
-				a["text"] = pick([]string{"# Report\n<b>&</b> é 😀 \u2028", "{\"a\":1}", "", "plain"})
+				a["text"] = pick([]string{"# Report\n<b>&</b> é 😀 \u2028", "{\"a\":1}", "", "plain", "plain too"})
 			}
 			if maybe(4) {
 				a["overwrite"] = true
@@ -309,7 +309,7 @@ func TestFastCallMatchesSDK(t *testing.T) {
 		}
 		// Invalid arguments: an unknown field, a field in the wrong case, a
 		// value of the wrong type, a required field missing.
-		switch rng.IntN(14) {
+		switch rng.IntN(24) {
 		case 0:
 			a["bogus"] = 1
 		case 1:
@@ -336,7 +336,10 @@ func TestFastCallMatchesSDK(t *testing.T) {
 		"read_resource", "grep_resource", "query_resource"}
 	fastHits := map[string]int{}
 	kinds := map[string]int{}
-	defer func() { t.Logf("fast path per tool: %v; its answers: %v", fastHits, kinds) }()
+	savesOK := 0
+	defer func() {
+		t.Logf("fast path per tool: %v; its answers: %v; successful saves: %d", fastHits, kinds, savesOK)
+	}()
 	for n := 0; n < 700; n++ {
 		tool, id, version, tenant := pick(tools), pick(ids), pick([]string{"2026-07-28", "2025-11-25"}), pick(tenants)
 		if tool == "save_search_snapshot" {
@@ -375,6 +378,8 @@ func TestFastCallMatchesSDK(t *testing.T) {
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + m + `,"inputResponses":{}}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + m + `,"Name":"x"}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"nope","arguments":` + r + m + `}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools\/call","params":{"name":"` + tool + `","arguments":` + r + m + `}}`,
+				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + `,"_meta":{"progressToken":"p","x":[1]}}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{"roots":5}}}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{},"` + metaLogLevel + `":"debug","progressToken":7}}}`,
 			}))
@@ -405,6 +410,8 @@ func TestFastCallMatchesSDK(t *testing.T) {
 			switch {
 			case bytes.Contains(ans, []byte(`"isError":true`)):
 				k += " isError"
+			case strings.HasPrefix(tool, "save_"):
+				savesOK++
 			case bytes.Contains(ans, []byte(`"error":`)):
 				k += " rpcError"
 			}
@@ -413,6 +420,23 @@ func TestFastCallMatchesSDK(t *testing.T) {
 			}
 			kinds[k]++
 		}
+	}
+	// The stores stayed equal: every save and delete did the same on both.
+	for _, tenant := range []string{"t1", "t2", "t10"} {
+		var lists [2][]store.Meta
+		for i, st := range cs.stores {
+			page, err := st.List(t.Context(), store.ListQuery{Tenant: tenant, Limit: 1000})
+			if err != nil || page.More {
+				t.Fatalf("listing %s: %v (more: %v)", tenant, err, page.More)
+			}
+			lists[i] = page.Items
+		}
+		if !reflect.DeepEqual(lists[0], lists[1]) {
+			t.Errorf("the stores of tenant %s differ:\nfast: %+v\nsdk:  %+v", tenant, lists[0], lists[1])
+		}
+	}
+	if savesOK < 20 {
+		t.Errorf("only %d successful saves took the fast path", savesOK)
 	}
 	for _, tool := range tools {
 		if fastHits[tool] < 15 {
@@ -445,6 +469,7 @@ func TestFastCallFallsThrough(t *testing.T) {
 		"wrong Mcp-Method":    {withHeader(save("2026-07-28"), "Mcp-Method", "tools/list"), string(callBody("1", "save_report", args, true))},
 		"no _meta on modern":  {save("2026-07-28"), string(callBody("1", "save_report", args, false))},
 		"meta on legacy":      {save("2025-11-25"), string(callBody("1", "save_report", args, true))},
+		"id null":             {save("2025-11-25"), `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"save_report","arguments":` + args + `}}`},
 		"notification":        {save("2025-11-25"), `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"save_report","arguments":` + args + `}}`},
 		"Mcp-Session-Id":      {withHeader(save("2025-11-25"), "Mcp-Session-Id", "abc"), string(callBody("1", "save_report", args, false))},
 		"Last-Event-ID":       {withHeader(save("2025-11-25"), "Last-Event-ID", "1"), string(callBody("1", "save_report", args, false))},
@@ -626,5 +651,33 @@ func TestFastCallHandlerEdges(t *testing.T) {
 				t.Errorf("%s: not taken by the fast path", what)
 			}
 		}
+	}
+}
+
+// TestFastCallTools: the fast path knows exactly the tools addTools
+// registers, with fixtures on too (a fixture is go-sdk's to call), and
+// none in gateway mode, where the front decides what a tool is.
+func TestFastCallTools(t *testing.T) {
+	s, err := New(Options{Store: memstore.New(memstore.Options{}), Schemes: []Scheme{{Name: "report", Kind: KindReport, MaxBytes: 1 << 20},
+		{Name: "search", Kind: KindSearch, MaxBytes: 1 << 20}}, BaseURL: "http://127.0.0.1", Fixtures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	for _, d := range s.toolDefs() {
+		own = append(own, d.tool.Name)
+		if _, ok := s.calls.tools[d.tool.Name]; !ok {
+			t.Errorf("tool %s is not on the fast path", d.tool.Name)
+		}
+	}
+	if len(s.calls.tools) != len(own) {
+		t.Errorf("the fast path has %d tools, addTools registers %d (%v)", len(s.calls.tools), len(own), own)
+	}
+	if len(s.toolScopes) <= len(own) {
+		t.Fatalf("no fixture tools registered (%d tools): the test tests nothing", len(s.toolScopes))
+	}
+	e := newGWEnvWith(t, 1<<20, nil, fsUpstream())
+	if e.srv.calls != nil {
+		t.Error("gateway mode has a fast call path")
 	}
 }
