@@ -310,7 +310,10 @@ func (s *Server) appendCallResponse(dst []byte, id []byte, res *mcp.CallToolResu
 			res = &res2
 		}
 	}
-	b, err := json.Marshal(res) // {"content":[...],...}: content is never omitted
+	// Its MarshalJSON, not json.Marshal: the bytes are the same (they come
+	// out of encoding/json compact and HTML-escaped already, and go-sdk
+	// compacts them again without escaping), one pass over them fewer.
+	b, err := res.MarshalJSON() // {"content":[...],...}: content is never omitted
 	if err != nil {
 		return nil, err
 	}
