@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -249,7 +250,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 	modern := false
 	switch r.Header.Get("MCP-Protocol-Version") {
 	case "2026-07-28":
-		if !s.callMetaOK(r, &req) {
+		if !s.callMetaOK(r, &req) || !numbersFit(req.Args) {
 			return false
 		}
 		modern = true
@@ -378,6 +379,60 @@ func writeCallError(w http.ResponseWriter, modern bool, rawID []byte, err error)
 func (s *Server) serverInfo() json.RawMessage {
 	const prefix = `"_meta":{"` + mcp.MetaKeyServerInfo + `":`
 	return json.RawMessage(s.serverInfoMeta[len(prefix) : len(s.serverInfoMeta)-1])
+}
+
+// numbersFit reports whether every number in the JSON value v surely
+// decodes into a float64. On 2026-07-28 go-sdk decodes the arguments into
+// an any to compare the tool's name with Mcp-Name (extractName), and a
+// number beyond float64 (1e400) fails that decoding: the request is
+// refused with -32020 before any tool runs, not given to the tool. Numbers
+// near either end of the range (above 1e300, or below 1e-300 but not
+// zero) go to go-sdk too, which decides; short ones without an exponent
+// cannot be near it.
+func numbersFit(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			start, exp := i, false
+			for ; i < len(v) && strings.IndexByte("0123456789+-.eE", v[i]) >= 0; i++ {
+				exp = exp || v[i] == 'e' || v[i] == 'E'
+			}
+			if !numberFits(v[start:i], exp) {
+				return false
+			}
+			i--
+		}
+	}
+	return true
+}
+
+func numberFits(tok []byte, exp bool) bool {
+	if !exp && len(tok) <= 20 {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return false
+	}
+	if f == 0 {
+		// Zero only when every digit before the exponent is.
+		for _, c := range tok {
+			if c == 'e' || c == 'E' {
+				break
+			}
+			if c >= '1' && c <= '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return math.Abs(f) > 1e-300 && math.Abs(f) < 1e300
 }
 
 // callMetaOK is modernMetaOK (readpath.go) for a tools/call: the

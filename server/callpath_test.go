@@ -681,3 +681,40 @@ func TestFastCallTools(t *testing.T) {
 		t.Error("gateway mode has a fast call path")
 	}
 }
+
+// TestFastCallNumbers: on 2026-07-28 go-sdk decodes the arguments into an
+// any before the tool runs, and refuses numbers beyond float64 there
+// (-32020); on 2025-11-25 the tool sees them. Numbers at and around the
+// ends of the range, in arguments and inside hits, and strings a decoder
+// may stumble on, are answered as go-sdk answers them.
+func TestFastCallNumbers(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cs := startCallServers(t, func() time.Time { return now })
+	for _, lit := range []string{"1e400", "-1e400", "1E+400", "1e-400", "-2e-324", "4.9e-324", "1e308", "1.7976931348623157e308",
+		"1.7976931348623159e308", "123456789012345678901234567890", "0e999", "-0.0e-999", "0.5", "1e-7", "-0", "1e2"} {
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			for i, args := range []string{
+				`{"query":"q","hits":[],"total":` + lit + `}`,
+				`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","score":` + lit + `}]}`,
+				`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","extra":[` + lit + `]}]}`,
+			} {
+				what := fmt.Sprintf("%s in arguments %d on %s", lit, i, v)
+				hdr := callHeaders(v, "save_search_snapshot")
+				hdr.Set("X-Test-Tenant", "t3")
+				fast, status, got := cs.compareCall(t, what, hdr, callBody("1", "save_search_snapshot", args, v == "2026-07-28"))
+				if lit == "1e400" && v == "2026-07-28" && (fast || status != http.StatusBadRequest) {
+					t.Errorf("%s: fast path %v, %d %s; want go-sdk's -32020", what, fast, status, got)
+				}
+				if lit == "0.5" && !fast {
+					t.Errorf("%s: not taken by the fast path", what)
+				}
+			}
+		}
+	}
+	for _, s := range []string{`"\ud800"`, `"\udc00x\ud83d"`, "\"a\xffb\"", `"\u0000"`} {
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			hdr := callHeaders(v, "save_report")
+			cs.compareCall(t, s+" on "+v, hdr, callBody("1", "save_report", `{"path":"n/1","mimeType":"text/plain","overwrite":true,"text":`+s+`}`, v == "2026-07-28"))
+		}
+	}
+}
