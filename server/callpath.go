@@ -124,10 +124,11 @@ func (c *callPath) callTool(ctx context.Context, _ string, req mcp.Request) (mcp
 // the tool's name and raw arguments, and the _meta members go-sdk checks
 // (in fastReadRequest's slots; its URI is unused).
 type fastCallRequest struct {
-	ID   json.RawMessage
-	Name string
-	Args json.RawMessage
-	Meta fastReadRequest
+	ID      json.RawMessage
+	Name    string
+	Args    json.RawMessage
+	Meta    fastReadRequest
+	RawMeta []byte // the _meta object as sent, nil when absent
 }
 
 // parseFastCall reads body, a single request whose envelope was checked,
@@ -174,6 +175,7 @@ func parseFastCallParams(v []byte, req *fastCallRequest) bool {
 			if req.Meta.HasMeta || !parseFastMeta(pv, &req.Meta) {
 				return jsonwire.ErrSyntax
 			}
+			req.RawMeta = pv
 		default:
 			// inputResponses, requestState (go-sdk's multi-round-trip),
 			// and anything unknown: go-sdk's.
@@ -244,8 +246,8 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 		return false
 	}
 	req, ok := parseFastCall(body)
-	if !ok || req.Name != msgs[0].tool {
-		return false
+	if !ok || req.Name != msgs[0].tool || !numbersFit(req.RawMeta) {
+		return false // go-sdk decodes _meta into a map of any on both versions
 	}
 	modern := false
 	switch r.Header.Get("MCP-Protocol-Version") {
@@ -382,10 +384,11 @@ func (s *Server) serverInfo() json.RawMessage {
 }
 
 // numbersFit reports whether every number in the JSON value v surely
-// decodes into a float64. On 2026-07-28 go-sdk decodes the arguments into
-// an any to compare the tool's name with Mcp-Name (extractName), and a
-// number beyond float64 (1e400) fails that decoding: the request is
-// refused with -32020 before any tool runs, not given to the tool. Numbers
+// decodes into a float64. go-sdk decodes a call's _meta into a map of any
+// (CallToolParamsRaw), and on 2026-07-28 its arguments into an any too, to
+// compare the tool's name with Mcp-Name (extractName); a number beyond
+// float64 (1e400) fails that decoding, and the request is refused before
+// any tool runs (-32020 for the arguments), not given to the tool. Numbers
 // near either end of the range (above 1e300, or below 1e-300 but not
 // zero) go to go-sdk too, which decides; short ones without an exponent
 // cannot be near it.

@@ -697,13 +697,26 @@ func TestFastCallNumbers(t *testing.T) {
 				`{"query":"q","hits":[],"total":` + lit + `}`,
 				`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","score":` + lit + `}]}`,
 				`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","extra":[` + lit + `]}]}`,
+				"meta",
 			} {
 				what := fmt.Sprintf("%s in arguments %d on %s", lit, i, v)
 				hdr := callHeaders(v, "save_search_snapshot")
 				hdr.Set("X-Test-Tenant", "t3")
-				fast, status, got := cs.compareCall(t, what, hdr, callBody("1", "save_search_snapshot", args, v == "2026-07-28"))
-				if lit == "1e400" && v == "2026-07-28" && (fast || status != http.StatusBadRequest) {
+				body := callBody("1", "save_search_snapshot", args, v == "2026-07-28")
+				if args == "meta" {
+					what = fmt.Sprintf("%s in _meta on %s", lit, v)
+					m := `"x":{"y":[` + lit + `]}`
+					if v == "2026-07-28" {
+						m = `"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{},` + m
+					}
+					body = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_search_snapshot","arguments":{"query":"q","hits":[]},"_meta":{` + m + `}}}`)
+				}
+				fast, status, got := cs.compareCall(t, what, hdr, body)
+				if lit == "1e400" && v == "2026-07-28" && args != "meta" && (fast || status != http.StatusBadRequest) {
 					t.Errorf("%s: fast path %v, %d %s; want go-sdk's -32020", what, fast, status, got)
+				}
+				if lit == "1e400" && args == "meta" && fast {
+					t.Errorf("%s: taken by the fast path (%d %s)", what, status, got)
 				}
 				if lit == "0.5" && !fast {
 					t.Errorf("%s: not taken by the fast path", what)
