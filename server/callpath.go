@@ -39,10 +39,12 @@ import (
 //     optionally _meta (go-sdk's checks repeated or made stricter, as for
 //     the read path), on 2026-07-28 or 2025-11-25, with Mcp-Method and
 //     Mcp-Name matching the body on 2026-07-28, no Mcp-Param-* header, no
-//     Last-Event-ID or Mcp-Session-Id, no gateway mounted. Anything else —
-//     inputResponses or requestState (multi-round-trip), batches, fixture
-//     tools, other methods — goes to go-sdk with the body untouched, and
-//     that is decided before the tool runs: a tool runs once, by one path.
+//     Last-Event-ID or Mcp-Session-Id, no gateway mounted, no number near
+//     float64's ends where go-sdk decodes one (_meta; the arguments on
+//     2026-07-28: numbersFit). Anything else — inputResponses or
+//     requestState (multi-round-trip), batches, fixture tools, other
+//     methods — goes to go-sdk with the body untouched, and that is decided
+//     before the tool runs: a tool runs once, by one path.
 //   - The tool runs through the receiving middleware go-sdk would run it
 //     through (recoverMCP, observe, intercept, composed as server.New adds
 //     them), so panics, the request log's outcome and the metrics are the
