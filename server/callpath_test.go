@@ -379,6 +379,7 @@ func TestFastCallMatchesSDK(t *testing.T) {
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + m + `,"Name":"x"}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"nope","arguments":` + r + m + `}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools\/call","params":{"name":"` + tool + `","arguments":` + r + m + `}}`,
+				`{"json\u0072pc":"2.0","\u0069d":` + id + `,"method":"tools/call","p\u0061rams":{"n\u0061me":"` + tool + `","\u0061rguments":` + r + m + `}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + `,"_meta":{"progressToken":"p","x":[1]}}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{"roots":5}}}}`,
 				`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + r + `,"_meta":{"` + metaProtocolVersion + `":"2026-07-28","` + metaClientCapabilities + `":{},"` + metaLogLevel + `":"debug","progressToken":7}}}`,
