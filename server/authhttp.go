@@ -215,13 +215,14 @@ func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // readStage answers the resources/read requests the read path takes
-// (fastRead, readpath.go) and passes everything else to go-sdk. It runs
+// (fastRead, readpath.go) and the tools/call requests the call path takes
+// (fastCall, callpath.go), and passes everything else to go-sdk. It runs
 // after authenticate, with the principal and the parsed body.
 func (s *Server) readStage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
 		p, ok := auth.FromContext(r.Context())
-		if req != nil && ok && s.fastRead(w, r, p, req.body, req.msgs) {
+		if req != nil && ok && (s.fastRead(w, r, p, req.body, req.msgs) || s.fastCall(w, r, req.body, req.msgs)) {
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -148,6 +148,11 @@ type Server struct {
 	// noFastRead sends every resources/read through go-sdk (for the
 	// differential test of the fast path).
 	noFastRead bool
+	// calls is the fast path of our own tools' calls (callpath.go), nil
+	// in gateway mode; noFastCall sends every call through go-sdk (for
+	// the differential test).
+	calls      *callPath
+	noFastCall bool
 	// serverInfoMeta is the result _meta go-sdk adds on 2026-07-28.
 	serverInfoMeta []byte
 	// damagedForms remembers records whose stored form failed its
@@ -271,6 +276,7 @@ func New(opts Options) (*Server, error) {
 	})
 	s.addResources()
 	s.addTools()
+	s.calls = s.newCallPath()
 	if opts.Fixtures {
 		names, err := fixtures.Register(context.Background(), s.mcp, s.svc, s.log)
 		if err != nil {
@@ -278,6 +284,7 @@ func New(opts Options) (*Server, error) {
 		}
 		for _, n := range names {
 			s.toolScopes[n] = auth.ScopeRead
+			s.calls.drop(n) // go-sdk now calls the fixture of that name
 		}
 		s.runs = hostrun.New(hostrun.Options{BaseURL: s.baseURL, ServerVersion: version, Body: requestBody,
 			Principal: s.principal, Now: s.now, Logger: s.log})

@@ -1,0 +1,467 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/jsonwire"
+)
+
+// The fast call path.
+//
+// A tools/call of one of the server's own tools (addTools) that go-sdk
+// would dispatch unchanged to the tool's handler is answered here instead.
+// go-sdk decodes such a call five or six times before the tool runs
+// (readBatch, the header and _meta checks, handleReceive, the params), each
+// time with a decoder that allocates and zeroes a 32 KiB buffer, then
+// marshals the result and compacts it again inside the response: on a
+// 1 KiB save that was a third of the server's CPU, three times the tool's
+// own work. Here the body, already parsed once by the envelope check, is
+// walked once more, the same handler runs with the same context, and the
+// result is marshalled once.
+//
+// The wire stays what go-sdk produces (server/callpath_test.go sends the
+// same randomized calls of every tool through both paths, to two servers
+// over equal stores, and compares the answers):
+//
+//   - Only the plainest form is taken: one request with an id, jsonrpc
+//     exactly "2.0", params holding a name (a string without escapes, a
+//     tool this server registered itself), arguments (an object) and
+//     optionally _meta (go-sdk's checks repeated or made stricter, as for
+//     the read path), on 2026-07-28 or 2025-11-25, with Mcp-Method and
+//     Mcp-Name matching the body on 2026-07-28, no Mcp-Param-* header, no
+//     Last-Event-ID or Mcp-Session-Id, no gateway mounted, no number near
+//     float64's ends where go-sdk decodes one (_meta; the arguments on
+//     2026-07-28: numbersFit). Anything else — inputResponses or
+//     requestState (multi-round-trip), batches, fixture tools, other
+//     methods — goes to go-sdk with the body untouched, and that is decided
+//     before the tool runs: a tool runs once, by one path.
+//   - The tool runs through the receiving middleware go-sdk would run it
+//     through (recoverMCP, observe, intercept, composed as server.New adds
+//     them), so panics, the request log's outcome and the metrics are the
+//     same. go-sdk's own multi-round-trip middleware is not in the chain:
+//     it acts only on results with inputRequests, which no tool here
+//     returns.
+//   - The result is what go-sdk's callTool and handle make of the handler's
+//     value: content [] rather than null, and on 2026-07-28 the serverInfo
+//     _meta and (on a result the tool returned, not on recoverMCP's)
+//     resultType "complete"; JSON-RPC errors as go-sdk's jsonrpc2 layer
+//     writes them (writeCallError; HTTP 400 for -32602 on 2026-07-28). The
+//     per-tenant limits are charged before this stage (authenticate,
+//     limit.go), for both paths alike.
+
+// callPath is what the fast call path needs, built once in New: the
+// handlers of the server's own tools by name, and the chain of receiving
+// middleware go-sdk runs them in.
+type callPath struct {
+	tools map[string]mcp.ToolHandler
+	chain mcp.MethodHandler
+}
+
+// newCallPath builds the fast call path from the tool list addTools
+// registers (toolDefs), with the same handlers (toolHandler). It returns
+// nil in gateway mode, where the front decides which tools exist.
+func (s *Server) newCallPath() *callPath {
+	if s.gw != nil {
+		return nil
+	}
+	c := &callPath{tools: map[string]mcp.ToolHandler{}}
+	for _, t := range s.toolDefs() {
+		c.tools[t.tool.Name] = s.toolHandler(t.scope, t.fn)
+	}
+	// As server.New adds them: recoverMCP outermost, then observe and
+	// intercept, then go-sdk's callTool.
+	c.chain = s.recoverMCP(s.observe(s.intercept(c.callTool)))
+	return c
+}
+
+// drop removes name from the fast path: a tool registered later under the
+// same name (a fixture) replaces ours in go-sdk.
+func (c *callPath) drop(name string) {
+	if c != nil {
+		delete(c.tools, name)
+	}
+}
+
+// callState is what go-sdk's callTool leaves on a result beyond its
+// fields: whether it returned one itself (resultType is set there, in
+// handleMultiRoundTripResult, so a result recoverMCP made up after a panic
+// has none).
+type callState struct{ returned bool }
+
+type callStateKey struct{}
+
+// callTool is go-sdk's callTool (server.go) for one of our tools: the
+// handler's result, with content [] rather than null, noted as returned.
+func (c *callPath) callTool(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+	cr := req.(*mcp.CallToolRequest)
+	h := c.tools[cr.Params.Name]
+	res, err := h(ctx, cr)
+	if err != nil {
+		return nil, err
+	}
+	if res != nil {
+		if st, _ := ctx.Value(callStateKey{}).(*callState); st != nil {
+			st.returned = true
+		}
+		if res.Content == nil {
+			res2 := *res
+			res2.Content = []mcp.Content{}
+			res = &res2
+		}
+	}
+	return res, nil
+}
+
+// fastCallRequest is what the fast path needs of a tools/call: the raw id,
+// the tool's name and raw arguments, and the _meta members go-sdk checks
+// (in fastReadRequest's slots; its URI is unused).
+type fastCallRequest struct {
+	ID      json.RawMessage
+	Name    string
+	Args    json.RawMessage
+	Meta    fastReadRequest
+	RawMeta []byte // the _meta object as sent, nil when absent
+}
+
+// parseFastCall reads body, a single request whose envelope was checked,
+// for the fast path. It accepts only jsonrpc exactly "2.0" and params
+// holding nothing but name (a string without escapes), arguments (an
+// object) and _meta (an object); anything else reports false.
+func parseFastCall(body []byte) (req fastCallRequest, ok bool) {
+	var rpcOK, paramsOK bool
+	err := jsonwire.Members(body, func(name string, v []byte) error {
+		switch name {
+		case "jsonrpc":
+			rpcOK = string(v) == `"2.0"`
+		case "id":
+			req.ID = v
+		case "method":
+		case "params":
+			paramsOK = parseFastCallParams(v, &req)
+		default:
+			return jsonwire.ErrSyntax
+		}
+		return nil
+	})
+	return req, err == nil && rpcOK && paramsOK
+}
+
+func parseFastCallParams(v []byte, req *fastCallRequest) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	var haveName bool
+	err := jsonwire.Members(v, func(name string, pv []byte) error {
+		switch name {
+		case "name":
+			if haveName || len(pv) < 3 || pv[0] != '"' || bytes.IndexByte(pv, '\\') >= 0 {
+				return jsonwire.ErrSyntax
+			}
+			haveName, req.Name = true, string(pv[1:len(pv)-1])
+		case "arguments":
+			if req.Args != nil || len(pv) == 0 || pv[0] != '{' {
+				return jsonwire.ErrSyntax
+			}
+			req.Args = pv
+		case "_meta":
+			if req.Meta.HasMeta || !parseFastMeta(pv, &req.Meta) {
+				return jsonwire.ErrSyntax
+			}
+			req.RawMeta = pv
+		default:
+			// inputResponses, requestState (go-sdk's multi-round-trip),
+			// and anything unknown: go-sdk's.
+			return jsonwire.ErrSyntax
+		}
+		return nil
+	})
+	return err == nil && haveName && req.Args != nil
+}
+
+// parseFastMeta reads a params _meta object into the slots of m, as
+// parseFastParams does for a read: each member go-sdk checks at most once.
+func parseFastMeta(v []byte, m *fastReadRequest) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	m.HasMeta = true
+	err := jsonwire.Members(v, func(name string, mv []byte) error {
+		var slot *[]byte
+		switch name {
+		case metaProtocolVersion:
+			slot = &m.ProtocolVersion
+		case metaClientInfo:
+			slot = &m.ClientInfo
+		case metaClientCapabilities:
+			slot = &m.ClientCapabilities
+		case metaLogLevel:
+			slot = &m.LogLevel
+		default:
+			return nil
+		}
+		if *slot != nil {
+			return jsonwire.ErrSyntax
+		}
+		*slot = mv
+		return nil
+	})
+	return err == nil
+}
+
+// fastCall answers r itself when r is a tools/call of one of the server's
+// own tools in the plainest form (see the file comment), and reports
+// whether it did. Every check is made before the tool runs; once it runs,
+// its answer is written here, whatever it is.
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, msgs []message) bool {
+	c := s.calls
+	if c == nil || s.noFastCall || len(msgs) != 1 || msgs[0].method != "tools/call" || !msgs[0].hasID {
+		return false
+	}
+	if _, own := c.tools[msgs[0].tool]; !own {
+		return false
+	}
+	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	if len(r.Header.Values("Last-Event-ID")) > 0 || len(r.Header.Values("Mcp-Session-Id")) > 0 {
+		return false
+	}
+	for k := range r.Header {
+		if len(k) > len("Mcp-Param-") && strings.EqualFold(k[:len("Mcp-Param-")], "Mcp-Param-") {
+			return false // go-sdk checks x-mcp-header parameters; ours have none
+		}
+	}
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	if !jsonwire.Shallow(body, maxFastDepth) {
+		return false
+	}
+	req, ok := parseFastCall(body)
+	if !ok || req.Name != msgs[0].tool || !numbersFit(req.RawMeta) {
+		return false // go-sdk decodes _meta into a map of any on both versions
+	}
+	modern := false
+	switch r.Header.Get("MCP-Protocol-Version") {
+	case "2026-07-28":
+		if !s.callMetaOK(r, &req) || !numbersFit(req.Args) {
+			return false
+		}
+		modern = true
+	case "2025-11-25":
+		if req.Meta.ProtocolVersion != nil {
+			return false // a per-request version on a legacy request: go-sdk decides
+		}
+	default:
+		return false
+	}
+
+	// From here on the tool runs, and this path answers.
+	st := &callState{}
+	ctx := context.WithValue(r.Context(), callStateKey{}, st)
+	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args}})
+	if err != nil {
+		writeCallError(w, modern, req.ID, err)
+		return true
+	}
+	cres, _ := res.(*mcp.CallToolResult)
+	if cres == nil {
+		// No tool here returns neither a result nor an error.
+		writeCallError(w, modern, req.ID, rpcError(jsonrpc.CodeInternalError, "Internal error", nil))
+		return true
+	}
+	out, err := s.appendCallResponse(nil, req.ID, cres, modern, st.returned)
+	if err != nil {
+		// Marshalling a result failed: go-sdk answers a request whose
+		// result it cannot encode with an internal error too.
+		writeCallError(w, modern, req.ID, s.internal(ctx, "encoding a tool result", err))
+		return true
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out))) // sets the write deadline (guardHTTP)
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+	return true
+}
+
+// appendCallResponse appends the JSON-RPC response carrying res as go-sdk
+// writes it: the result marshalled by its MarshalJSON, on 2026-07-28 with
+// the serverInfo _meta (annotateServerInfo) and, when the tool returned it
+// (not recoverMCP), resultType "complete" as its last member
+// (handleMultiRoundTripResult), the id written back as go-sdk does.
+func (s *Server) appendCallResponse(dst []byte, id []byte, res *mcp.CallToolResult, modern, returned bool) ([]byte, error) {
+	prebuilt := modern && len(res.Meta) == 0 // the common case: no _meta of the tool's own
+	if modern && !prebuilt {
+		if _, ok := res.Meta[mcp.MetaKeyServerInfo]; !ok {
+			m := make(mcp.Meta, len(res.Meta)+1)
+			for k, v := range res.Meta {
+				m[k] = v
+			}
+			m[mcp.MetaKeyServerInfo] = s.serverInfo()
+			res2 := *res
+			res2.Meta = m
+			res = &res2
+		}
+	}
+	// Its MarshalJSON, not json.Marshal: the bytes are the same (they come
+	// out of encoding/json compact and HTML-escaped already, and go-sdk
+	// compacts them again without escaping), one pass over them fewer.
+	b, err := res.MarshalJSON() // {"content":[...],...}: content is never omitted
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = jsonwire.AppendID(dst, id)
+	dst = append(dst, `,"result":`...)
+	if !modern {
+		dst = append(dst, b...)
+		return append(dst, '}'), nil
+	}
+	dst = append(dst, '{')
+	if prebuilt {
+		dst = append(append(dst, s.serverInfoMeta...), ',')
+	}
+	dst = append(dst, b[1:len(b)-1]...)
+	if returned {
+		dst = append(dst, `,"resultType":"complete"`...)
+	}
+	return append(dst, "}}"...), nil
+}
+
+// writeCallError writes err as go-sdk's jsonrpc2 layer answers a handler's
+// error (processResult, toWireError): a *jsonrpc.Error as it is, -32601
+// renamed after the method, any other error with code 0 and its text; HTTP
+// 400 or 404 for the codes SEP-2575 names on 2026-07-28, else 200
+// (extractErrorStatus). (MCPGODEBUG=nomethodnotfoundcodeinerror=1, which
+// turns the renaming off, is not followed: no tool here answers -32601.)
+func writeCallError(w http.ResponseWriter, modern bool, rawID []byte, err error) {
+	var jerr *jsonrpc.Error
+	isRPC := errors.As(err, &jerr)
+	if isRPC && jerr.Code == jsonrpc.CodeMethodNotFound {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: `method not found: "tools/call"`}
+	}
+	var idv any
+	var id jsonrpc.ID
+	if json.Unmarshal(rawID, &idv) == nil {
+		id, _ = jsonrpc.MakeID(idv)
+	}
+	b, merr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: err})
+	if merr != nil {
+		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+		return
+	}
+	status := http.StatusOK
+	if modern && isRPC {
+		switch jerr.Code {
+		case jsonrpc.CodeMethodNotFound:
+			status = http.StatusNotFound
+		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+			status = http.StatusBadRequest
+		}
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// serverInfo is the serverInfo value of s.serverInfoMeta, as raw JSON.
+func (s *Server) serverInfo() json.RawMessage {
+	const prefix = `"_meta":{"` + mcp.MetaKeyServerInfo + `":`
+	return json.RawMessage(s.serverInfoMeta[len(prefix) : len(s.serverInfoMeta)-1])
+}
+
+// numbersFit reports whether every number in the JSON value v surely
+// decodes into a float64. go-sdk decodes a call's _meta into a map of any
+// (CallToolParamsRaw), and on 2026-07-28 its arguments into an any too, to
+// compare the tool's name with Mcp-Name (extractName); a number beyond
+// float64 (1e400) fails that decoding, and the request is refused before
+// any tool runs (-32020 for the arguments), not given to the tool. Numbers
+// near either end of the range (above 1e300, or below 1e-300 but not
+// zero) go to go-sdk too, which decides; short ones without an exponent
+// cannot be near it.
+func numbersFit(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			start, exp := i, false
+			for ; i < len(v) && strings.IndexByte("0123456789+-.eE", v[i]) >= 0; i++ {
+				exp = exp || v[i] == 'e' || v[i] == 'E'
+			}
+			if !numberFits(v[start:i], exp) {
+				return false
+			}
+			i--
+		}
+	}
+	return true
+}
+
+func numberFits(tok []byte, exp bool) bool {
+	if !exp && len(tok) <= 20 {
+		return true
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return false
+	}
+	if f == 0 {
+		// Zero only when every digit before the exponent is.
+		for _, c := range tok {
+			if c == 'e' || c == 'E' {
+				break
+			}
+			if c >= '1' && c <= '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return math.Abs(f) > 1e-300 && math.Abs(f) < 1e300
+}
+
+// callMetaOK is modernMetaOK (readpath.go) for a tools/call: the
+// Mcp-Method and Mcp-Name headers must match the body, and the _meta
+// triple be well formed, or go-sdk decides.
+func (s *Server) callMetaOK(r *http.Request, req *fastCallRequest) bool {
+	m := &req.Meta
+	if string(m.ProtocolVersion) != `"2026-07-28"` || !objectOf(m.ClientCapabilities, '{') {
+		return false
+	}
+	if r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != req.Name {
+		return false
+	}
+	if string(m.ClientCapabilities) != "{}" {
+		var caps mcp.ClientCapabilities
+		if json.Unmarshal(m.ClientCapabilities, &caps) != nil {
+			return false
+		}
+	}
+	if m.ClientInfo != nil && !objectOf(m.ClientInfo, '"') {
+		return false
+	}
+	if m.LogLevel != nil && m.LogLevel[0] != '"' {
+		return false
+	}
+	return true
+}
