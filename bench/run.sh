@@ -13,6 +13,9 @@
 # Environment (defaults in brackets):
 #   BACKEND       bbolt | s3 [bbolt]
 #   S3_READ_CACHE store.s3.readCache of the server, e.g. 0 (off) or 64MiB [the default, 64MiB]
+#   S3_CPUS       (BACKEND=s3) pin the versitygw run.sh starts to these CPUs (taskset list,
+#                 e.g. 1), as an S3 service has machines of its own [not pinned]
+#   CPUS          pin resourced and the load tool to these CPUs, e.g. 0 [not pinned]
 #   REV           what to build the server from: "worktree" (the files as they are) or a
 #                 git revision, exported with git archive (bench/ itself is copied from
 #                 the worktree) [worktree]
@@ -99,6 +102,15 @@ die() { log "$*"; exit 1; }
 
 case "$BACKEND" in bbolt | s3) ;; *) die "BACKEND=$BACKEND: want bbolt or s3" ;; esac
 
+# PIN runs a command on $CPUS (empty: anywhere).
+PIN=""
+if [ -n "${CPUS:-}" ]; then
+	PIN="taskset -c $CPUS"
+fi
+if [ -n "${S3_CPUS:-}" ] && { [ "$BACKEND" != s3 ] || [ -n "${RESOURCED_TEST_S3_ENDPOINT:-}" ]; }; then
+	die "S3_CPUS pins the versitygw run.sh starts: BACKEND=s3, without RESOURCED_TEST_S3_ENDPOINT"
+fi
+
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/resourced-bench.XXXXXX")
 SERVER_PID=""
 STARTED_GW=""
@@ -170,6 +182,9 @@ if [ "$BACKEND" = s3 ]; then
 	if [ -z "${RESOURCED_TEST_S3_ENDPOINT:-}" ]; then
 		eval "$(scripts/versitygw.sh start)"
 		STARTED_GW=1
+		if [ -n "${S3_CPUS:-}" ]; then
+			taskset -a -p -c "$S3_CPUS" "$VERSITYGW_PID" >/dev/null || die "taskset $S3_CPUS on versitygw failed"
+		fi
 	fi
 	S3_PREFIX=bench-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 	STORE_YAML="store:
@@ -226,7 +241,7 @@ ready() {
 
 start_server() {
 	: >"$WORK/server.log"
-	"$SERVER" serve --config "$SERVER_CONFIG" >>"$WORK/server.stdout" 2>"$WORK/server.log" &
+	$PIN "$SERVER" serve --config "$SERVER_CONFIG" >>"$WORK/server.stdout" 2>"$WORK/server.log" &
 	SERVER_PID=$!
 	# Ready when /readyz answers 200 (the log says "listening" only at
 	# LOG_LEVEL info or debug).
@@ -254,6 +269,7 @@ export RESOURCED_TOKEN RESOURCED_TOKEN_B
 	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL"
 	echo "load:     ${DURATION} measured per target after ${WARMUP} warmup; ceiling alternated in ${SLICE} slices"
 	echo "noise:    quiet threshold ${QUIET} cores, ${RETRIES} retries; the load generator shares the cores with the server"
+	echo "pinning:  resourced and the load tool on CPUs ${CPUS:-any}; versitygw on CPUs ${S3_CPUS:-any}"
 	echo "limits:   open files $(ulimit -Sn) soft, $(ulimit -Hn) hard (the server and the tool inherit them)"
 	echo
 } >"$OUT"
@@ -272,7 +288,7 @@ bench() {
 	} >>"$OUT"
 	local rc
 	set +e
-	"${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
+	$PIN "${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
 	rc=${PIPESTATUS[0]}
 	set -e
 	echo >>"$OUT"

@@ -59,29 +59,13 @@ import (
 //     per-tenant limits are charged before this stage (authenticate,
 //     limit.go), for both paths alike.
 
-// callPath is what the fast call path needs, built once in New: the
-// handlers of the server's own tools by name, and the chain of receiving
-// middleware go-sdk runs them in.
+// callPath is what the fast call path needs, built once in New (nil in
+// gateway mode, where the front decides which tools exist): the handlers
+// of the server's own tools by name, the very ones addTools gives go-sdk,
+// and the same receiving middleware (Server.receiving) around callTool.
 type callPath struct {
 	tools map[string]mcp.ToolHandler
 	chain mcp.MethodHandler
-}
-
-// newCallPath builds the fast call path from the tool list addTools
-// registers (toolDefs), with the same handlers (toolHandler). It returns
-// nil in gateway mode, where the front decides which tools exist.
-func (s *Server) newCallPath() *callPath {
-	if s.gw != nil {
-		return nil
-	}
-	c := &callPath{tools: map[string]mcp.ToolHandler{}}
-	for _, t := range s.toolDefs() {
-		c.tools[t.tool.Name] = s.toolHandler(t.scope, t.fn)
-	}
-	// As server.New adds them: recoverMCP outermost, then observe and
-	// intercept, then go-sdk's callTool.
-	c.chain = s.recoverMCP(s.observe(s.intercept(c.callTool)))
-	return c
 }
 
 // drop removes name from the fast path: a tool registered later under the
@@ -254,7 +238,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 	modern := false
 	switch r.Header.Get("MCP-Protocol-Version") {
 	case "2026-07-28":
-		if !s.callMetaOK(r, &req) || !numbersFit(req.Args) {
+		if !s.modernMetaOK(r, "tools/call", req.Name, &req.Meta) || !numbersFit(req.Args) {
 			return false
 		}
 		modern = true
@@ -438,30 +422,4 @@ func numberFits(tok []byte, exp bool) bool {
 		return true
 	}
 	return math.Abs(f) > 1e-300 && math.Abs(f) < 1e300
-}
-
-// callMetaOK is modernMetaOK (readpath.go) for a tools/call: the
-// Mcp-Method and Mcp-Name headers must match the body, and the _meta
-// triple be well formed, or go-sdk decides.
-func (s *Server) callMetaOK(r *http.Request, req *fastCallRequest) bool {
-	m := &req.Meta
-	if string(m.ProtocolVersion) != `"2026-07-28"` || !objectOf(m.ClientCapabilities, '{') {
-		return false
-	}
-	if r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != req.Name {
-		return false
-	}
-	if string(m.ClientCapabilities) != "{}" {
-		var caps mcp.ClientCapabilities
-		if json.Unmarshal(m.ClientCapabilities, &caps) != nil {
-			return false
-		}
-	}
-	if m.ClientInfo != nil && !objectOf(m.ClientInfo, '"') {
-		return false
-	}
-	if m.LogLevel != nil && m.LogLevel[0] != '"' {
-		return false
-	}
-	return true
 }

@@ -80,30 +80,11 @@ func parseFastParams(v []byte, req *fastReadRequest) bool {
 			}
 			haveURI, req.URI = true, string(pv[1:len(pv)-1])
 		case "_meta":
-			if req.HasMeta || len(pv) == 0 || pv[0] != '{' {
+			// go-sdk decodes _meta into a map of any: a number beyond
+			// float64 fails there (numbersFit, callpath.go).
+			if req.HasMeta || !parseFastMeta(pv, req) || !numbersFit(pv) {
 				return jsonwire.ErrSyntax
 			}
-			req.HasMeta = true
-			return jsonwire.Members(pv, func(mn string, mv []byte) error {
-				var slot *[]byte
-				switch mn {
-				case metaProtocolVersion:
-					slot = &req.ProtocolVersion
-				case metaClientInfo:
-					slot = &req.ClientInfo
-				case metaClientCapabilities:
-					slot = &req.ClientCapabilities
-				case metaLogLevel:
-					slot = &req.LogLevel
-				default:
-					return nil
-				}
-				if *slot != nil {
-					return jsonwire.ErrSyntax
-				}
-				*slot = mv
-				return nil
-			})
 		default:
 			return jsonwire.ErrSyntax
 		}
@@ -152,7 +133,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	modern := false
 	switch r.Header.Get("MCP-Protocol-Version") {
 	case "2026-07-28":
-		if !s.modernMetaOK(r, &req) {
+		if !s.modernMetaOK(r, "resources/read", req.URI, &req) {
 			return false
 		}
 		modern = true
@@ -192,11 +173,14 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 // go-sdk where that is simpler: a clientCapabilities member that is not an
 // object, a clientInfo member that is not a string, a logLevel that is not
 // a string all go to go-sdk, which decides.
-func (s *Server) modernMetaOK(r *http.Request, req *fastReadRequest) bool {
+//
+// method and name are what Mcp-Method and Mcp-Name must say: the read's
+// URI, the call's tool name.
+func (s *Server) modernMetaOK(r *http.Request, method, name string, req *fastReadRequest) bool {
 	if string(req.ProtocolVersion) != `"2026-07-28"` || !objectOf(req.ClientCapabilities, '{') {
 		return false
 	}
-	if r.Header.Get("Mcp-Method") != "resources/read" || r.Header.Get("Mcp-Name") != req.URI || req.URI == "" {
+	if r.Header.Get("Mcp-Method") != method || r.Header.Get("Mcp-Name") != name || name == "" {
 		return false
 	}
 	if string(req.ClientCapabilities) != "{}" {

@@ -135,6 +135,10 @@ func TestFastReadEdgeCases(t *testing.T) {
 			"deep _meta, 2026-07-28":    {"2026-07-28", string(read("", "1", modern+`{},"x":`+deep))},
 			"deep _meta, 2025-11-25":    {"2025-11-25", string(read("", "1", `"x":`+deep))},
 			"method escaped":            {"2025-11-25", strings.Replace(string(read("", "1", "")), "resources/read", `resources\/read`, 1)},
+			// go-sdk decodes _meta into a map of any, where 1e400 fails.
+			"_meta 1e400, 2025-11-25":  {"2025-11-25", string(read("", "1", `"x":1e400`))},
+			"_meta 1e400, 2026-07-28":  {"2026-07-28", string(read("", "1", modern+`{},"x":[1,{"y":-1e400}]`))},
+			"_meta 1e-400, 2025-11-25": {"2025-11-25", string(read("", "1", `"x":1e-400`))},
 		} {
 			sameAnswer(t, fmt.Sprintf("%s (viewer hidden %v)", name, hide), fast, sdk, readHeaders(c.version, u), []byte(c.body))
 		}

@@ -275,8 +275,7 @@ func New(opts Options) (*Server, error) {
 		UnsubscribeHandler: s.unsubscribe,
 	})
 	s.addResources()
-	s.addTools()
-	s.calls = s.newCallPath()
+	s.addTools() // and s.calls, the fast call path's tools (callpath.go)
 	if opts.Fixtures {
 		names, err := fixtures.Register(context.Background(), s.mcp, s.svc, s.log)
 		if err != nil {
@@ -289,14 +288,10 @@ func New(opts Options) (*Server, error) {
 		s.runs = hostrun.New(hostrun.Options{BaseURL: s.baseURL, ServerVersion: version, Body: requestBody,
 			Principal: s.principal, Now: s.now, Logger: s.log})
 	}
-	if s.gw != nil {
-		// The front answers what it proxies before intercept checks URIs
-		// as resourced's; observe still records every request.
-		s.mcp.AddReceivingMiddleware(s.observe, s.gw.Middleware, s.intercept)
-	} else {
-		s.mcp.AddReceivingMiddleware(s.observe, s.intercept)
+	s.mcp.AddReceivingMiddleware(s.receiving()...)
+	if s.calls != nil {
+		s.calls.chain = chain(s.calls.callTool, s.receiving())
 	}
-	s.mcp.AddReceivingMiddleware(s.recoverMCP) // added last: outermost
 	// Updates reach only listeners that may still read the resource.
 	s.mcp.AddSendingMiddleware(s.filterUpdates)
 
@@ -399,4 +394,25 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+}
+
+// receiving is the receiving middleware of every MCP request, outermost
+// first: recoverMCP, then observe, then (in gateway mode) the front, which
+// answers what it proxies before intercept checks URIs as resourced's.
+// go-sdk runs it (AddReceivingMiddleware), and so does the fast call path
+// (callpath.go), from this one list.
+func (s *Server) receiving() []mcp.Middleware {
+	if s.gw != nil {
+		return []mcp.Middleware{s.recoverMCP, s.observe, s.gw.Middleware, s.intercept}
+	}
+	return []mcp.Middleware{s.recoverMCP, s.observe, s.intercept}
+}
+
+// chain is h wrapped in mw, outermost first, as go-sdk's
+// AddReceivingMiddleware wraps its handler.
+func chain(h mcp.MethodHandler, mw []mcp.Middleware) mcp.MethodHandler {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
 }

@@ -27,12 +27,21 @@ type toolValue struct {
 }
 
 func (s *Server) addTools() {
+	if s.gw == nil {
+		// The fast call path answers plain calls of these (callpath.go);
+		// in gateway mode the front decides which tools exist.
+		s.calls = &callPath{tools: map[string]mcp.ToolHandler{}}
+	}
 	for _, t := range s.toolDefs() {
 		if s.gw != nil && !slices.Contains(gatewayTools, t.tool.Name) {
 			continue // gateway mode lists only the read tools (gateway.go)
 		}
 		s.toolScopes[t.tool.Name] = t.scope
-		s.mcp.AddTool(t.tool, s.toolHandler(t.scope, t.fn))
+		h := s.toolHandler(t.scope, t.fn)
+		s.mcp.AddTool(t.tool, h)
+		if s.calls != nil {
+			s.calls.tools[t.tool.Name] = h
+		}
 	}
 }
 
