@@ -46,6 +46,8 @@
 #   protocol  the 1 KiB c=16 read again speaking the other protocol version
 #   s3read    (BACKEND=s3) resources/read of 1 KiB and 256 KiB at c=16 against a presigned GET of
 #             the same object straight from the S3 server, alternated (not in the default list)
+#   floor     the raw bbolt floor: fsynced 1 KiB puts from 16 goroutines through the store's
+#             group commit, no MCP (Go benchmarks of store/boltstore; not in the default list)
 #   s3save    (BACKEND=s3) 1 KiB save_report at c=16 against a presigned create-only PUT of a new
 #             1 KiB object straight from the S3 server, alternated (not in the default list)
 #   save      1 KiB save_search_snapshot and save_report at c=16
@@ -503,6 +505,15 @@ for scenario in $SCENARIOS; do
 			} >>"$OUT"
 		done
 		;;
+	floor)
+		# The raw floor of issue 18 item 3: 16 goroutines of fsynced 1 KiB
+		# puts into bbolt through the same group commit, no MCP (and
+		# DB.Batch, and the store's Put, for comparison).
+		log "raw bbolt floor: go test ./store/boltstore -bench 'RawGroupCommit|RawBoltBatch|StorePut\$'"
+		echo "## Raw bbolt floor (go test ./store/boltstore -run '^\$' -bench 'RawGroupCommit|RawBoltBatch|StorePut\$' -benchtime 4s)" >>"$OUT"
+		(cd "$SRC" && go test ./store/boltstore -run '^$' -bench 'RawGroupCommit|RawBoltBatch|StorePut$' -benchtime 4s -count 1) >>"$OUT" 2>&1 || die "floor benchmarks failed"
+		echo >>"$OUT"
+		;;
 	gobench)
 		log "Go benchmarks of the hot paths"
 		echo "## Go benchmarks (go test ./bench -run '^\$' -bench . -benchmem)" >>"$OUT"
@@ -526,7 +537,7 @@ for scenario in $SCENARIOS; do
 		SERVER_CONFIG="$WORK/resourced.yaml"
 		start_server
 		;;
-	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench gateway abuse abuse-<name>)" ;;
+	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench floor gateway abuse abuse-<name>)" ;;
 	esac
 done
 
