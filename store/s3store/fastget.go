@@ -152,7 +152,7 @@ func (g *getter) forget(objKey, u string) {
 
 // get sends the GET of objKey, with If-None-Match: ifNoneMatch when set,
 // and returns a 200 response (the caller closes its body). Any other
-// answer is a *getError (304 included); a transport failure is an error
+// answer is a *s3Error (304 included); a transport failure is an error
 // without the URL. ctx carries the call deadline.
 func (g *getter) get(ctx context.Context, objKey, ifNoneMatch string) (*http.Response, error) {
 	fresh, represigned := false, false
@@ -188,7 +188,7 @@ func (g *getter) get(ctx context.Context, objKey, ifNoneMatch string) (*http.Res
 		if resp.StatusCode == http.StatusOK {
 			return resp, nil
 		}
-		ge := readGetError(resp)
+		ge := readS3Error(resp, "GET")
 		switch {
 		case ge.status == http.StatusForbidden && cached && !represigned:
 			// The URL may have outlived its credentials: sign again, once.
@@ -238,19 +238,21 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.op + " object: " + e.err.Error() }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
-// getError is an S3 answer to a GET other than 200. It is a smithy.APIError
-// and carries the status, so apiError, isMissing, isConflict and
-// isNotModified classify it as they classify the SDK's errors.
-type getError struct {
+// s3Error is an S3 answer to a GET or PUT of ours (fastput.go) other than
+// 200. It is a smithy.APIError and carries the status, so apiError,
+// isMissing, isConflict and isNotModified classify it as they classify
+// the SDK's errors.
+type s3Error struct {
+	op      string // "GET" or "PUT"
 	status  int
 	code    string // S3 error code; "" when the body had none
 	message string
 }
 
-var _ smithy.APIError = (*getError)(nil)
+var _ smithy.APIError = (*s3Error)(nil)
 
-func (e *getError) Error() string {
-	s := "GET object: status " + strconv.Itoa(e.status)
+func (e *s3Error) Error() string {
+	s := e.op + " object: status " + strconv.Itoa(e.status)
 	if e.code != "" {
 		s += ", " + e.code
 	}
@@ -259,9 +261,9 @@ func (e *getError) Error() string {
 	}
 	return s
 }
-func (e *getError) ErrorCode() string    { return e.code }
-func (e *getError) ErrorMessage() string { return e.message }
-func (e *getError) ErrorFault() smithy.ErrorFault {
+func (e *s3Error) ErrorCode() string    { return e.code }
+func (e *s3Error) ErrorMessage() string { return e.message }
+func (e *s3Error) ErrorFault() smithy.ErrorFault {
 	if e.status >= 500 {
 		return smithy.FaultServer
 	}
@@ -269,7 +271,7 @@ func (e *getError) ErrorFault() smithy.ErrorFault {
 }
 
 // transient reports an answer the SDK's standard retryer retries.
-func (e *getError) transient() bool {
+func (e *s3Error) transient() bool {
 	switch e.status {
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
 		http.StatusGatewayTimeout, http.StatusTooManyRequests:
@@ -283,11 +285,11 @@ func (e *getError) transient() bool {
 	return false
 }
 
-// readGetError reads S3's XML error of resp (a few KiB at most) and closes
-// its body. A 304 (no body) is NotModified.
-func readGetError(resp *http.Response) *getError {
+// readS3Error reads S3's XML error of resp to op (a few KiB at most) and
+// closes its body. A 304 (no body) is NotModified.
+func readS3Error(resp *http.Response, op string) *s3Error {
 	defer resp.Body.Close()
-	e := &getError{status: resp.StatusCode}
+	e := &s3Error{op: op, status: resp.StatusCode}
 	if resp.StatusCode == http.StatusNotModified {
 		e.code = "NotModified"
 		return e

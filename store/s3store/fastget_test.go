@@ -85,7 +85,7 @@ func (f *fakeObject) take() (int, []*http.Request) {
 	return n, seen
 }
 
-func s3Error(w http.ResponseWriter, status int, code string) {
+func writeS3Error(w http.ResponseWriter, status int, code string) {
 	w.Header().Set("Content-Type", "application/xml")
 	w.WriteHeader(status)
 	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+code+`</Code><Message>said the fake</Message></Error>`)
@@ -197,7 +197,7 @@ func TestReadGetRetriesTransient(t *testing.T) {
 	s := f.open(t, nil, Options{})
 	f.setScript(func(n int, w http.ResponseWriter, r *http.Request) bool {
 		if n <= 2 {
-			s3Error(w, http.StatusInternalServerError, "InternalError")
+			writeS3Error(w, http.StatusInternalServerError, "InternalError")
 			return true
 		}
 		return false
@@ -208,7 +208,7 @@ func TestReadGetRetriesTransient(t *testing.T) {
 	}
 
 	f.setScript(func(n int, w http.ResponseWriter, r *http.Request) bool {
-		s3Error(w, http.StatusServiceUnavailable, "SlowDown")
+		writeS3Error(w, http.StatusServiceUnavailable, "SlowDown")
 		return true
 	})
 	_, err := s.Get(t.Context(), fakeKey)
@@ -230,7 +230,7 @@ func TestReadGetPresignsAgainOn403(t *testing.T) {
 	f.take()
 	f.setScript(func(n int, w http.ResponseWriter, r *http.Request) bool {
 		if n == 1 {
-			s3Error(w, http.StatusForbidden, "AccessDenied")
+			writeS3Error(w, http.StatusForbidden, "AccessDenied")
 			return true
 		}
 		return false
@@ -240,7 +240,7 @@ func TestReadGetPresignsAgainOn403(t *testing.T) {
 		t.Errorf("%d GETs and %d presigns, want 2 and 2", n, s.d.getter.presigned.Load())
 	}
 	f.setScript(func(n int, w http.ResponseWriter, r *http.Request) bool {
-		s3Error(w, http.StatusForbidden, "AccessDenied")
+		writeS3Error(w, http.StatusForbidden, "AccessDenied")
 		return true
 	})
 	_, err := s.Get(t.Context(), fakeKey)
@@ -261,10 +261,10 @@ func TestReadGetErrors(t *testing.T) {
 		answer   func(w http.ResponseWriter)
 		notFound bool
 	}{
-		{"NoSuchKey", func(w http.ResponseWriter) { s3Error(w, http.StatusNotFound, "NoSuchKey") }, true},
+		{"NoSuchKey", func(w http.ResponseWriter) { writeS3Error(w, http.StatusNotFound, "NoSuchKey") }, true},
 		{"404 without a body", func(w http.ResponseWriter) { w.WriteHeader(http.StatusNotFound) }, true},
-		{"NoSuchBucket", func(w http.ResponseWriter) { s3Error(w, http.StatusNotFound, "NoSuchBucket") }, false},
-		{"400", func(w http.ResponseWriter) { s3Error(w, http.StatusBadRequest, "InvalidRequest") }, false},
+		{"NoSuchBucket", func(w http.ResponseWriter) { writeS3Error(w, http.StatusNotFound, "NoSuchBucket") }, false},
+		{"400", func(w http.ResponseWriter) { writeS3Error(w, http.StatusBadRequest, "InvalidRequest") }, false},
 	} {
 		f.setScript(func(_ int, w http.ResponseWriter, _ *http.Request) bool { c.answer(w); return true })
 		_, err := s.Get(t.Context(), fakeKey)

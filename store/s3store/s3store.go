@@ -380,10 +380,12 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -523,6 +525,7 @@ type Driver struct {
 	spool   string     // PutStream's temporary files; "" is os.TempDir()
 	cache   *readCache // nil: off
 	getter  *getter    // the GETs of reads (fastget.go)
+	putter  *putter    // the PUTs of saves (fastput.go)
 	// noConditionalGet: the server answered a GET's If-None-Match with
 	// 412; the cache is no longer used.
 	noConditionalGet atomic.Bool
@@ -580,6 +583,7 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 		spool:   opts.SpoolDir,
 		cache:   newReadCache(opts.ReadCache),
 		getter:  newGetter(client, opts.Bucket),
+		putter:  newPutter(client, opts.Bucket),
 	}, nil
 }
 
@@ -634,7 +638,7 @@ func conflict(why string) error {
 // apiError returns the HTTP status and S3 error code of err, if any.
 func apiError(err error) (status int, code string) {
 	var re *awshttp.ResponseError
-	var ge *getError
+	var ge *s3Error
 	switch {
 	case errors.As(err, &re):
 		status = re.HTTPStatusCode()
@@ -964,8 +968,16 @@ func newWriteID() string {
 // landed, whatever the last one answered.
 func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body payload, pc putCond) (retried bool, err error) {
 	header := encodeHeader(rec)
+	size := int64(len(header)) + body.n
+	fast := size <= maxFastPut && s.putter.resolve(ctx) // fastput.go
 	h := md5.New()
-	if _, err := io.Copy(h, newRecordReader(header, body)); err != nil {
+	var sha hash.Hash
+	var w io.Writer = h
+	if fast && !s.putter.tls {
+		sha = sha256.New()
+		w = io.MultiWriter(h, sha)
+	}
+	if _, err := io.Copy(w, newRecordReader(header, body)); err != nil {
 		return false, fmt.Errorf("reading the body: %w", err)
 	}
 	sum := h.Sum(nil)
@@ -976,10 +988,28 @@ func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body
 	if !rec.meta.Expires.IsZero() {
 		meta["expires-at"] = rec.meta.Expires.Format("2006-01-02T15:04:05.000Z")
 	}
+	if fast {
+		hdr := fastPutHeader(base64.StdEncoding.EncodeToString(sum), meta, pc)
+		var shaSum []byte
+		if sha != nil {
+			shaSum = sha.Sum(nil)
+		}
+		open := func() io.Reader { return newRecordReader(header, body) }
+		for attempt := 1; ; attempt++ {
+			cctx, cancel := s.call(ctx)
+			r, err := s.putter.put(cctx, objKey, hdr, open, size, shaSum)
+			cancel()
+			retried = retried || r
+			if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
+				return retried, err
+			}
+			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+		}
+	}
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(objKey),
-		ContentLength: aws.Int64(int64(len(header)) + body.n),
+		ContentLength: aws.Int64(size),
 		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 		ContentType:   aws.String(contentType),
 		Metadata:      meta,
