@@ -114,7 +114,7 @@ func openS3(tb testing.TB) store.Backend {
 	}
 	tb.Setenv("AWS_CA_BUNDLE", "")
 	client := s3.New(s3.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true, HTTPClient: s3store.NewHTTPClient(),
 		Credentials: credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), ""),
 	})
 	var b [4]byte

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -143,6 +144,9 @@ func TestConfigS3ClientOffline(t *testing.T) {
 	}
 	if o := c.Options(); o.Region != defaultS3Region || !o.UsePathStyle || o.BaseEndpoint == nil || *o.BaseEndpoint != "http://127.0.0.1:1" {
 		t.Errorf("client options: region %q, path style %v, endpoint %v", o.Region, o.UsePathStyle, o.BaseEndpoint)
+	}
+	if hc, ok := c.Options().HTTPClient.(*awshttp.BuildableClient); !ok || hc.GetTransport().MaxIdleConnsPerHost != s3store.MaxIdleConns {
+		t.Errorf("client HTTPClient %T: want s3store.NewHTTPClient's", c.Options().HTTPClient)
 	}
 	if _, err := newS3Client(t.Context(), s3ClientOptions{Endpoint: "ftp://x"}); err == nil {
 		t.Error("newS3Client accepted an ftp endpoint")

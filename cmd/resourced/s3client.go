@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/resourced/resourced/store/s3store"
 )
 
 // defaultS3Region is the signing region when neither store.s3.region nor
@@ -61,6 +63,7 @@ func newS3Client(ctx context.Context, o s3ClientOptions) (*s3.Client, error) {
 		cfg.Region = defaultS3Region
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
+		so.HTTPClient = s3store.NewHTTPClient()
 		so.UsePathStyle = o.PathStyle
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
