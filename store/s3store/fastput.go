@@ -18,8 +18,9 @@ import (
 	"github.com/aws/smithy-go/encoding/httpbinding"
 )
 
-// The object PUT of a save (putObject, for records up to maxFastPut) does
-// not go through the SDK's PutObject either: with the fast call path in
+// The object PUT of a save (putObject, for records up to maxFastPut) and
+// the PUT of a usage object (putUsage) do not go through the SDK's
+// PutObject either: with the fast call path in
 // front of it, the SDK's middleware stack (endpoint rules evaluated per
 // call, the deep stack each request goroutine grows into) was 30 % of
 // resourced's CPU per 1 KiB save on S3 (bench/README.md). It is a plain
@@ -134,9 +135,10 @@ func plainSigV4(schemes any, region string) (string, bool) {
 
 // put sends the PUT of objKey with header (the request headers beyond
 // the signature's), content from open (a fresh reader per attempt) of
-// length n and SHA-256 sum (nil over TLS: unsigned), and reports whether
-// more than one attempt was sent. ctx carries the call deadline.
-func (p *putter) put(ctx context.Context, objKey string, header http.Header, open func() io.Reader, n int64, sum []byte) (retried bool, err error) {
+// length n and SHA-256 sum (nil over TLS: unsigned), and returns the new
+// object's ETag and whether more than one attempt was sent. ctx carries
+// the call deadline.
+func (p *putter) put(ctx context.Context, objKey string, header http.Header, open func() io.Reader, n int64, sum []byte) (etag string, retried bool, err error) {
 	hash := "UNSIGNED-PAYLOAD"
 	if !p.tls {
 		hash = hex.EncodeToString(sum)
@@ -146,7 +148,7 @@ func (p *putter) put(ctx context.Context, objKey string, header http.Header, ope
 		retried = attempt > 1
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, target, open())
 		if err != nil {
-			return retried, errors.New("building the PUT: the object URL does not parse")
+			return "", retried, errors.New("building the PUT: the object URL does not parse")
 		}
 		req.ContentLength = n
 		for k, v := range header {
@@ -156,10 +158,10 @@ func (p *putter) put(ctx context.Context, objKey string, header http.Header, ope
 		if p.creds != nil {
 			c, err := p.creds.Retrieve(ctx)
 			if err != nil {
-				return retried, scrubPut(err)
+				return "", retried, scrubPut(err)
 			}
 			if err := p.signer.SignHTTP(ctx, c, req, hash, "s3", p.region, time.Now().UTC()); err != nil {
-				return retried, scrubPut(err)
+				return "", retried, scrubPut(err)
 			}
 		}
 		p.sent.Add(1)
@@ -167,20 +169,20 @@ func (p *putter) put(ctx context.Context, objKey string, header http.Header, ope
 		if err != nil {
 			err = scrubPut(err)
 			if ctx.Err() != nil || attempt >= putAttempts || !pause(ctx, attempt) {
-				return retried, err
+				return "", retried, err
 			}
 			continue
 		}
 		if resp.StatusCode == http.StatusOK {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
-			return retried, nil
+			return resp.Header.Get("ETag"), retried, nil
 		}
 		se := readS3Error(resp, "PUT")
 		if se.transient() && attempt < putAttempts && ctx.Err() == nil && pause(ctx, attempt) {
 			continue
 		}
-		return retried, se
+		return "", retried, se
 	}
 }
 
@@ -194,12 +196,12 @@ func scrubPut(err error) error {
 	return err
 }
 
-// fastPutHeader is the header of a record's PUT as the SDK's PutObject
-// serializes the same input.
-func fastPutHeader(md5sum string, meta map[string]string, pc putCond) http.Header {
+// fastPutHeader is the header of a PUT of a body of ctype as the SDK's
+// PutObject serializes the same input.
+func fastPutHeader(md5sum, ctype string, meta map[string]string, pc putCond) http.Header {
 	h := make(http.Header, 4+len(meta))
 	h.Set("Content-Md5", md5sum)
-	h.Set("Content-Type", contentType)
+	h.Set("Content-Type", ctype)
 	for k, v := range meta {
 		h.Set("X-Amz-Meta-"+k, v)
 	}

@@ -989,7 +989,7 @@ func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body
 		meta["expires-at"] = rec.meta.Expires.Format("2006-01-02T15:04:05.000Z")
 	}
 	if fast {
-		hdr := fastPutHeader(base64.StdEncoding.EncodeToString(sum), meta, pc)
+		hdr := fastPutHeader(base64.StdEncoding.EncodeToString(sum), contentType, meta, pc)
 		var shaSum []byte
 		if sha != nil {
 			shaSum = sha.Sum(nil)
@@ -997,7 +997,7 @@ func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body
 		open := func() io.Reader { return newRecordReader(header, body) }
 		for attempt := 1; ; attempt++ {
 			cctx, cancel := s.call(ctx)
-			r, err := s.putter.put(cctx, objKey, hdr, open, size, shaSum)
+			_, r, err := s.putter.put(cctx, objKey, hdr, open, size, shaSum)
 			cancel()
 			retried = retried || r
 			if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
