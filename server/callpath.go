@@ -250,9 +250,11 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 		return false
 	}
 
-	// From here on the tool runs, and this path answers.
+	// From here on the tool runs, and this path answers. As in go-sdk
+	// (jsonrpc2's notDone), the tool runs to its end whatever the client
+	// does: a save is not cut in the middle because its caller went away.
 	st := &callState{}
-	ctx := context.WithValue(r.Context(), callStateKey{}, st)
+	ctx := context.WithValue(context.WithoutCancel(r.Context()), callStateKey{}, st)
 	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args}})
 	if err != nil {
 		writeCallError(w, modern, req.ID, err)
