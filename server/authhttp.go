@@ -149,8 +149,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			if s.refuseMessages(w, r, msgs) {
 				return
 			}
-			if missing := missingScope(s, msgs, p); missing != "" {
-				s.refuseScope(w, r, missing)
+			if missing, m := missingScope(s, msgs, p); missing != "" {
+				s.refuseScope(w, r, missing, m)
 				return
 			}
 			release, ok := s.admit(w, r, p.Tenant, body, msgs) // per-tenant limits (limit.go)
@@ -180,11 +180,15 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request) (auth.Princip
 	return p, true
 }
 
-// refuseScope answers a caller whose token lacks scope: 403 with the
-// RFC 6750 insufficient_scope challenge.
-func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope string) {
+// refuseScope answers a caller whose token lacks scope for m: 403 with
+// the RFC 6750 insufficient_scope challenge. The request log names m's
+// method and tool (an upload, with no message, named itself already).
+func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope string, m message) {
 	s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
 	if e := logEntry(r.Context()); e != nil {
+		if m.method != "" {
+			e.method, e.tool = m.method, m.tool
+		}
 		e.outcome = "auth:insufficient_scope"
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
@@ -249,14 +253,14 @@ func (s *Server) scopeFor(method, tool string) string {
 }
 
 // missingScope returns the first scope that one of msgs needs and p
-// lacks, or "".
-func missingScope(s *Server, msgs []message, p auth.Principal) string {
+// lacks, and that message, or "".
+func missingScope(s *Server, msgs []message, p auth.Principal) (string, message) {
 	for _, m := range msgs {
 		if sc := s.scopeFor(m.method, m.tool); sc != "" && !p.Has(sc) {
-			return sc
+			return sc, m
 		}
 	}
-	return ""
+	return "", message{}
 }
 
 // refuseMessages answers, in JSON-RPC, a request for a method go-sdk does

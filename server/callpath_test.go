@@ -732,3 +732,86 @@ func TestFastCallNumbers(t *testing.T) {
 		}
 	}
 }
+
+// slowPut blocks each Put until its context ends or 400ms pass, noting
+// whether the context was cancelled.
+type slowPut struct {
+	store.Backend
+	cancelled, done atomic.Int64
+}
+
+func (s *slowPut) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
+	select {
+	case <-ctx.Done():
+		s.cancelled.Add(1)
+		return store.Meta{}, false, ctx.Err()
+	case <-time.After(400 * time.Millisecond):
+	}
+	s.done.Add(1)
+	return s.Backend.Put(ctx, obj, cond)
+}
+
+// TestFastCallClientGoneMidSave: a client that goes away mid-save. go-sdk
+// runs the tool on a context detached from the HTTP request (jsonrpc2's
+// notDone), so the save completes; the fast path must too, on both
+// versions (it cancelled the store write before).
+func TestFastCallClientGoneMidSave(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var slows []*slowPut
+	cs := startCallServers(t, func() time.Time { return now }, func(o *Options) {
+		sp := &slowPut{Backend: o.Store}
+		slows = append(slows, sp)
+		o.Store = sp
+	})
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		for i, url := range []string{cs.fast, cs.sdk} {
+			body := callBody("1", "save_report", `{"path":"dc/`+v+`","mimeType":"text/plain","text":"hi"}`, v == "2026-07-28")
+			hdr := callHeaders(v, "save_report")
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", bytes.NewReader(body))
+			req.Header = hdr
+			_, err := http.DefaultClient.Do(req)
+			cancel()
+			if err == nil {
+				t.Fatalf("server %d answered before the timeout", i)
+			}
+			time.Sleep(700 * time.Millisecond)
+			t.Logf("%s server %d (0 fast, 1 sdk): put cancelled=%d completed=%d", v, i, slows[i].cancelled.Load(), slows[i].done.Load())
+		}
+	}
+	if slows[0].cancelled.Load() != 0 || slows[0].done.Load() != 2 || slows[1].done.Load() != 2 {
+		t.Fatalf("fast path and go-sdk differ on a client that goes away mid-save: fast cancelled=%d done=%d, sdk cancelled=%d done=%d",
+			slows[0].cancelled.Load(), slows[0].done.Load(), slows[1].cancelled.Load(), slows[1].done.Load())
+	}
+}
+
+// TestScopeRefusalLogNamesTheCall: a call refused for a missing scope (a
+// read-only token calling save_report) is logged with its method and
+// tool, not with empty ones.
+func TestScopeRefusalLogNamesTheCall(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cs := startCallServers(t, func() time.Time { return now })
+	hdr := callHeaders("2025-11-25", "save_report")
+	hdr.Set("X-Test-ReadOnly", "1")
+	req, _ := http.NewRequest(http.MethodPost, cs.fast+"/mcp", bytes.NewReader(callBody("1", "save_report", `{"path":"x","mimeType":"text/plain","text":"hi"}`, false)))
+	req.Header = hdr
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("status %d, want 403", resp.StatusCode)
+	}
+	var line struct{ Method, Tool, Outcome string }
+	for _, l := range strings.Split(strings.TrimSpace(cs.logs[0].String()), "\n") {
+		if strings.Contains(l, `"outcome":"auth:insufficient_scope"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if line.Method != "tools/call" || line.Tool != "save_report" {
+		t.Errorf("log of the refusal: method %q, tool %q; want tools/call, save_report\n%s", line.Method, line.Tool, cs.logs[0].String())
+	}
+}

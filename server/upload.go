@@ -115,7 +115,7 @@ func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *too
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string) (auth.Principal, bool) {
 	p, ok := s.principal(w, r)
 	if ok && !p.Has(scope) {
-		s.refuseScope(w, r, scope)
+		s.refuseScope(w, r, scope, message{})
 		return p, false
 	}
 	return p, ok
