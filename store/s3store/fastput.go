@@ -173,7 +173,7 @@ func (p *putter) put(ctx context.Context, objKey string, header http.Header, ope
 			}
 			continue
 		}
-		if resp.StatusCode == http.StatusOK {
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 { // as the SDK: any 2xx (201, 204 from some servers and proxies)
 			io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
 			return resp.Header.Get("ETag"), retried, nil

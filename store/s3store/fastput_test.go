@@ -129,3 +129,41 @@ func TestPutPlainRetries(t *testing.T) {
 	mode.Store("")
 	wantUsage(t, s, "t1", store.Usage{Bytes: 24, Objects: 3})
 }
+
+// TestPutAny2xx: a server (or a proxy in front of it) that answers a PUT
+// that stored the object with another 2xx than 200 (201, 204): the save
+// succeeds and counts, as with the SDK's PutObject (it failed and
+// released its reservation before: an under-count).
+func TestPutAny2xx(t *testing.T) {
+	for _, code := range []int{http.StatusNoContent, http.StatusCreated} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			t.Setenv("AWS_CA_BUNDLE", "")
+			opts := serverOptions(t)
+			opts.wrapTransport = func(next http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					resp, err := next.RoundTrip(req)
+					if err == nil && req.Method == http.MethodPut && resp.StatusCode == http.StatusOK {
+						etag := resp.Header.Get("ETag")
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						resp.StatusCode, resp.Status = code, http.StatusText(code)
+						resp.Header = http.Header{"Etag": {etag}}
+						resp.Body = io.NopCloser(bytes.NewReader(nil))
+					}
+					return resp, err
+				})
+			}
+			s, err := openOptions(t, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			k := store.MustKey("t1", "r", "two")
+			if _, _, err := s.Put(t.Context(), usageObj(k, 10), store.CreateOnly()); err != nil {
+				t.Fatalf("Put answered %d = %v, want success", code, err)
+			}
+			s.d.flushUsage(10 * time.Second)
+			wantUsage(t, s, "t1", store.Usage{Bytes: 10, Objects: 1})
+		})
+	}
+}
