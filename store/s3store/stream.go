@@ -96,6 +96,11 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 	want.Key = store.Key{}
 	want.Size, want.SHA256 = sp.Size, sp.SHA256
 	w := &write{s: s, now: now, k: k, objKey: objKey, want: want, id: newWriteID(), body: payload{r: sp.ReaderAt(), n: sp.Size}}
+	end, err := s.beginWrite(ctx, "put") // after the spool: Close waits for the write, not the upload
+	if err != nil {
+		return store.Meta{}, false, err
+	}
+	defer end()
 	return w.run(ctx, cond)
 }
 

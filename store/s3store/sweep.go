@@ -49,9 +49,11 @@ func (s *Driver) parseObjectKey(objKey string) (store.Key, bool) {
 // this package, or damaged) are skipped, not deleted.
 func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time.Time) (int, error) {
 	const op = "delete expired"
-	if err := s.begin(ctx, op); err != nil {
+	end, err := s.beginWrite(ctx, op)
+	if err != nil {
 		return 0, err
 	}
+	defer end()
 	s.sweep.mu.Lock()
 	defer s.sweep.mu.Unlock()
 	after := s.sweep.after

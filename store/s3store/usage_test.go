@@ -356,3 +356,51 @@ func TestCommitAfterSave(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWaitsForWrites: Close while a save's object PUT is in flight
+// waits for the save and then for the commit it queues (before, Close saw
+// no queued commit and returned, and the commit went out after it).
+func TestCloseWaitsForWrites(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "")
+	opts := serverOptions(t)
+	hold := make(chan struct{})
+	var held atomic.Bool
+	opts.wrapTransport = func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPut && strings.Contains(req.URL.Path, "slow") {
+				held.Store(true)
+				<-hold
+			}
+			return next.RoundTrip(req)
+		})
+	}
+	s, err := openOptions(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, _, err := s.Put(ctx, usageObj(store.MustKey("t1", "r", "first"), 5), store.CreateOnly()); err != nil {
+		t.Fatal(err)
+	}
+	s.d.flushUsage(5 * time.Second)
+	saved := make(chan error, 1)
+	go func() {
+		_, _, err := s.Put(ctx, usageObj(store.MustKey("t1", "r", "slow"), 7), store.CreateOnly())
+		saved <- err
+	}()
+	for !held.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	var putsAtClose atomic.Int64
+	go func() { err := s.Close(); putsAtClose.Store(s.d.usage.puts.Load()); closed <- err }()
+	time.Sleep(20 * time.Millisecond)
+	close(hold)
+	cerr := <-closed
+	perr := <-saved
+	time.Sleep(500 * time.Millisecond)
+	t.Logf("Close=%v Put=%v usage PUTs at Close %d, 500ms later %d", cerr, perr, putsAtClose.Load(), s.d.usage.puts.Load())
+	if perr == nil && cerr == nil && s.d.usage.puts.Load() > putsAtClose.Load() {
+		t.Errorf("Close returned before the commit of a save it let finish: the commit went out after Close")
+	}
+}
