@@ -166,6 +166,8 @@ func TestClassify(t *testing.T) {
 		{200, `{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[],"isError":false}}`, true, ""},
 		{200, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Resource not found"}}`, false, "JSON-RPC error"},
 		{200, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`, true, "tool isError"},
+		{200, `{"jsonrpc":"2.0","id":1,"result":{"_meta":{},"content":[],"isError":true,"resultType":"complete"}}` + "\n", true, "tool isError"},
+		{200, `{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}`, true, ""},
 		{200, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"\"isError\":true"}]}}`, true, ""},
 		{401, `Unauthorized`, false, "HTTP 401"},
 		{200, `event: message`, false, "unexpected response"},

@@ -179,13 +179,14 @@ func bodyText(size int) []byte {
 
 // Response classification. A JSON-RPC response of this server starts with
 // {"jsonrpc":"2.0","id":N, followed by "result" or "error", and a tool
-// result ends with "isError":true}} when the tool failed. Only these fixed
+// result ends with "isError":true}} when the tool failed, or on 2026-07-28
+// with "isError":true,"resultType":"complete"}}. Only these fixed
 // positions are inspected, so checking a response costs nothing next to
 // reading it.
 var (
 	resultKey = []byte(`"result":`)
 	errorKey  = []byte(`"error":`)
-	isError   = []byte(`"isError":true`)
+	isError   = [][]byte{[]byte(`"isError":true}}`), []byte(`"isError":true,"resultType":"complete"}}`)}
 )
 
 // classify returns "" for a successful response body, or why it is not.
@@ -200,8 +201,13 @@ func classify(status int, body []byte, tool bool) string {
 		}
 		return "unexpected response: " + snippet(body)
 	}
-	if tool && bytes.Contains(body[max(0, len(body)-32):], isError) {
-		return "tool isError: " + snippet(body)
+	if tool {
+		tail := bytes.TrimRight(body, " \t\r\n")
+		for _, suffix := range isError {
+			if bytes.HasSuffix(tail, suffix) {
+				return "tool isError: " + snippet(body)
+			}
+		}
 	}
 	return ""
 }
