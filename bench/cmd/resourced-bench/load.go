@@ -61,7 +61,12 @@ type op interface {
 // worker is one simulated client: one goroutine, one connection at a time
 // from its target's pool, and buffers reused for every request.
 type worker struct {
-	id   int
+	id int
+	// run names the measurement this worker belongs to (one per
+	// newWorkers): the paths it creates are unique across the attempts of
+	// a run (a measurement repeated on a noisy machine starts new workers
+	// with seq at 0) and across runs against one store.
+	run  string
 	seq  int64
 	idx  int64 // the index -prepare is saving
 	rng  *rand.Rand
@@ -71,8 +76,9 @@ type worker struct {
 
 func newWorkers(n int) []*worker {
 	ws := make([]*worker, n)
+	run := randomHex(4)
 	for i := range ws {
-		ws[i] = &worker{id: i, rng: rand.New(rand.NewPCG(rand.Uint64(), uint64(i)))}
+		ws[i] = &worker{id: i, run: run, rng: rand.New(rand.NewPCG(rand.Uint64(), uint64(i)))}
 	}
 	return ws
 }

@@ -199,3 +199,31 @@ func slicesContain(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestSavePathsUniqueAcrossAttempts: a measurement repeated on a noisy
+// machine starts new workers (seq from 0); their save_report paths must
+// not be those of the first attempt, or the repeat measures conflicts.
+func TestSavePathsUniqueAcrossAttempts(t *testing.T) {
+	m, err := newMCPRequest("2026-07-28", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := newSaveReportOp(m, "bench/save", "text/plain", []byte("x"), false)
+	seen := map[string]bool{}
+	for range 2 {
+		w := newWorkers(1)[0]
+		body, _, _ := op.next(w, nil)
+		var req struct {
+			Params struct {
+				Arguments struct{ Path string }
+			}
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		if seen[req.Params.Arguments.Path] {
+			t.Fatalf("path %q again in a second attempt", req.Params.Arguments.Path)
+		}
+		seen[req.Params.Arguments.Path] = true
+	}
+}

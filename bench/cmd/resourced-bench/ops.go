@@ -35,7 +35,7 @@ func (o *readOp) next(w *worker, b []byte) ([]byte, string, string) {
 func (o *readOp) tool() bool { return false }
 
 // saveReportOp creates a new report at a path unique to the run, worker
-// and request: prefix/<worker>-<seq>. With indexed, the path is
+// and request: prefix/<run>-<worker>-<seq>. With indexed, the path is
 // prefix/<w.idx> and the save replaces (overwrite), as -prepare does.
 type saveReportOp struct {
 	m       *mcpRequest
@@ -59,6 +59,8 @@ func (o *saveReportOp) next(w *worker, b []byte) ([]byte, string, string) {
 	if o.indexed {
 		args = strconv.AppendInt(args, w.idx, 10)
 	} else {
+		args = append(args, w.run...)
+		args = append(args, '-')
 		args = strconv.AppendInt(args, int64(w.id), 10)
 		args = append(args, '-')
 		args = strconv.AppendInt(args, w.seq+1, 10)

@@ -74,10 +74,9 @@ func (d *s3Direct) putter() (func(w *worker) (string, error), error) {
 	if base != "" {
 		base += "/"
 	}
-	run := randomHex(4)
 	return func(w *worker) (string, error) {
 		w.seq++
-		key := base + "bench-direct/" + run + "/" + strconv.Itoa(w.id) + "-" + strconv.FormatInt(w.seq, 10)
+		key := base + "bench-direct/" + w.run + "/" + strconv.Itoa(w.id) + "-" + strconv.FormatInt(w.seq, 10)
 		req, err := ps.PresignPutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(d.bucket), Key: aws.String(key), IfNoneMatch: aws.String("*")},
 			s3.WithPresignExpires(time.Hour))
 		if err != nil {
