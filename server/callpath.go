@@ -122,22 +122,8 @@ type fastCallRequest struct {
 // holding nothing but name (a string without escapes), arguments (an
 // object) and _meta (an object); anything else reports false.
 func parseFastCall(body []byte) (req fastCallRequest, ok bool) {
-	var rpcOK, paramsOK bool
-	err := jsonwire.Members(body, func(name string, v []byte) error {
-		switch name {
-		case "jsonrpc":
-			rpcOK = string(v) == `"2.0"`
-		case "id":
-			req.ID = v
-		case "method":
-		case "params":
-			paramsOK = parseFastCallParams(v, &req)
-		default:
-			return jsonwire.ErrSyntax
-		}
-		return nil
-	})
-	return req, err == nil && rpcOK && paramsOK
+	req.ID, ok = parseFastEnvelope(body, func(v []byte) bool { return parseFastCallParams(v, &req) })
+	return req, ok
 }
 
 func parseFastCallParams(v []byte, req *fastCallRequest) bool {
@@ -326,43 +312,15 @@ func (s *Server) appendCallResponse(dst []byte, id []byte, res *mcp.CallToolResu
 	return append(dst, "}}"...), nil
 }
 
-// writeCallError writes err as go-sdk's jsonrpc2 layer answers a handler's
-// error (processResult, toWireError): a *jsonrpc.Error as it is, -32601
-// renamed after the method, any other error with code 0 and its text; HTTP
-// 400 or 404 for the codes SEP-2575 names on 2026-07-28, else 200
-// (extractErrorStatus). (MCPGODEBUG=nomethodnotfoundcodeinerror=1, which
-// turns the renaming off, is not followed: no tool here answers -32601.)
+// writeCallError writes err as go-sdk answers a tool handler's error:
+// writeErrorResponse, with -32601 renamed after the method (toWireError).
+// (MCPGODEBUG=nomethodnotfoundcodeinerror=1, which turns the renaming off,
+// is not followed: no tool here answers -32601.)
 func writeCallError(w http.ResponseWriter, modern bool, rawID []byte, err error) {
-	var jerr *jsonrpc.Error
-	isRPC := errors.As(err, &jerr)
-	if isRPC && jerr.Code == jsonrpc.CodeMethodNotFound {
+	if jerr := (*jsonrpc.Error)(nil); errors.As(err, &jerr) && jerr.Code == jsonrpc.CodeMethodNotFound {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: `method not found: "tools/call"`}
 	}
-	var idv any
-	var id jsonrpc.ID
-	if json.Unmarshal(rawID, &idv) == nil {
-		id, _ = jsonrpc.MakeID(idv)
-	}
-	b, merr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: err})
-	if merr != nil {
-		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
-		return
-	}
-	status := http.StatusOK
-	if modern && isRPC {
-		switch jerr.Code {
-		case jsonrpc.CodeMethodNotFound:
-			status = http.StatusNotFound
-		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
-			status = http.StatusBadRequest
-		}
-	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	w.Write(b)
+	writeErrorResponse(w, modern, rawID, err)
 }
 
 // serverInfo is the serverInfo value of s.serverInfoMeta, as raw JSON.

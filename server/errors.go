@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/service"
 )
@@ -106,23 +107,33 @@ func (s *Server) writeRPCError(w http.ResponseWriter, modern bool, rawID []byte,
 	if !errors.As(err, &jerr) {
 		jerr = rpcError(jsonrpc.CodeInternalError, "Internal error", nil)
 	}
+	writeErrorResponse(w, modern, rawID, jerr)
+}
+
+// writeErrorResponse writes err as go-sdk's jsonrpc2 layer writes a
+// handler's error in stateless JSON mode: a *jsonrpc.Error as it is, any
+// other error with code 0 and its text, the raw JSON id written back as
+// go-sdk does; HTTP 200, except on 2026-07-28 (SEP-2575,
+// extractErrorStatus) 404 for -32601 and 400 for -32602 and the protocol
+// version and capability errors.
+func writeErrorResponse(w http.ResponseWriter, modern bool, rawID []byte, err error) {
 	var idv any
 	var id jsonrpc.ID
 	if json.Unmarshal(rawID, &idv) == nil {
 		id, _ = jsonrpc.MakeID(idv)
 	}
-	b, merr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: jerr})
+	b, merr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: err})
 	if merr != nil {
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
 		return
 	}
 	status := http.StatusOK
-	if modern {
+	if jerr := (*jsonrpc.Error)(nil); modern && errors.As(err, &jerr) {
 		switch jerr.Code {
-		case jsonrpc.CodeInvalidParams:
-			status = http.StatusBadRequest
 		case jsonrpc.CodeMethodNotFound:
 			status = http.StatusNotFound
+		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+			status = http.StatusBadRequest
 		}
 	}
 	h := w.Header()

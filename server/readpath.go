@@ -49,22 +49,31 @@ type fastReadRequest struct {
 // member of params or _meta twice. Anything else reports false and goes to
 // go-sdk, which is never wrong.
 func parseFastRead(body []byte) (req fastReadRequest, ok bool) {
+	req.ID, ok = parseFastEnvelope(body, func(v []byte) bool { return parseFastParams(v, &req) })
+	return req, ok
+}
+
+// parseFastEnvelope walks the top level of body, a single request whose
+// envelope was checked, as the fast paths take it: jsonrpc exactly "2.0",
+// the id (returned raw), the method (checked by the envelope), and params,
+// which params must accept; any other member reports false.
+func parseFastEnvelope(body []byte, params func(v []byte) bool) (id json.RawMessage, ok bool) {
 	var rpcOK, paramsOK bool
 	err := jsonwire.Members(body, func(name string, v []byte) error {
 		switch name {
 		case "jsonrpc":
 			rpcOK = string(v) == `"2.0"`
 		case "id":
-			req.ID = v
+			id = v
 		case "method":
 		case "params":
-			paramsOK = parseFastParams(v, &req)
+			paramsOK = params(v)
 		default:
 			return jsonwire.ErrSyntax
 		}
 		return nil
 	})
-	return req, err == nil && rpcOK && paramsOK
+	return id, err == nil && rpcOK && paramsOK
 }
 
 func parseFastParams(v []byte, req *fastReadRequest) bool {
