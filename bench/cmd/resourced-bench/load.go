@@ -136,21 +136,7 @@ func (w *worker) get(t *target) exchange {
 	if err != nil {
 		return exchange{err: err.Error()}
 	}
-	start := time.Now()
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return exchange{latency: time.Since(start), err: "transport: " + err.Error()}
-	}
-	w.resp, err = readAll(resp.Body, resp.ContentLength, w.resp[:0])
-	resp.Body.Close()
-	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, ctype: resp.Header.Get("Content-Type"), status: resp.StatusCode}
-	switch {
-	case err != nil:
-		x.err = "reading response: " + err.Error()
-	case resp.StatusCode != http.StatusOK:
-		x.err = "HTTP " + strconv.Itoa(resp.StatusCode) + ": " + snippet(w.resp)
-	}
-	return x
+	return w.plain(t, req)
 }
 
 // putObject is do for a PUT target.
@@ -165,6 +151,12 @@ func (w *worker) putObject(t *target) exchange {
 	}
 	req.Header.Set("If-None-Match", "*")
 	req.ContentLength = int64(len(t.putBody))
+	return w.plain(t, req)
+}
+
+// plain sends req, a request straight to the S3 server or the ceiling,
+// and reads its whole answer: anything but 200 is an error.
+func (w *worker) plain(t *target, req *http.Request) exchange {
 	start := time.Now()
 	resp, err := t.client.Do(req)
 	if err != nil {
@@ -172,7 +164,7 @@ func (w *worker) putObject(t *target) exchange {
 	}
 	w.resp, err = readAll(resp.Body, resp.ContentLength, w.resp[:0])
 	resp.Body.Close()
-	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, status: resp.StatusCode}
+	x := exchange{latency: time.Since(start), bytes: int64(len(w.resp)), body: w.resp, ctype: resp.Header.Get("Content-Type"), status: resp.StatusCode}
 	switch {
 	case err != nil:
 		x.err = "reading response: " + err.Error()
