@@ -1003,6 +1003,9 @@ func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body
 	if !rec.meta.Expires.IsZero() {
 		meta["expires-at"] = rec.meta.Expires.Format("2006-01-02T15:04:05.000Z")
 	}
+	// send sends one PUT (with its own retries of transient answers) and
+	// reports whether more than one attempt went out.
+	var send func(cctx context.Context) (bool, error)
 	if fast {
 		hdr := fastPutHeader(base64.StdEncoding.EncodeToString(sum), contentType, meta, pc)
 		var shaSum []byte
@@ -1010,38 +1013,37 @@ func (s *Driver) putObject(ctx context.Context, objKey string, rec *record, body
 			shaSum = sha.Sum(nil)
 		}
 		open := func() io.Reader { return newRecordReader(header, body) }
-		for attempt := 1; ; attempt++ {
-			cctx, cancel := s.call(ctx)
+		send = func(cctx context.Context) (bool, error) {
 			_, r, err := s.putter.put(cctx, objKey, hdr, open, size, shaSum)
-			cancel()
-			retried = retried || r
-			if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
-				return retried, err
-			}
-			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+			return r, err
+		}
+	} else {
+		in := &s3.PutObjectInput{
+			Bucket:        aws.String(s.bucket),
+			Key:           aws.String(objKey),
+			ContentLength: aws.Int64(size),
+			ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+			ContentType:   aws.String(contentType),
+			Metadata:      meta,
+		}
+		if pc.ifNoneMatch {
+			in.IfNoneMatch = aws.String("*")
+		}
+		if pc.ifMatch != "" {
+			in.IfMatch = aws.String(pc.ifMatch)
+		}
+		send = func(cctx context.Context) (bool, error) {
+			in.Body = newRecordReader(header, body)
+			var sent atomic.Int32
+			_, err := s.client.PutObject(cctx, in, callOptions, countAttempts(&sent))
+			return sent.Load() > 1, err
 		}
 	}
-	in := &s3.PutObjectInput{
-		Bucket:        aws.String(s.bucket),
-		Key:           aws.String(objKey),
-		ContentLength: aws.Int64(size),
-		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
-		ContentType:   aws.String(contentType),
-		Metadata:      meta,
-	}
-	if pc.ifNoneMatch {
-		in.IfNoneMatch = aws.String("*")
-	}
-	if pc.ifMatch != "" {
-		in.IfMatch = aws.String(pc.ifMatch)
-	}
 	for attempt := 1; ; attempt++ {
-		in.Body = newRecordReader(header, body)
 		cctx, cancel := s.call(ctx)
-		var sent atomic.Int32
-		_, err := s.client.PutObject(cctx, in, callOptions, countAttempts(&sent))
+		r, err := send(cctx)
 		cancel()
-		retried = retried || sent.Load() > 1
+		retried = retried || r
 		if err == nil || attempt == 4 || !isTransientLayout(err) || ctx.Err() != nil {
 			return retried, err
 		}
