@@ -1405,7 +1405,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 		}
 		return nil
 	}
-	for range maxAttempts {
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		h, err := s.readHead(ctx, objKey)
 		if err != nil {
 			return s.fail(ctx, "delete", k, err)
@@ -1448,7 +1448,13 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 		case err == nil:
 			return deleted(h)
 		case isConflict(err), isTransientLayout(err):
-			continue // replaced or deleted meanwhile: decide again
+			// Replaced or deleted meanwhile: decide again, after a random
+			// pause, so that a delete among writers of the same key does
+			// not lose every race to them.
+			if attempt < maxAttempts && !pause(ctx, attempt) {
+				return s.fail(ctx, "delete", k, ctx.Err())
+			}
+			continue
 		default:
 			return s.fail(ctx, "delete", k, err)
 		}
