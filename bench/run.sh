@@ -171,9 +171,15 @@ TOOL="$WORK/resourced-bench"
 
 # port_free PORT succeeds when nothing accepts connections on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# random_port prints a port below the kernel's ephemeral range, so that an
+# outgoing connection (the load tool's, versitygw's) cannot take it between
+# the check and resourced's bind.
+EPHEMERAL_LOW=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$EPHEMERAL_LOW" -gt 11000 ] 2>/dev/null || EPHEMERAL_LOW=32768
+random_port() { echo $((10000 + RANDOM % (EPHEMERAL_LOW - 10000))); }
 PORT=""
 for _ in $(seq 1 50); do
-	p=$((20000 + RANDOM % 40000))
+	p=$(random_port)
 	if port_free "$p"; then PORT=$p; break; fi
 done
 [ -n "$PORT" ] || die "no free port found"
@@ -352,7 +358,7 @@ gateway_bench() {
 	fi
 	local evport="" gwport="" p
 	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 40000))
+		p=$(random_port)
 		port_free "$p" && [ "$p" != "$PORT" ] || continue
 		if [ -z "$evport" ]; then
 			evport=$p
