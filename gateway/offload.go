@@ -232,7 +232,7 @@ func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what strin
 		b := base64.StdEncoding.EncodeToString(body)
 		a.BlobBase64 = &b
 	}
-	r, fail := o.f.svc.SaveReport(o.ctx, o.p, a)
+	r, fail := o.f.svc.SaveReport(o.ctx, o.p.Tenant, a)
 	if fail != nil {
 		return nil, o.failure(fail, int64(len(body)))
 	}
@@ -277,7 +277,7 @@ func (o *offloadRun) failure(fail *service.Failure, size int64) *service.Failure
 func (o *offloadRun) rollback() {
 	ctx := context.WithoutCancel(o.ctx)
 	for _, s := range o.saved {
-		if _, fail := o.f.svc.Delete(ctx, o.p, &toolapi.DeleteArgs{URI: s.uri}); fail != nil {
+		if _, fail := o.f.svc.Delete(ctx, o.p.Tenant, &toolapi.DeleteArgs{URI: s.uri}); fail != nil {
 			o.f.log.WarnContext(ctx, "removing an offloaded part after a failed save", "uri", s.uri, "errorKind", fail.ErrorKind)
 		}
 	}

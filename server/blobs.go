@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -161,23 +160,6 @@ func (s *Server) signedLink(m *store.Meta, reader string, ttl time.Duration) too
 // bodyReader is a body as the blob endpoint and read_resource read it.
 type bodyReader = io.ReadSeekCloser
 
-type memBody struct{ *bytes.Reader }
-
-func (memBody) Close() error { return nil }
-
-// openBody opens the body at k through the backend's streaming path, or
-// reads it whole from a backend without one.
-func (s *Server) openBody(ctx context.Context, k store.Key) (store.Meta, bodyReader, error) {
-	if st, ok := s.store.(store.Streamer); ok {
-		return st.Open(ctx, k)
-	}
-	obj, err := s.store.Get(ctx, k)
-	if err != nil {
-		return store.Meta{}, nil, err
-	}
-	return obj.Meta, memBody{bytes.NewReader(obj.Body)}, nil
-}
-
 const (
 	linkRefused = "Forbidden: this download link is invalid or has expired; ask for a new one\n"
 	// blobMissing is the one 404 of a valid link: the resource is gone, or
@@ -217,19 +199,29 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusMethodNotAllowed, "Method not allowed: download links answer GET and HEAD\n")
 		return
 	}
-	k, access, digest, ok := s.checkLink(r)
+	raw, access, digest, ok := s.checkLink(r)
 	if !ok {
 		s.setOutcome(r, "link_refused")
 		plainError(w, http.StatusForbidden, linkRefused)
 		return
 	}
-	m, body, err := s.openBody(r.Context(), k)
-	changed := err == nil && m.SHA256 != digest
-	if err == nil && (changed || access == accessPublic && m.Visibility != store.Public) {
-		body.Close()
-		err = store.ErrNotFound
+	// An owner link reads as its tenant; a public link as nobody's
+	// tenant, which may read public resources only.
+	reader := ""
+	if access == accessOwner {
+		reader, _, _ = strings.Cut(raw[strings.Index(raw, "://")+3:], "/")
 	}
-	if isNotFound(err) {
+	m, body, f := s.svc.Open(r.Context(), reader, raw)
+	changed := f == nil && m.SHA256 != digest
+	if changed {
+		body.Close()
+	}
+	switch {
+	case f != nil && f.ErrorKind == kindValidation:
+		s.setOutcome(r, "link_refused")
+		plainError(w, http.StatusForbidden, linkRefused)
+		return
+	case changed || f != nil && f.ErrorKind == kindNotFound:
 		outcome := "not_found"
 		if changed {
 			outcome = "link_stale" // in the log and metrics only; the body is the one 404
@@ -237,14 +229,13 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 		s.setOutcome(r, outcome)
 		plainError(w, http.StatusNotFound, blobMissing)
 		return
-	}
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "blob open", "err", err)
+	case f != nil:
 		s.setOutcome(r, "unavailable")
 		h.Set("Retry-After", "5")
 		plainError(w, http.StatusServiceUnavailable, "Service Unavailable: the storage backend failed; retry later\n")
 		return
 	}
+	k := m.Key
 	defer body.Close()
 	s.setOutcome(r, "ok")
 	if e := logEntry(r.Context()); e != nil {
@@ -322,29 +313,29 @@ func (s *Server) blobMaxAge(m *store.Meta, r *http.Request) int64 {
 	return max(0, min(ms/1000, left))
 }
 
-// checkLink verifies the link of r and returns the key it grants, its
+// checkLink verifies the link of r and returns the URI it grants, its
 // access and the sha256 of the body it was minted for. Every failure is
 // the same false.
-func (s *Server) checkLink(r *http.Request) (k store.Key, access, digest string, ok bool) {
+func (s *Server) checkLink(r *http.Request) (raw, access, digest string, ok bool) {
 	if s.links == nil {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), blobPrefix)
 	if !ok || strings.ContainsRune(rest, '%') || len(rest) > uri.MaxLen {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	scheme, rest, ok1 := strings.Cut(rest, "/")
 	tenant, path, ok2 := strings.Cut(rest, "/")
 	if !ok1 || !ok2 || strings.ContainsRune(rest, '|') {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	q, err := parseQueryStrict(r.URL.RawQuery, "exp", "sha256", "sig", "access")
 	if err != nil {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	exp, err := strconv.ParseInt(q["exp"], 10, 64)
 	if err != nil {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	access = accessOwner
 	switch q["access"] {
@@ -352,31 +343,24 @@ func (s *Server) checkLink(r *http.Request) (k store.Key, access, digest string,
 	case accessPublic:
 		access = accessPublic
 	default:
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	digest = q["sha256"]
 	if !isDigest(digest) {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(q["sig"])
 	if err != nil {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
 	good := hmac.Equal(sig, s.links.mac(scheme, tenant, path, exp, access, digest))
 	now := s.now().Unix()
 	if !good || exp <= now || exp-now > int64(s.links.maxTTL/time.Second)+1 {
-		return store.Key{}, "", "", false
+		return "", "", "", false
 	}
-	// A valid signature names what we signed; check it all the same.
-	u, err := uri.New(scheme, tenant, path)
-	if err != nil || s.schemes[u.Scheme] == nil {
-		return store.Key{}, "", "", false
-	}
-	k, err = store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return store.Key{}, "", "", false
-	}
-	return k, access, digest, true
+	// A valid signature names what we signed; the service resolves it
+	// like any URI (a scheme no longer configured is not found).
+	return scheme + "://" + tenant + "/" + path, access, digest, true
 }
 
 // isDigest reports whether d is a sha256 as the store writes it: 64

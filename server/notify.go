@@ -12,7 +12,6 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/uri"
 )
 
 // Change notifications.
@@ -65,7 +64,7 @@ func stateOf(m *store.Meta) resState {
 // rule of readableBy (own tenant, or public), from metadata only. Its own
 // tenant hears of a resource's removal; nobody else does.
 func mayRead(p auth.Principal, k store.Key, st resState) bool {
-	return k.Tenant() == p.Tenant || st.present && service.Readable(p, k.Tenant(), st.vis)
+	return k.Tenant() == p.Tenant || st.present && service.Readable(p.Tenant, &store.Meta{Key: k, Visibility: st.vis})
 }
 
 // dedupeListen removes repeated URIs from a subscriptions/listen before
@@ -309,29 +308,14 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 }
 
 // resolveListened finds the resource a listen names, from its metadata
-// only. Unknown, expired and another tenant's private resources are the
-// same notFound as for a read.
+// only (the service's Stat): every way of not being allowed to read it is
+// the same notFound as for a read.
 func (s *Server) resolveListened(ctx context.Context, p auth.Principal, raw string) (store.Key, resState, error) {
-	u, err := uri.Parse(raw)
-	if err != nil {
-		return store.Key{}, resState{}, notFound(raw)
+	m, f := s.svc.Stat(ctx, p.Tenant, raw)
+	if f != nil {
+		return store.Key{}, resState{}, readError(raw, f)
 	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return store.Key{}, resState{}, notFound(raw)
-	}
-	m, err := s.store.Stat(ctx, k)
-	if isNotFound(err) {
-		return store.Key{}, resState{}, notFound(raw)
-	}
-	if err != nil {
-		return store.Key{}, resState{}, s.internal(ctx, "subscriptions/listen", err)
-	}
-	st := stateOf(&m)
-	if !mayRead(p, k, st) {
-		return store.Key{}, resState{}, notFound(raw)
-	}
-	return k, st, nil
+	return m.Key, stateOf(&m), nil
 }
 
 func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {

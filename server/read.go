@@ -7,18 +7,17 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/uri"
 )
 
 // The read path: one resolution and one renderer for resources/read.
@@ -52,10 +51,6 @@ import (
 // readChunk is the most one read holds of a body or its encoded form:
 // 1 000 clients that never read hold 128 MiB at most.
 const readChunk = 128 << 10
-
-// errUnreadable is resolve's internal answer for every object the caller
-// may not read; it becomes the one not-found error.
-var errUnreadable = errors.New("unreadable")
 
 // errChanged ends a chunked read whose object changed between chunks.
 var errChanged = errors.New("object changed during the read")
@@ -92,144 +87,119 @@ func (v *readView) release() {
 	v.whole = nil
 }
 
-// readableBy reports whether p may read the object m describes: its own,
-// or another tenant's public one. The rule is service.Readable.
-func readableBy(p auth.Principal, m *store.Meta) bool {
-	return service.Readable(p, m.Key.Tenant(), m.Visibility)
-}
-
-// checkReadURI accepts only canonical URIs of configured schemes. A URI of
-// another scheme is not found; a malformed one of ours says why. This runs
-// before any tenant check or storage access.
+// checkReadURI is the service's Resolve as a JSON-RPC error: it runs
+// before go-sdk dispatches a read or a listen, so that a malformed URI is
+// answered in our words.
 func (s *Server) checkReadURI(raw string) error {
-	_, err := s.readKey(raw)
-	return err
+	if _, f := s.svc.Resolve(raw); f != nil {
+		return readError(raw, f)
+	}
+	return nil
 }
 
-// readKey is checkReadURI returning the key of the URI.
-func (s *Server) readKey(raw string) (store.Key, error) {
-	scheme, ok := uri.SplitScheme(raw)
-	if !ok {
-		// "report:acme/x", "report:/acme/x": one of our schemes without
-		// "://" is a malformed URI of ours, and says so.
-		if i := strings.IndexByte(raw, ':'); i > 0 && s.schemes[strings.ToLower(raw[:i])] != nil {
-			scheme, ok = strings.ToLower(raw[:i]), true
+// readError is the JSON-RPC error of a read the service refused: every
+// URI the caller cannot read is one notFound, a malformed URI of ours says
+// why, a backend failure (logged by the service) is an internal error.
+func readError(raw string, f *service.Failure) error {
+	switch f.ErrorKind {
+	case kindNotFound:
+		return notFound(raw)
+	case kindValidation:
+		reason := f.Message
+		if len(f.FieldErrors) > 0 {
+			reason = f.FieldErrors[0].Message
 		}
+		return invalidURI(raw, reason)
 	}
-	if !ok || s.schemes[scheme] == nil {
-		return store.Key{}, notFound(raw)
+	if errors.Is(f, context.Canceled) || errors.Is(f, context.DeadlineExceeded) {
+		return rpcError(jsonrpc.CodeInternalError, "Request canceled or timed out", nil)
 	}
-	u, err := uri.Parse(raw)
-	if err != nil {
-		var ue *uri.Error
-		if errors.As(err, &ue) {
-			return store.Key{}, invalidURI(raw, ue.Reason)
-		}
-		return store.Key{}, invalidURI(raw, "malformed URI")
-	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return store.Key{}, notFound(raw)
-	}
-	return k, nil
+	return rpcError(jsonrpc.CodeInternalError, "Internal error: the storage backend failed; retry later", nil)
 }
 
-// resolveRead decides whether p may read raw and opens it. Every way of not
-// being allowed to read it gives the same notFound error; a malformed URI
-// of a configured scheme invalidURI; a backend failure an internal error.
-// Exactly one backend access answers a miss. wantBody asks for the whole
-// body as a copy (go-sdk's path); otherwise the view is for renderRead.
-// The caller releases the view.
+// resolveRead opens raw for p through the service's View, which decides
+// readability from the metadata alone with one backend access; what is
+// left here is the rendering choice. wantBody asks for the whole body as
+// a copy (go-sdk's path); otherwise the view is for renderRead. The
+// caller releases the view.
 func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, wantBody bool) (*readView, error) {
-	k, err := s.readKey(raw)
-	if err != nil {
-		return nil, err
-	}
 	v := &readView{}
-	if ev, ok := s.store.(store.EncodedViewer); ok {
-		err = ev.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
-			if !readableBy(p, m) {
-				return errUnreadable
-			}
-			v.meta = *m
-			if wantBody {
-				v.body = append([]byte(nil), body...)
-				return nil
-			}
-			var member []byte
-			switch n := jsonwire.FormLen(encoded); {
-			case n == 0 || s.knownDamaged(m):
-			case n <= readChunk:
-				// Small: verified whole, then copied.
-				var ferr error
-				if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
-					s.formDamaged(m)
-				} else {
-					v.whole = chunkPool.Get().(*[]byte)
-					*v.whole = append((*v.whole)[:0], member...)
-					return nil
-				}
-			default:
-				// Large: verified here, before a byte is sent (a damaged
-				// form is then never served, not even in part), and
-				// copied chunk by chunk by copyForm.
-				var ferr error
-				if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
-					s.formDamaged(m)
-				}
-			}
-			if member == nil && len(body) <= readChunk/8 {
-				// Small enough that the member, however escaped (up to six
-				// bytes a byte), stays near one chunk.
-				v.whole = chunkPool.Get().(*[]byte)
-				*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
-				return nil
-			}
-			v.viewer = ev
-			if member != nil {
-				v.form, v.formLen = true, len(member)
+	ev, chunked := s.store.(store.EncodedViewer)
+	f := s.svc.View(ctx, p.Tenant, raw, func(m *store.Meta, encoded, body []byte) error {
+		v.meta = *m
+		if wantBody {
+			v.body = append([]byte{}, body...)
+			return nil
+		}
+		if !chunked {
+			s.memberView(v, m, body)
+			return nil
+		}
+		var member []byte
+		switch n := jsonwire.FormLen(encoded); {
+		case n == 0 || s.knownDamaged(m):
+		case n <= readChunk:
+			// Small: verified whole, then copied.
+			var ferr error
+			if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
+				s.formDamaged(m)
 			} else {
-				v.text = textual(m.MIMEType, body)
-			}
-			return nil
-		})
-	} else {
-		// Backends that keep no encoded form (s3store): one ReadIf, which
-		// decides on the metadata before the body is fetched, so that an
-		// object the caller may not read is never downloaded. The member
-		// is encoded once per body (s.members), not once per read.
-		err = s.store.ReadIf(ctx, k, func(m *store.Meta) bool { return readableBy(p, m) }, func(m *store.Meta, body []byte) error {
-			v.meta = *m
-			switch {
-			case wantBody:
-				v.body = append([]byte{}, body...)
-			case len(body) <= readChunk/8:
 				v.whole = chunkPool.Get().(*[]byte)
-				*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
-			case s.members.fits(m.Size * 2):
-				// The member follows from the body and whether its type is
-				// textual (then the body's UTF-8 validity, a function of the
-				// body, decides), so that pair keys it and a hit needs no
-				// pass over the body.
-				tt := jsonwire.TextType(m.MIMEType)
-				if v.member = s.members.get(m.SHA256, tt); v.member == nil {
-					v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), tt && utf8.Valid(body), body)
-					s.members.put(m.SHA256, tt, v.member)
-				}
-			default:
-				// Too large to keep encoded: a copy, escaped as it is sent.
-				v.body, v.text = append([]byte{}, body...), textual(m.MIMEType, body)
+				*v.whole = append((*v.whole)[:0], member...)
+				return nil
 			}
+		default:
+			// Large: verified here, before a byte is sent (a damaged
+			// form is then never served, not even in part), and
+			// copied chunk by chunk by copyForm.
+			var ferr error
+			if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
+				s.formDamaged(m)
+			}
+		}
+		if member == nil && len(body) <= readChunk/8 {
+			// Small enough that the member, however escaped (up to six
+			// bytes a byte), stays near one chunk.
+			v.whole = chunkPool.Get().(*[]byte)
+			*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
 			return nil
-		})
+		}
+		v.viewer = ev
+		if member != nil {
+			v.form, v.formLen = true, len(member)
+		} else {
+			v.text = textual(m.MIMEType, body)
+		}
+		return nil
+	})
+	if f != nil {
+		v.release()
+		return nil, readError(raw, f)
 	}
+	return v, nil
+}
+
+// memberView fills v from a body copied out of a backend that keeps no
+// encoded form (s3store): the content member is encoded once per body
+// (s.members), not once per read.
+func (s *Server) memberView(v *readView, m *store.Meta, body []byte) {
 	switch {
-	case err == nil:
-		return v, nil
-	case errors.Is(err, errUnreadable) || isNotFound(err):
-		return nil, notFound(raw)
+	case len(body) <= readChunk/8:
+		v.whole = chunkPool.Get().(*[]byte)
+		*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
+	case s.members.fits(m.Size * 2):
+		// The member follows from the body and whether its type is
+		// textual (then the body's UTF-8 validity, a function of the
+		// body, decides), so that pair keys it and a hit needs no pass
+		// over the body.
+		tt := jsonwire.TextType(m.MIMEType)
+		if v.member = s.members.get(m.SHA256, tt); v.member == nil {
+			v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), tt && utf8.Valid(body), body)
+			s.members.put(m.SHA256, tt, v.member)
+		}
 	default:
-		return nil, s.internal(ctx, "resources/read", err)
+		// Too large to keep encoded: a copy, escaped as it is sent.
+		v.body, v.text = append([]byte{}, body...), textual(m.MIMEType, body)
 	}
 }
 

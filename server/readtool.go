@@ -97,21 +97,11 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	if terr != nil {
 		return nil, terr
 	}
-	k, terr := s.svc.ParseURI(a.URI)
+	m, body, terr := s.svc.Open(ctx, p.Tenant, a.URI)
 	if terr != nil {
 		return nil, terr
 	}
-	m, body, err := s.openBody(ctx, k)
-	if isNotFound(err) {
-		return nil, service.NotFound(a.URI)
-	}
-	if err != nil {
-		return nil, s.storeFailure(ctx, "read_resource open", err)
-	}
 	defer body.Close()
-	if !readableBy(p, &m) {
-		return nil, service.NotFound(a.URI)
-	}
 	textual := jsonwire.TextType(m.MIMEType)
 	if lineMode && !textual {
 		return nil, invalidField("startLine", fmt.Sprintf("line windows need a textual body; this one is %s: use offset and length", m.MIMEType))
@@ -160,7 +150,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 		v.Blob = win.data
 		item = &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: a.URI, MIMEType: m.MIMEType, Blob: win.data}}
 	}
-	s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(len(win.data)))
+	s.metrics.bytesRead.WithLabelValues(m.Key.Scheme()).Add(float64(len(win.data)))
 	return &toolValue{value: v, extra: []mcp.Content{item}}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
-	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
 
@@ -91,56 +90,18 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	cur, err := service.DecodeCursor(cursor, p.Tenant, "")
-	if err != nil {
+	page, f := s.svc.ListResources(ctx, p.Tenant, cursor, listPageSize)
+	switch {
+	case f != nil && f.ErrorKind == kindValidation:
 		return nil, invalidParams("invalid cursor: pass the nextCursor of a previous resources/list result, or none")
+	case f != nil:
+		return nil, readError("", f)
 	}
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(page.Items)), NextCursor: page.NextCursor}
 	res.CacheScope = "private"
-	add := func(m *store.Meta) {
-		if s.schemes[m.Key.Scheme()] != nil { // a scheme no longer configured is not served
-			res.Resources = append(res.Resources, resourceOf(m))
-		}
+	for _, m := range page.Items {
+		res.Resources = append(res.Resources, resourceOf(m))
 	}
-	if cur.Phase == "" {
-		after := store.Position{Scheme: cur.Scheme, Path: cur.Path}
-		for len(res.Resources) < listPageSize {
-			page, err := s.store.List(ctx, store.ListQuery{Tenant: p.Tenant, After: after, Limit: listPageSize - len(res.Resources), ListedOnly: true})
-			if err != nil {
-				return nil, s.internal(ctx, "resources/list", err)
-			}
-			for i := range page.Items {
-				add(&page.Items[i])
-			}
-			if !page.More {
-				cur = service.Cursor{Phase: service.PhasePublic}
-				break
-			}
-			after = page.Next
-			cur.Scheme, cur.Path = after.Scheme, after.Path
-		}
-		if cur.Phase == "" {
-			res.NextCursor = service.EncodeCursor(p.Tenant, "", cur)
-			return res, nil
-		}
-	}
-	after := store.PublicPosition{Tenant: cur.PTenant, Scheme: cur.Scheme, Path: cur.Path}
-	for len(res.Resources) < listPageSize {
-		page, err := s.store.ListPublic(ctx, after, listPageSize-len(res.Resources))
-		if err != nil {
-			return nil, s.internal(ctx, "resources/list", err)
-		}
-		for i := range page.Items {
-			if m := &page.Items[i]; m.Key.Tenant() != p.Tenant { // the caller's own came first
-				add(m)
-			}
-		}
-		if !page.More {
-			return res, nil
-		}
-		after = page.Next
-	}
-	res.NextCursor = service.EncodeCursor(p.Tenant, "", service.Cursor{Phase: service.PhasePublic, PTenant: after.Tenant, Scheme: after.Scheme, Path: after.Path})
 	return res, nil
 }
 

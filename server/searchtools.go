@@ -55,7 +55,7 @@ func (s *Server) grepResource(ctx context.Context, p auth.Principal, raw json.Ra
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	v, terr := s.svc.Grep(ctx, p, &a)
+	v, terr := s.svc.Grep(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}
@@ -67,7 +67,7 @@ func (s *Server) queryResource(ctx context.Context, p auth.Principal, raw json.R
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	v, terr := s.svc.Query(ctx, p, &a)
+	v, terr := s.svc.Query(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}

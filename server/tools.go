@@ -125,7 +125,7 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	r, terr := s.svc.SaveSnapshot(ctx, p, &a)
+	r, terr := s.svc.SaveSnapshot(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}
@@ -137,7 +137,7 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	r, terr := s.svc.SaveReport(ctx, p, &a)
+	r, terr := s.svc.SaveReport(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}
@@ -149,7 +149,7 @@ func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.Ra
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	r, terr := s.svc.Stat(ctx, p, &a)
+	r, terr := s.svc.StatResource(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}
@@ -161,7 +161,7 @@ func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	v, terr := s.svc.Delete(ctx, p, &a)
+	v, terr := s.svc.Delete(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}
@@ -173,7 +173,7 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	l, terr := s.svc.List(ctx, p, &a)
+	l, terr := s.svc.List(ctx, p.Tenant, &a)
 	if terr != nil {
 		return nil, terr
 	}

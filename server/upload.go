@@ -159,7 +159,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	parsed, terr := parseUpload(r)
 	var req *service.Upload
 	if terr == nil {
-		req, terr = s.svc.PrepareUpload(p, parsed)
+		req, terr = s.svc.PrepareUpload(p.Tenant, parsed)
 	}
 	if terr != nil {
 		s.uploadFailure(w, r, terr)

@@ -34,9 +34,15 @@ type Failure struct {
 	Message     string       `json:"message"`
 	RetrySafe   bool         `json:"retrySafe"`
 	FieldErrors []FieldError `json:"fieldErrors,omitempty"`
+	// cause is the backend error behind an unavailable failure, for
+	// errors.Is (a canceled context); never shown to the caller.
+	cause error
 }
 
 func (e *Failure) Error() string { return e.ErrorKind + ": " + e.Message }
+
+// Unwrap returns the backend error behind an unavailable failure.
+func (e *Failure) Unwrap() error { return e.cause }
 
 // Fail returns a failure of kind; only unavailable ones are safe to retry.
 func Fail(kind, msg string, fields ...FieldError) *Failure {
@@ -56,9 +62,13 @@ func (s *Service) Unavailable(ctx context.Context, what string, err error) *Fail
 		// The backend cannot say whether the write happened (a retried S3
 		// request whose first attempt may have landed): "nothing was
 		// changed" would be a lie.
-		return Fail(KindUnavailable, "The storage backend could not confirm whether this write took effect; another write may have replaced it since. Read the resource (stat_resource) to find out, or retry the same call.")
+		f := Fail(KindUnavailable, "The storage backend could not confirm whether this write took effect; another write may have replaced it since. Read the resource (stat_resource) to find out, or retry the same call.")
+		f.cause = err
+		return f
 	}
-	return Fail(KindUnavailable, "The storage backend is unavailable; nothing was changed. Retry the same call later.")
+	f := Fail(KindUnavailable, "The storage backend is unavailable; nothing was changed. Retry the same call later.")
+	f.cause = err
+	return f
 }
 
 // Retry says, in one transport's terms, how a caller retries a write whose

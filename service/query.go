@@ -8,46 +8,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
-	"github.com/resourced/resourced/uri"
 )
-
-// ParseURI validates a URI a caller names and returns its key. A
-// malformed URI is a validation failure; a scheme this server does not
-// serve, or a key the store cannot hold, is simply not found.
-func (s *Service) ParseURI(raw string) (store.Key, *Failure) {
-	u, f := s.parseURI(raw)
-	if f != nil {
-		return store.Key{}, f
-	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return store.Key{}, NotFound(raw)
-	}
-	return k, nil
-}
-
-func (s *Service) parseURI(raw string) (uri.URI, *Failure) {
-	if raw == "" {
-		return uri.URI{}, InvalidField("uri", "is required, e.g. \"report://<tenant>/<path>\" as returned by a save")
-	}
-	scheme, ok := uri.SplitScheme(raw)
-	if !ok || s.schemes[scheme] == nil {
-		return uri.URI{}, NotFound(raw)
-	}
-	u, err := uri.Parse(raw)
-	if err != nil {
-		reason := "is malformed"
-		var ue *uri.Error
-		if errors.As(err, &ue) {
-			reason = ue.Reason
-		}
-		return uri.URI{}, InvalidField("uri", reason)
-	}
-	return u, nil
-}
 
 // NotFound is the one failure for every URI the caller cannot use: it
 // never existed, expired, was deleted or is another tenant's private one.
@@ -56,30 +19,24 @@ func NotFound(raw string) *Failure {
 	return Fail(KindNotFound, fmt.Sprintf("no resource %s is available to you: it never existed, expired, was deleted or belongs to another tenant", b))
 }
 
-// Stat returns the metadata of the resource a.URI names, if p may read it.
-func (s *Service) Stat(ctx context.Context, p auth.Principal, a *toolapi.StatArgs) (*Result, *Failure) {
+// StatResource is stat_resource: the metadata of the resource a.URI
+// names, if tenant may read it.
+func (s *Service) StatResource(ctx context.Context, tenant string, a *toolapi.StatArgs) (*Result, *Failure) {
 	linkTTL, f := s.LinkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
 	if f != nil {
 		return nil, f
 	}
-	k, f := s.ParseURI(a.URI)
+	m, f := s.Stat(ctx, tenant, a.URI)
 	if f != nil {
 		return nil, f
-	}
-	m, err := s.store.Stat(ctx, k)
-	if IsNotFound(err) || err == nil && !Readable(p, m.Key.Tenant(), m.Visibility) {
-		return nil, NotFound(a.URI)
-	}
-	if err != nil {
-		return nil, s.Unavailable(ctx, "store stat", err)
 	}
 	return result("found", &m, linkTTL), nil
 }
 
-// Delete removes the resource a.URI names, of p's tenant only, when its
+// Delete removes the resource a.URI names, of tenant's only, when its
 // body has the sha256 a.IfMatch (if given).
-func (s *Service) Delete(ctx context.Context, p auth.Principal, a *toolapi.DeleteArgs) (*toolapi.DeleteResult, *Failure) {
-	u, f := s.parseURI(a.URI)
+func (s *Service) Delete(ctx context.Context, tenant string, a *toolapi.DeleteArgs) (*toolapi.DeleteResult, *Failure) {
+	k, f := s.Resolve(a.URI)
 	if f != nil {
 		return nil, f
 	}
@@ -90,14 +47,10 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, a *toolapi.Delet
 		}
 		cond = store.Matching(a.IfMatch)
 	}
-	if u.Tenant != p.Tenant {
+	if k.Tenant() != tenant {
 		return nil, NotFound(a.URI) // writes never reach another tenant
 	}
-	k, err := store.NewKey(u.Tenant, u.Scheme, u.Path)
-	if err != nil {
-		return nil, NotFound(a.URI)
-	}
-	err = s.store.Delete(ctx, k, cond)
+	err := s.store.Delete(ctx, k, cond)
 	switch {
 	case err == nil:
 		s.onChange(k)
@@ -123,18 +76,18 @@ type Listing struct {
 	Items []*store.Meta
 }
 
-// List returns a page of p's tenant's resources, optionally of one scheme
+// List returns a page of tenant's resources, optionally of one scheme
 // and path prefix, after the position of a.Cursor.
-func (s *Service) List(ctx context.Context, p auth.Principal, a *toolapi.ListArgs) (*Listing, *Failure) {
+func (s *Service) List(ctx context.Context, tenant string, a *toolapi.ListArgs) (*Listing, *Failure) {
 	limit, binding, f := s.checkList(a)
 	if f != nil {
 		return nil, f
 	}
-	cur, err := DecodeCursor(a.Cursor, p.Tenant, binding)
+	cur, err := DecodeCursor(a.Cursor, tenant, binding)
 	if err != nil || cur.Phase != "" {
 		return nil, InvalidField("cursor", "is not a cursor of this listing: pass the nextCursor of a previous list_resources call with the same scheme and prefix, or omit it")
 	}
-	q := store.ListQuery{Tenant: p.Tenant, Scheme: a.Scheme, Prefix: a.Prefix, After: store.Position{Scheme: cur.Scheme, Path: cur.Path}}
+	q := store.ListQuery{Tenant: tenant, Scheme: a.Scheme, Prefix: a.Prefix, After: store.Position{Scheme: cur.Scheme, Path: cur.Path}}
 	out := &Listing{Value: toolapi.ListResult{Status: "ok", Items: []toolapi.Metadata{}}}
 	for len(out.Items) < limit {
 		q.Limit = limit - len(out.Items)
@@ -158,7 +111,7 @@ func (s *Service) List(ctx context.Context, p auth.Principal, a *toolapi.ListArg
 		q.After = page.Next
 	}
 	if q.After != (store.Position{}) {
-		out.Value.NextCursor = EncodeCursor(p.Tenant, binding, Cursor{Scheme: q.After.Scheme, Path: q.After.Path})
+		out.Value.NextCursor = EncodeCursor(tenant, binding, Cursor{Scheme: q.After.Scheme, Path: q.After.Path})
 	}
 	return out, nil
 }

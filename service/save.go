@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
 	"github.com/resourced/resourced/uri"
@@ -36,7 +35,7 @@ type snapshotDoc struct {
 }
 
 // SaveSnapshot stores a search snapshot of p's tenant at a new id.
-func (s *Service) SaveSnapshot(ctx context.Context, p auth.Principal, a *toolapi.SearchSnapshotArgs) (*Result, *Failure) {
+func (s *Service) SaveSnapshot(ctx context.Context, tenant string, a *toolapi.SearchSnapshotArgs) (*Result, *Failure) {
 	if f := s.checkSnapshot(a); f != nil {
 		return nil, f
 	}
@@ -63,7 +62,7 @@ func (s *Service) SaveSnapshot(ctx context.Context, p auth.Principal, a *toolapi
 	if err != nil {
 		return nil, s.Unavailable(ctx, "generating a snapshot id", err)
 	}
-	k, err := store.NewKey(p.Tenant, sc.Name, "results/"+id)
+	k, err := store.NewKey(tenant, sc.Name, "results/"+id)
 	if err != nil {
 		return nil, s.Unavailable(ctx, "snapshot key", err)
 	}
@@ -123,7 +122,7 @@ func (s *Service) checkLabels(title, desc string) *Failure {
 
 // SaveReport stores a report of p's tenant at a.Path: create-only unless
 // a.IfMatch or a.Overwrite says otherwise.
-func (s *Service) SaveReport(ctx context.Context, p auth.Principal, a *toolapi.ReportArgs) (*Result, *Failure) {
+func (s *Service) SaveReport(ctx context.Context, tenant string, a *toolapi.ReportArgs) (*Result, *Failure) {
 	if a.Path == "" {
 		return nil, InvalidField("path", "is required, e.g. \"billing/2026-11/import-dry-run\"")
 	}
@@ -153,7 +152,7 @@ func (s *Service) SaveReport(ctx context.Context, p auth.Principal, a *toolapi.R
 	if f != nil {
 		return nil, f
 	}
-	k, f := reportKey(sc, p.Tenant, a.Path)
+	k, f := reportKey(sc, tenant, a.Path)
 	if f != nil {
 		return nil, f
 	}

@@ -18,9 +18,7 @@ import (
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
-	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
 )
 
@@ -59,46 +57,6 @@ var searchTimeout = SearchTimeout
 // querySem holds a slot per query being evaluated.
 var querySem = make(chan struct{}, querySlots)
 
-// openReadable opens the body of the resource raw names for p, deciding
-// readability from the metadata before any body byte is read: through the
-// backend's streaming reader when it has one, else by Stat then Get.
-// Unreadable, missing and expired are the one NotFound.
-func (s *Service) openReadable(ctx context.Context, p auth.Principal, raw string) (store.Meta, io.ReadCloser, *Failure) {
-	k, f := s.ParseURI(raw)
-	if f != nil {
-		return store.Meta{}, nil, f
-	}
-	if st, ok := s.store.(store.Streamer); ok {
-		m, r, err := st.Open(ctx, k)
-		if IsNotFound(err) {
-			return store.Meta{}, nil, NotFound(raw)
-		}
-		if err != nil {
-			return store.Meta{}, nil, s.Unavailable(ctx, "store open", err)
-		}
-		if !Readable(p, m.Key.Tenant(), m.Visibility) {
-			r.Close()
-			return store.Meta{}, nil, NotFound(raw)
-		}
-		return m, r, nil
-	}
-	m, err := s.store.Stat(ctx, k)
-	if IsNotFound(err) || err == nil && !Readable(p, m.Key.Tenant(), m.Visibility) {
-		return store.Meta{}, nil, NotFound(raw)
-	}
-	if err != nil {
-		return store.Meta{}, nil, s.Unavailable(ctx, "store stat", err)
-	}
-	obj, err := s.store.Get(ctx, k)
-	if IsNotFound(err) || err == nil && !Readable(p, obj.Meta.Key.Tenant(), obj.Meta.Visibility) {
-		return store.Meta{}, nil, NotFound(raw)
-	}
-	if err != nil {
-		return store.Meta{}, nil, s.Unavailable(ctx, "store get", err)
-	}
-	return obj.Meta, io.NopCloser(bytes.NewReader(obj.Body)), nil
-}
-
 // readFailure maps an error met while reading an opened body.
 func (s *Service) readFailure(ctx context.Context, raw string, err error) *Failure {
 	if IsNotFound(err) {
@@ -134,12 +92,12 @@ func cost(v any) int {
 // Grep finds the matches of a.Pattern, a regular expression or a literal,
 // in the lines of the textual body a.URI names, within the caps on
 // matches and characters.
-func (s *Service) Grep(ctx context.Context, p auth.Principal, a *toolapi.GrepArgs) (*toolapi.GrepResult, *Failure) {
+func (s *Service) Grep(ctx context.Context, tenant string, a *toolapi.GrepArgs) (*toolapi.GrepResult, *Failure) {
 	re, steps, ctxLines, maxMatches, f := checkGrep(a)
 	if f != nil {
 		return nil, f
 	}
-	m, body, f := s.openReadable(ctx, p, a.URI)
+	m, body, f := s.Open(ctx, tenant, a.URI)
 	if f != nil {
 		return nil, f
 	}
@@ -446,12 +404,12 @@ func around(line []byte, at int) (string, bool) {
 // Query selects the values of the RFC 9535 JSONPath a.Path in the JSON
 // body a.URI names, in normalized path order, within the caps on matches
 // and characters.
-func (s *Service) Query(ctx context.Context, p auth.Principal, a *toolapi.QueryArgs) (*toolapi.QueryResult, *Failure) {
+func (s *Service) Query(ctx context.Context, tenant string, a *toolapi.QueryArgs) (*toolapi.QueryResult, *Failure) {
 	path, maxMatches, startIndex, f := checkQuery(a)
 	if f != nil {
 		return nil, f
 	}
-	m, body, f := s.openReadable(ctx, p, a.URI)
+	m, body, f := s.Open(ctx, tenant, a.URI)
 	if f != nil {
 		return nil, f
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
@@ -113,12 +112,6 @@ func (s *Service) Now() time.Time { return s.now() }
 
 // Limits returns the limits in force, defaults applied.
 func (s *Service) Limits() Limits { return s.limits }
-
-// Readable reports whether p may read an object of owner with visibility
-// v: its own, or another tenant's public one.
-func Readable(p auth.Principal, owner string, v store.Visibility) bool {
-	return owner == p.Tenant || v == store.Public
-}
 
 // MetaValue is the success value of a save, stat or upload for m.
 func MetaValue(status string, m *store.Meta) toolapi.Metadata {

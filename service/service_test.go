@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
@@ -41,7 +40,7 @@ func newEnv(t *testing.T, quota store.Quota) *env {
 	return e
 }
 
-var alice = auth.Principal{Tenant: "alice", Scopes: []string{auth.ScopeRead, auth.ScopeWrite}}
+const alice = "alice"
 
 func text(s string) *string { return &s }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
 )
@@ -37,7 +36,7 @@ type Upload struct {
 
 // PrepareUpload checks everything about an upload of p's tenant but its
 // body, with save_report's validators.
-func (s *Service) PrepareUpload(p auth.Principal, req *UploadRequest) (*Upload, *Failure) {
+func (s *Service) PrepareUpload(tenant string, req *UploadRequest) (*Upload, *Failure) {
 	a := &req.ReportArgs
 	sc, f := s.uploadScheme(a.Scheme)
 	if f != nil {
@@ -49,7 +48,7 @@ func (s *Service) PrepareUpload(p auth.Principal, req *UploadRequest) (*Upload, 
 	if f := s.checkPathLen(a.Path); f != nil {
 		return nil, f
 	}
-	k, f := reportKey(sc, p.Tenant, a.Path)
+	k, f := reportKey(sc, tenant, a.Path)
 	if f != nil {
 		return nil, f
 	}
