@@ -18,7 +18,6 @@ import (
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
-	"github.com/resourced/resourced/uri"
 )
 
 // Signed download links: GET <baseURL>/v1/blobs/<scheme>/<tenant>/<path>
@@ -321,7 +320,7 @@ func (s *Server) checkLink(r *http.Request) (raw, access, digest string, ok bool
 		return "", "", "", false
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), blobPrefix)
-	if !ok || strings.ContainsRune(rest, '%') || len(rest) > uri.MaxLen {
+	if !ok || strings.ContainsRune(rest, '%') || len(rest) > service.MaxURILen {
 		return "", "", "", false
 	}
 	scheme, rest, ok1 := strings.Cut(rest, "/")

@@ -234,3 +234,6 @@ func (s *Service) ListResources(ctx context.Context, tenant, cursor string, limi
 	out.NextCursor = EncodeCursor(tenant, "", Cursor{Phase: PhasePublic, PTenant: after.Tenant, Scheme: after.Scheme, Path: after.Path})
 	return out, nil
 }
+
+// MaxURILen is the longest resource URI, in bytes.
+const MaxURILen = uri.MaxLen

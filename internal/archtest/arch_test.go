@@ -31,16 +31,18 @@ var allowed = map[string][]string{
 	"store/boltstore":          {"store", "store/internal/metacodec"},
 	"store/s3store":            {"store", "store/internal/metacodec"},
 	"store/storetest":          {"store"},
-	// The service layer: no transport, no backend, no configuration.
-	"service": {"auth", "internal/jsonwire", "store", "toolapi", "uri"},
+	// The service layer: no transport, no backend, no configuration, no
+	// tokens (it takes a tenant, never an auth.Principal).
+	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
 	// Transports over the service.
 	"server/internal/mcptool": {"auth", "internal/jsonwire", "service", "store"},
 	"server/fixtures":         {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
 	"server/hostrun":          {"auth", "server/fixtures"},
-	"server":                  {"auth", "internal/jsonwire", "gateway", "server/fixtures", "server/hostrun", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	// server never parses a URI itself: service.Resolve does.
+	"server": {"auth", "internal/jsonwire", "gateway", "server/fixtures", "server/hostrun", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
-	"gateway": {"auth", "grammar", "internal/jsonwire", "service", "store", "toolapi", "uri"},
+	"gateway": {"auth", "internal/jsonwire", "service", "toolapi"},
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
