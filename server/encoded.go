@@ -6,7 +6,7 @@ import (
 )
 
 // Each body is encoded for JSON once, when it is saved, and kept next to
-// it in backends that can (store.EncodedViewer: bbolt and memory); a read
+// it in backends that can (KeepsEncoded: bbolt and memory); a read
 // then copies that form into the response. The form, its checksum and its
 // version are jsonwire's (internal/jsonwire/form.go); docs/decisions.md
 // says what it costs.

@@ -26,7 +26,7 @@ import (
 //     method a JSON-RPC -32603.
 //   - Background jobs (job, around every tick of the sweeper and the
 //     subscription poll): the tick ends, the next one runs.
-//   - The storage backend (guardedStore, guard_store.go): the call fails
+//   - The storage backend (store.Guard, installed by initGuards): the call fails
 //     with an error and /readyz answers 503 for a while.
 //
 // Each is logged at error level with its stack and counted in
@@ -82,7 +82,14 @@ func (s *Server) initGuards(b Budgets, backend store.Backend) {
 	if b.MaxUploads > 0 {
 		s.uploadSlots = make(chan struct{}, b.MaxUploads)
 	}
-	s.store = s.guardStore(backend, b.StorePanicHold)
+	backend.Guard(store.Guard{Hold: b.StorePanicHold, Report: func(ctx context.Context, op string, v any, callback bool) {
+		where := panicStore
+		if callback {
+			where = callerWhere(ctx)
+		}
+		s.panicked(ctx, where, v, "op", op)
+	}})
+	s.store = backend
 }
 
 // Where a panic was recovered: the label values of resourced_panics_total.

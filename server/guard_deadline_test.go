@@ -210,13 +210,14 @@ func TestUploadClientGone(t *testing.T) {
 	}
 }
 
-// slowPutStore waits in Put until the request's context ends.
+// slowPutStore waits in PutStream (the upload's write) until the
+// request's context ends.
 type slowPutStore struct {
 	store.Backend
 	entered chan struct{}
 }
 
-func (s *slowPutStore) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
+func (s *slowPutStore) PutStream(ctx context.Context, _ *store.Meta, _ io.Reader, _ store.Cond) (store.Meta, bool, error) {
 	s.entered <- struct{}{}
 	<-ctx.Done()
 	return store.Meta{}, false, fmt.Errorf("slowPutStore: %w", ctx.Err())

@@ -22,37 +22,38 @@ import (
 	"github.com/resourced/resourced/store/memstore"
 )
 
-// flakyStore is a memstore whose every method panics while on is set.
-type flakyStore struct {
-	*memstore.Store
+// flakyDriver is the memory driver, every method of which panics while
+// on is set: the Bucket over it recovers them (store.Guard).
+type flakyDriver struct {
+	*memstore.Driver
 	on atomic.Bool
 }
 
-func (p *flakyStore) boom() {
+func (p *flakyDriver) boom() {
 	if p.on.Load() {
-		panic("flakyStore: on demand")
+		panic("flakyDriver: on demand")
 	}
 }
 
-func (p *flakyStore) Put(ctx context.Context, obj *store.Object, cond store.Cond) (store.Meta, bool, error) {
+func (p *flakyDriver) Put(ctx context.Context, obj *store.Object, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	p.boom()
-	return p.Store.Put(ctx, obj, cond)
+	return p.Driver.Put(ctx, obj, cond, now)
 }
-func (p *flakyStore) Get(ctx context.Context, k store.Key) (*store.Object, error) {
+func (p *flakyDriver) Read(ctx context.Context, k store.Key, fn func(m *store.Meta, body []byte) error) error {
 	p.boom()
-	return p.Store.Get(ctx, k)
+	return p.Driver.Read(ctx, k, fn)
 }
-func (p *flakyStore) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+func (p *flakyDriver) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
 	p.boom()
-	return p.Store.Stat(ctx, k)
+	return p.Driver.Stat(ctx, k)
 }
-func (p *flakyStore) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+func (p *flakyDriver) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	p.boom()
-	return p.Store.View(ctx, k, fn)
+	return p.Driver.View(ctx, k, fn)
 }
-func (p *flakyStore) DeleteExpired(ctx context.Context, limit int) (int, error) {
+func (p *flakyDriver) DeleteExpired(ctx context.Context, limit int, now func() time.Time) (int, error) {
 	p.boom()
-	return p.Store.DeleteExpired(ctx, limit)
+	return p.Driver.DeleteExpired(ctx, limit, now)
 }
 
 // panicAuth authenticates like tenantAuth and panics on X-Panic.
@@ -187,9 +188,10 @@ func structured(t *testing.T, v map[string]any) map[string]any {
 // unavailable result, keeps the process serving, turns /readyz to 503
 // until the hold-down passes and a ping succeeds, and is counted.
 func TestStorePanicIsContained(t *testing.T) {
-	ps := &flakyStore{}
-	e := newGuardEnv(t, ps, Budgets{StorePanicHold: time.Minute})
-	ps.Store = memstore.New(memstore.Options{Now: e.now})
+	ps := &flakyDriver{Driver: memstore.NewDriver()}
+	var now func() time.Time
+	e := newGuardEnv(t, store.NewBucket(ps, store.Options{Now: func() time.Time { return now() }}), Budgets{StorePanicHold: time.Minute})
+	now = e.now
 	if code, _, v := e.save("t1", "before"); code != 200 || structured(t, v)["status"] != "created" {
 		t.Fatalf("save before the panic = %d %v", code, v)
 	}
@@ -203,7 +205,7 @@ func TestStorePanicIsContained(t *testing.T) {
 	if code != 200 || sc["errorKind"] != kindUnavailable || sc["retrySafe"] != true {
 		t.Errorf("save while the store panics = %d %v, want an unavailable, retry-safe tool error", code, v)
 	}
-	if strings.Contains(string(mustJSON(v)), "flakyStore") {
+	if strings.Contains(string(mustJSON(v)), "flakyDriver") {
 		t.Errorf("the answer names the panic: %v", v)
 	}
 	// A read (the fast path: View) and the sweeper panic in the store too.
@@ -241,51 +243,6 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// TestGuardedStoreKeepsOptionalInterfaces: the wrapper has exactly the
-// optional interfaces of the backend it wraps.
-func TestGuardedStoreKeepsOptionalInterfaces(t *testing.T) {
-	m := memstore.New(memstore.Options{})
-	var v store.EncodedViewer = m
-	var st store.Streamer = streamerOnly{}
-	for _, b := range []store.Backend{
-		struct{ store.Backend }{m},
-		struct {
-			store.Backend
-			store.EncodedViewer
-		}{m, v},
-		struct {
-			store.Backend
-			store.Streamer
-		}{m, st},
-		struct {
-			store.Backend
-			store.EncodedViewer
-			store.Streamer
-		}{m, v, st},
-		m,
-	} {
-		s := &Server{log: slog.New(slog.DiscardHandler), now: time.Now, metrics: newMetrics(nil, "test")}
-		g := s.guardStore(b, 0)
-		for name, has := range map[string]func(store.Backend) bool{
-			"EncodedViewer": func(x store.Backend) bool { _, ok := x.(store.EncodedViewer); return ok },
-			"Streamer":      func(x store.Backend) bool { _, ok := x.(store.Streamer); return ok },
-		} {
-			if has(g) != has(b) {
-				t.Errorf("%T: wrapped has %s %v, backend %v", b, name, has(g), has(b))
-			}
-		}
-	}
-}
-
-type streamerOnly struct{}
-
-func (streamerOnly) PutStream(context.Context, *store.Meta, io.Reader, store.Cond) (store.Meta, bool, error) {
-	return store.Meta{}, false, nil
-}
-func (streamerOnly) Open(context.Context, store.Key) (store.Meta, io.ReadSeekCloser, error) {
-	return store.Meta{}, nil, store.ErrNotFound
-}
-
 // TestViewCallbackPanic: a panic in View's callback (the caller's code) is
 // not the store's: View fails, the store stays ready, it counts as http.
 func TestViewCallbackPanic(t *testing.T) {
@@ -293,7 +250,7 @@ func TestViewCallbackPanic(t *testing.T) {
 	if code, _, _ := e.save("t1", "r"); code != 200 {
 		t.Fatal("save failed")
 	}
-	err := e.s.store.(store.EncodedViewer).View(context.Background(), store.MustKey("t1", "report", "r"), func(*store.Meta, []byte, []byte) error {
+	err := e.s.store.View(context.Background(), store.MustKey("t1", "report", "r"), func(*store.Meta, []byte, []byte) error {
 		panic("callback")
 	})
 	if err == nil {

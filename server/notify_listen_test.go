@@ -38,7 +38,7 @@ func (c *countingStore) Stat(ctx context.Context, k store.Key) (store.Meta, erro
 
 func (c *countingStore) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
 	c.views.Add(1)
-	return c.Backend.(store.EncodedViewer).View(ctx, k, fn)
+	return c.Backend.View(ctx, k, fn)
 }
 
 type notifyEnv struct {

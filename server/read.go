@@ -39,7 +39,7 @@ import (
 // Memory per read is bounded. A response of up to readChunk bytes is
 // rendered whole in a pooled buffer. A larger one is written readChunk
 // bytes at a time, each chunk copied from the backend in its own short
-// read transaction (store.EncodedViewer.View): a client that reads slowly,
+// read transaction (store.Backend.View): a client that reads slowly,
 // or not at all, holds one chunk (until the write deadline guardHTTP sets
 // from the response's length drops it), never the body, and never holds a bbolt
 // transaction open (a long one would stall bbolt's remapping, and so every
@@ -60,12 +60,12 @@ type readView struct {
 	meta store.Meta
 	// viewer is set when the bytes come from the backend's own memory,
 	// chunk by chunk while rendering (large reads on bbolt and memory).
-	viewer store.EncodedViewer
+	viewer store.Backend
 	// whole is the response's content member ("text":… or "blob":…),
 	// rendered during resolve, when it fit in one chunk; pooled.
 	whole *[]byte
 	// body is the whole body when the backend handed out a copy (backends
-	// without EncodedViewer, and go-sdk's path, which needs a string).
+	// that keep no encoded form, and go-sdk's path, which needs a string).
 	body []byte
 	// form reports that the stored form is used (chunked reads); text that
 	// the body is served as text (chunked reads without a form).
@@ -124,7 +124,7 @@ func readError(raw string, f *service.Failure) error {
 // caller releases the view.
 func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, wantBody bool) (*readView, error) {
 	v := &readView{}
-	ev, chunked := s.store.(store.EncodedViewer)
+	chunked := s.store.KeepsEncoded()
 	f := s.svc.View(ctx, p.Tenant, raw, func(m *store.Meta, encoded, body []byte) error {
 		v.meta = *m
 		if wantBody {
@@ -164,7 +164,7 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 			*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
 			return nil
 		}
-		v.viewer = ev
+		v.viewer = s.store
 		if member != nil {
 			v.form, v.formLen = true, len(member)
 		} else {

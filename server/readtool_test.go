@@ -145,7 +145,7 @@ func TestBinaryWindow(t *testing.T) {
 	}
 }
 
-// linkEnv is a server on a memstore (no store.Streamer: the fallback
+// linkEnv is a server on a memstore (no streaming driver: the Bucket's fallback
 // paths) with a links key, behind httptest.
 type linkEnv struct {
 	s     *Server
@@ -298,7 +298,7 @@ func TestLinkTTLArgument(t *testing.T) {
 	}
 }
 
-// TestUploadWithoutStreamer: uploads to a backend without store.Streamer
+// TestUploadWithoutStreamer: uploads to a backend whose driver does not stream
 // read the (bounded) body and Put it.
 func TestUploadWithoutStreamer(t *testing.T) {
 	e := newLinkEnv(t)

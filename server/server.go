@@ -203,7 +203,7 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
-	if _, stored := opts.Store.(store.EncodedViewer); !stored {
+	if !opts.Store.KeepsEncoded() {
 		s.members = newMemberCache(opts.MemberCache)
 	}
 	s.toolScopes = map[string]string{}

@@ -62,19 +62,7 @@ type Stream struct {
 func (s *Service) PutStream(ctx context.Context, w Stream) (store.Meta, bool, error) {
 	cond := w.Cond
 	cond.Quota = s.quota
-	var (
-		m        store.Meta
-		replaced bool
-		err      error
-	)
-	if st, ok := s.store.(store.Streamer); ok {
-		m, replaced, err = st.PutStream(ctx, &w.Meta, w.Body, cond)
-	} else {
-		var data []byte
-		if data, err = io.ReadAll(w.Body); err == nil {
-			m, replaced, err = s.store.Put(ctx, s.object(w.Meta, data), cond)
-		}
-	}
+	m, replaced, err := s.store.PutStream(ctx, &w.Meta, w.Body, cond)
 	if err != nil {
 		if w.Source != nil && w.Source(err) {
 			return m, false, err
@@ -100,9 +88,9 @@ func (s *Service) object(meta store.Meta, body []byte) *store.Object {
 }
 
 // Encode returns the JSON form of body to keep with it, or nil when the
-// backend cannot keep one (store.EncodedViewer) or it would be too large.
+// backend cannot keep one (KeepsEncoded) or it would be too large.
 func (s *Service) Encode(mimeType string, body []byte) []byte {
-	if _, ok := s.store.(store.EncodedViewer); !ok {
+	if !s.store.KeepsEncoded() {
 		return nil
 	}
 	return jsonwire.EncodeForm(mimeType, body)

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -105,34 +104,16 @@ func (s *Service) Open(ctx context.Context, tenant, raw string) (store.Meta, io.
 
 // open is Open of a key; an unreadable object is store.ErrNotFound.
 func (s *Service) open(ctx context.Context, k store.Key, tenant string) (store.Meta, io.ReadSeekCloser, error) {
-	if st, ok := s.store.(store.Streamer); ok {
-		m, r, err := st.Open(ctx, k)
-		if err != nil {
-			return store.Meta{}, nil, err
-		}
-		if !Readable(tenant, &m) {
-			r.Close()
-			return store.Meta{}, nil, store.ErrNotFound
-		}
-		return m, r, nil
-	}
-	var (
-		m    store.Meta
-		body []byte
-	)
-	err := s.store.ReadIf(ctx, k, func(m *store.Meta) bool { return Readable(tenant, m) }, func(got *store.Meta, b []byte) error {
-		m, body = *got, bytes.Clone(b)
-		return nil
-	})
+	m, r, err := s.store.Open(ctx, k)
 	if err != nil {
 		return store.Meta{}, nil, err
 	}
-	return m, memBody{bytes.NewReader(body)}, nil
+	if !Readable(tenant, &m) {
+		r.Close()
+		return store.Meta{}, nil, store.ErrNotFound
+	}
+	return m, r, nil
 }
-
-type memBody struct{ *bytes.Reader }
-
-func (memBody) Close() error { return nil }
 
 // errUnreadable stops a View at an object the caller may not read.
 var errUnreadable = errors.New("unreadable")
@@ -150,8 +131,8 @@ func (s *Service) View(ctx context.Context, tenant, raw string, fn func(m *store
 		return f
 	}
 	var err error
-	if ev, ok := s.store.(store.EncodedViewer); ok {
-		err = ev.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
+	if s.store.KeepsEncoded() {
+		err = s.store.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
 			if !Readable(tenant, m) {
 				return errUnreadable
 			}

@@ -56,7 +56,7 @@ func TestPutBuildsTheObjectOnce(t *testing.T) {
 		t.Fatalf("saved %+v", r.Value)
 	}
 	var encoded []byte
-	err := e.st.(store.EncodedViewer).View(context.Background(), r.Meta.Key, func(_ *store.Meta, enc, _ []byte) error {
+	err := e.st.View(context.Background(), r.Meta.Key, func(_ *store.Meta, enc, _ []byte) error {
 		encoded = append([]byte{}, enc...)
 		return nil
 	})

@@ -17,28 +17,27 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Bucket is the portable store: a Backend over a Driver. It owns what is
-// the same for every backend (see Driver for the list), so that every
-// backend rejects the same inputs, hides expiry the same way and reports
-// errors in one form. It is safe for concurrent use.
-//
-// A Bucket has the optional methods of EncodedViewer and Streamer only
-// through EncodedView and Streaming, which return nil when its driver
-// lacks the capability; New returns a Backend whose dynamic type has
-// View, PutStream and Open exactly when the driver supports them, so that
-// a type assertion tells the truth.
+// Bucket is the portable store: the one Backend, over a Driver. It owns
+// what is the same for every backend (see Driver for the list), so that
+// every backend rejects the same inputs, hides expiry the same way and
+// reports errors in one form. It has every method of Backend whatever its
+// driver: View, PutStream and Open use the driver's capability
+// (ViewDriver, StreamDriver) when it has one and fall back to Read and Put
+// otherwise. Every call recovers a panic of the driver (Guard). It is safe
+// for concurrent use.
 type Bucket struct {
 	d      Driver
 	now    func() time.Time
 	closed atomic.Bool
-	view   EncodedViewer // nil: the driver keeps no encoded form
-	stream Streamer      // nil: the driver does not stream
+	view   ViewDriver   // nil: the driver keeps no encoded form
+	stream StreamDriver // nil: the driver does not stream
+	guard  atomic.Pointer[Guard]
+	// failedAt is the UnixNano of the last recovered driver panic; 0: none
+	// since the last good Ping.
+	failedAt atomic.Int64
 }
 
-var (
-	_ Backend      = (*Bucket)(nil)
-	_ PublicLister = (*Bucket)(nil)
-)
+var _ Backend = (*Bucket)(nil)
 
 // errClosed is returned by every method after Close.
 var errClosed = errors.New("store: closed")
@@ -53,47 +52,14 @@ func NewBucket(d Driver, opts Options) *Bucket {
 		now = time.Now
 	}
 	b := &Bucket{d: d, now: now}
-	if vd, ok := d.(ViewDriver); ok {
-		b.view = &bucketView{b: b, d: vd}
-	}
-	if sd, ok := d.(StreamDriver); ok {
-		b.stream = &bucketStream{b: b, d: sd}
-	}
+	b.view, _ = d.(ViewDriver)
+	b.stream, _ = d.(StreamDriver)
+	b.guard.Store(&Guard{})
 	return b
 }
 
-// New returns the portable store over d as a Backend whose dynamic type
-// also implements EncodedViewer when d is a ViewDriver, and Streamer when
-// d is a StreamDriver, and not otherwise.
-func New(d Driver, opts Options) Backend {
-	b := NewBucket(d, opts)
-	switch {
-	case b.view != nil && b.stream != nil:
-		return &struct {
-			*Bucket
-			EncodedViewer
-			Streamer
-		}{b, b.view, b.stream}
-	case b.view != nil:
-		return &struct {
-			*Bucket
-			EncodedViewer
-		}{b, b.view}
-	case b.stream != nil:
-		return &struct {
-			*Bucket
-			Streamer
-		}{b, b.stream}
-	}
-	return b
-}
-
-// EncodedView returns b's EncodedViewer, or nil when its driver keeps no
-// encoded form.
-func (b *Bucket) EncodedView() EncodedViewer { return b.view }
-
-// Streaming returns b's Streamer, or nil when its driver does not stream.
-func (b *Bucket) Streaming() Streamer { return b.stream }
+// KeepsEncoded implements Backend: true when the driver is a ViewDriver.
+func (b *Bucket) KeepsEncoded() bool { return b.view != nil }
 
 // begin runs the checks every keyed call starts with.
 func (b *Bucket) begin(ctx context.Context, op string, k Key) error {
@@ -158,7 +124,8 @@ func normalize(m Meta) Meta {
 // against the body (the size at once, the hash by hashing it again), so a
 // caller that has the digest already pays for one more hash; leave both
 // unset to hash once.
-func (b *Bucket) Put(ctx context.Context, obj *Object, cond Cond) (Meta, bool, error) {
+func (b *Bucket) Put(ctx context.Context, obj *Object, cond Cond) (_ Meta, _ bool, err error) {
+	defer b.catch(ctx, "put", &err)
 	if obj == nil {
 		return Meta{}, false, fmt.Errorf("store: put: %w: zero key", ErrInvalidKey)
 	}
@@ -203,7 +170,7 @@ func (b *Bucket) read(ctx context.Context, op string, k Key, view ViewDriver, fn
 			return errExpired
 		}
 		called = true
-		ferr = fn(m, encoded, body)
+		ferr = b.callback(ctx, op, func() error { return fn(m, encoded, body) })
 		return ferr
 	}
 	var err error
@@ -225,9 +192,10 @@ func (b *Bucket) read(ctx context.Context, op string, k Key, view ViewDriver, fn
 
 // Get implements Backend, on the driver's Read: one implementation for
 // every backend. The body is copied out of the driver's memory.
-func (b *Bucket) Get(ctx context.Context, k Key) (*Object, error) {
+func (b *Bucket) Get(ctx context.Context, k Key) (_ *Object, err error) {
+	defer b.catch(ctx, "get", &err)
 	var obj *Object
-	err := b.read(ctx, "get", k, nil, func(m *Meta, _, body []byte) error {
+	err = b.read(ctx, "get", k, nil, func(m *Meta, _, body []byte) error {
 		obj = &Object{Meta: *m, Body: bytes.Clone(body)}
 		if obj.Body == nil {
 			obj.Body = []byte{}
@@ -245,7 +213,8 @@ var errRefused = errors.New("refused")
 
 // ReadIf implements Backend: through the driver's ReadGated when it has
 // one, else its Read with the gate in fn.
-func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) error {
+func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) (err error) {
+	defer b.catch(ctx, "get", &err)
 	if err := b.begin(ctx, "get", k); err != nil {
 		return err
 	}
@@ -264,10 +233,9 @@ func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn f
 	)
 	call := func(m *Meta, body []byte) error {
 		called = true
-		ferr = fn(m, body)
+		ferr = b.callback(ctx, "get", func() error { return fn(m, body) })
 		return ferr
 	}
-	var err error
 	if gd, ok := b.d.(GateDriver); ok {
 		err = gd.ReadGated(ctx, k, gate, call)
 	} else {
@@ -290,7 +258,8 @@ func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn f
 }
 
 // Stat implements Backend.
-func (b *Bucket) Stat(ctx context.Context, k Key) (Meta, error) {
+func (b *Bucket) Stat(ctx context.Context, k Key) (_ Meta, err error) {
+	defer b.catch(ctx, "stat", &err)
 	if err := b.begin(ctx, "stat", k); err != nil {
 		return Meta{}, err
 	}
@@ -305,7 +274,8 @@ func (b *Bucket) Stat(ctx context.Context, k Key) (Meta, error) {
 }
 
 // List implements Backend.
-func (b *Bucket) List(ctx context.Context, q ListQuery) (Page, error) {
+func (b *Bucket) List(ctx context.Context, q ListQuery) (_ Page, err error) {
+	defer b.catch(ctx, "list", &err)
 	if err := b.start(ctx, "list"); err != nil {
 		return Page{}, err
 	}
@@ -330,7 +300,8 @@ func (b *Bucket) List(ctx context.Context, q ListQuery) (Page, error) {
 }
 
 // ListPublic implements PublicLister, which every Backend is.
-func (b *Bucket) ListPublic(ctx context.Context, after PublicPosition, limit int) (PublicPage, error) {
+func (b *Bucket) ListPublic(ctx context.Context, after PublicPosition, limit int) (_ PublicPage, err error) {
+	defer b.catch(ctx, "list public", &err)
 	if err := b.start(ctx, "list public"); err != nil {
 		return PublicPage{}, err
 	}
@@ -345,7 +316,8 @@ func (b *Bucket) ListPublic(ctx context.Context, after PublicPosition, limit int
 }
 
 // Delete implements Backend.
-func (b *Bucket) Delete(ctx context.Context, k Key, cond Cond) error {
+func (b *Bucket) Delete(ctx context.Context, k Key, cond Cond) (err error) {
+	defer b.catch(ctx, "delete", &err)
 	if err := b.begin(ctx, "delete", k); err != nil {
 		return err
 	}
@@ -360,7 +332,8 @@ func (b *Bucket) Delete(ctx context.Context, k Key, cond Cond) error {
 }
 
 // DeleteExpired implements Backend.
-func (b *Bucket) DeleteExpired(ctx context.Context, limit int) (int, error) {
+func (b *Bucket) DeleteExpired(ctx context.Context, limit int) (_ int, err error) {
+	defer b.catch(ctx, "delete expired", &err)
 	if err := b.start(ctx, "delete expired"); err != nil {
 		return 0, err
 	}
@@ -375,7 +348,8 @@ func (b *Bucket) DeleteExpired(ctx context.Context, limit int) (int, error) {
 }
 
 // Usage implements Backend.
-func (b *Bucket) Usage(ctx context.Context, tenant string) (Usage, error) {
+func (b *Bucket) Usage(ctx context.Context, tenant string) (_ Usage, err error) {
+	defer b.catch(ctx, "usage", &err)
 	if err := b.start(ctx, "usage"); err != nil {
 		return Usage{}, err
 	}
@@ -389,20 +363,31 @@ func (b *Bucket) Usage(ctx context.Context, tenant string) (Usage, error) {
 	return u, nil
 }
 
-// Ping implements Backend.
-func (b *Bucket) Ping(ctx context.Context) error {
+// Ping implements Backend. It fails while a driver panic is more recent
+// than the guard's Hold; after it, a successful ping of the driver clears
+// the mark.
+func (b *Bucket) Ping(ctx context.Context) (err error) {
+	defer b.catch(ctx, "ping", &err)
 	if err := b.start(ctx, "ping"); err != nil {
 		return err
+	}
+	at := b.failedAt.Load()
+	if at != 0 {
+		if since := b.now().Sub(time.Unix(0, at)); since < b.guard.Load().hold() {
+			return fmt.Errorf("store: a storage operation panicked %s ago; not ready for %s after the last such panic", since.Round(time.Millisecond), b.guard.Load().hold())
+		}
 	}
 	if err := b.d.Ping(ctx); err != nil {
 		return fail("ping", err)
 	}
+	b.failedAt.CompareAndSwap(at, 0)
 	return nil
 }
 
 // Close implements Backend: it closes the driver once. Later calls fail,
 // but a second Close does nothing.
-func (b *Bucket) Close() error {
+func (b *Bucket) Close() (err error) {
+	defer b.catch(context.Background(), "close", &err)
 	if b.closed.Swap(true) {
 		return nil
 	}
@@ -412,30 +397,22 @@ func (b *Bucket) Close() error {
 	return nil
 }
 
-// bucketView is a Bucket's EncodedViewer.
-type bucketView struct {
-	b *Bucket
-	d ViewDriver
+// View implements Backend: the driver's View, or its Read with no
+// encoded form.
+func (b *Bucket) View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) (err error) {
+	defer b.catch(ctx, "view", &err)
+	return b.read(ctx, "view", k, b.view, fn)
 }
 
-// View implements EncodedViewer.
-func (v *bucketView) View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) error {
-	return v.b.read(ctx, "view", k, v.d, fn)
-}
-
-// bucketStream is a Bucket's Streamer.
-type bucketStream struct {
-	b *Bucket
-	d StreamDriver
-}
-
-// PutStream implements Streamer.
-func (s *bucketStream) PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Cond) (Meta, bool, error) {
+// PutStream implements Backend: the driver's PutStream, or the body read
+// whole and Put.
+func (b *Bucket) PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Cond) (_ Meta, _ bool, err error) {
+	defer b.catch(ctx, "put stream", &err)
 	if meta == nil {
 		return Meta{}, false, fmt.Errorf("store: put: %w: zero key", ErrInvalidKey)
 	}
 	k := meta.Key
-	if err := s.b.begin(ctx, "put", k); err != nil {
+	if err := b.begin(ctx, "put", k); err != nil {
 		return Meta{}, false, err
 	}
 	what := "put " + k.String()
@@ -444,25 +421,91 @@ func (s *bucketStream) PutStream(ctx context.Context, meta *Meta, r io.Reader, c
 	}
 	m := normalize(*meta)
 	m.Size, m.SHA256 = 0, ""
-	got, replaced, err := s.d.PutStream(ctx, &m, r, cond, s.b.now)
+	if b.stream == nil {
+		body, err := io.ReadAll(&ctxReader{ctx: ctx, r: r})
+		if err != nil {
+			return Meta{}, false, fmt.Errorf("store: %s: reading the body: %w", what, err)
+		}
+		return b.Put(ctx, &Object{Meta: m, Body: body}, cond)
+	}
+	got, replaced, err := b.stream.PutStream(ctx, &m, r, cond, b.now)
 	if err != nil {
 		return Meta{}, false, fail(what, err)
 	}
 	return got, replaced, nil
 }
 
-// Open implements Streamer.
-func (s *bucketStream) Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error) {
-	if err := s.b.begin(ctx, "open", k); err != nil {
+// ctxReader fails its reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Open implements Backend: the driver's Open, or the body read whole.
+func (b *Bucket) Open(ctx context.Context, k Key) (_ Meta, _ io.ReadSeekCloser, err error) {
+	defer b.catch(ctx, "open", &err)
+	if b.stream == nil {
+		obj, err := b.Get(ctx, k)
+		if err != nil {
+			return Meta{}, nil, err
+		}
+		return obj.Meta, &heldBody{b: b, ctx: ctx, m: obj.Meta, r: bytes.NewReader(obj.Body)}, nil
+	}
+	if err := b.begin(ctx, "open", k); err != nil {
 		return Meta{}, nil, err
 	}
-	m, r, err := s.d.Open(ctx, k)
+	m, r, err := b.stream.Open(ctx, k)
 	if err != nil {
 		return Meta{}, nil, fail("open "+k.String(), err)
 	}
-	if m.Expired(s.b.now()) {
+	if m.Expired(b.now()) {
 		r.Close()
 		return Meta{}, nil, notFound("open", k)
 	}
-	return m, r, nil
+	return m, &guardedReader{b: b, r: r}, nil
 }
+
+// heldBody is Open's reader on a driver that does not stream: the body
+// read whole, served only while the object is still the one opened (each
+// Read checks its metadata), as a streaming reader would.
+type heldBody struct {
+	b      *Bucket
+	ctx    context.Context
+	m      Meta
+	r      *bytes.Reader
+	closed bool
+}
+
+var errReplaced = errors.New("the object was replaced or deleted while it was read")
+
+func (h *heldBody) Read(p []byte) (int, error) {
+	if h.closed {
+		return 0, errors.New("store: read after close")
+	}
+	m, err := h.b.Stat(h.ctx, h.m.Key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, fmt.Errorf("store: read %s: %w", h.m.Key, errReplaced)
+	case err != nil:
+		return 0, err
+	case m.SHA256 != h.m.SHA256 || !m.Modified.Equal(h.m.Modified):
+		return 0, fmt.Errorf("store: read %s: %w", h.m.Key, errReplaced)
+	}
+	return h.r.Read(p)
+}
+
+func (h *heldBody) Seek(off int64, whence int) (int64, error) {
+	if h.closed {
+		return 0, errors.New("store: seek after close")
+	}
+	return h.r.Seek(off, whence)
+}
+
+func (h *heldBody) Close() error { h.closed = true; return nil }

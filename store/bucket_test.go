@@ -3,7 +3,10 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,33 +18,104 @@ import (
 // plainDriver hides every optional capability of the driver it wraps.
 type plainDriver struct{ store.Driver }
 
-// TestNewCapabilities: the Backend that New returns is an EncodedViewer
-// or a Streamer exactly when its driver has the capability, so the
-// server's type assertions tell the truth.
-func TestNewCapabilities(t *testing.T) {
+// TestBucketCapabilities: KeepsEncoded tells the truth, and View,
+// PutStream and Open work on every driver, through its capability or the
+// Bucket's fallback.
+func TestBucketCapabilities(t *testing.T) {
 	bolt, err := boltstore.OpenDriver(filepath.Join(t.TempDir(), "db"), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name         string
-		d            store.Driver
-		view, stream bool
+		name string
+		d    store.Driver
+		view bool
 	}{
-		{"memstore", memstore.NewDriver(), true, false},
-		{"boltstore", bolt, true, true},
-		{"plain", plainDriver{memstore.NewDriver()}, false, false},
+		{"memstore", memstore.NewDriver(), true},
+		{"boltstore", bolt, true},
+		{"plain", plainDriver{memstore.NewDriver()}, false},
 	}
 	for _, tc := range tests {
-		b := store.New(tc.d, store.Options{})
-		_, view := b.(store.EncodedViewer)
-		_, stream := b.(store.Streamer)
-		if view != tc.view || stream != tc.stream {
-			t.Errorf("%s: New is EncodedViewer %v, Streamer %v; want %v, %v", tc.name, view, stream, tc.view, tc.stream)
+		b := store.NewBucket(tc.d, store.Options{})
+		if b.KeepsEncoded() != tc.view {
+			t.Errorf("%s: KeepsEncoded %v, want %v", tc.name, b.KeepsEncoded(), tc.view)
+		}
+		k := store.MustKey("t1", "report", "a")
+		m, _, err := b.PutStream(t.Context(), &store.Meta{Key: k, MIMEType: "text/plain"}, strings.NewReader("streamed"), store.CreateOnly())
+		if err != nil || m.Size != 8 || m.SHA256 != store.Sum([]byte("streamed")) {
+			t.Fatalf("%s: PutStream = %+v, %v", tc.name, m, err)
+		}
+		_, r, err := b.Open(t.Context(), k)
+		if err != nil {
+			t.Fatalf("%s: Open = %v", tc.name, err)
+		}
+		got, _ := io.ReadAll(r)
+		r.Close()
+		if string(got) != "streamed" {
+			t.Errorf("%s: Open read %q", tc.name, got)
+		}
+		if err := b.View(t.Context(), k, func(_ *store.Meta, enc, body []byte) error {
+			if string(body) != "streamed" || enc != nil {
+				t.Errorf("%s: View saw %q, encoded %q", tc.name, body, enc)
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("%s: View = %v", tc.name, err)
 		}
 		if err := b.Close(); err != nil {
 			t.Errorf("%s: Close = %v", tc.name, err)
 		}
+	}
+}
+
+// panicDriver panics in Stat while armed.
+type panicDriver struct {
+	store.Driver
+	armed bool
+}
+
+func (d *panicDriver) Stat(ctx context.Context, k store.Key) (store.Meta, error) {
+	if d.armed {
+		panic("damaged page")
+	}
+	return d.Driver.Stat(ctx, k)
+}
+
+// TestBucketGuard: a driver panic fails the call with ErrPanic, is
+// reported and keeps Ping failing for the hold; a panic of the caller's
+// View function fails that call with ErrCallbackPanic, is reported as the
+// caller's, and does not mark the store.
+func TestBucketGuard(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	d := &panicDriver{Driver: memstore.NewDriver()}
+	b := store.NewBucket(d, store.Options{Now: func() time.Time { return now }})
+	var reports []string
+	b.Guard(store.Guard{Hold: time.Minute, Report: func(_ context.Context, op string, v any, callback bool) {
+		reports = append(reports, fmt.Sprint(op, " ", v, " ", callback))
+	}})
+	k := store.MustKey("t1", "report", "a")
+	if _, _, err := b.Put(t.Context(), &store.Object{Meta: store.Meta{Key: k}, Body: []byte("x")}, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.View(t.Context(), k, func(*store.Meta, []byte, []byte) error { panic("caller bug") })
+	if !errors.Is(err, store.ErrCallbackPanic) || b.Ping(t.Context()) != nil {
+		t.Fatalf("callback panic: %v; ping %v", err, b.Ping(t.Context()))
+	}
+	d.armed = true
+	if _, err := b.Stat(t.Context(), k); !errors.Is(err, store.ErrPanic) {
+		t.Fatalf("Stat = %v, want ErrPanic", err)
+	}
+	d.armed = false
+	if err := b.Ping(t.Context()); err == nil {
+		t.Fatal("Ping right after a panic succeeded")
+	}
+	now = now.Add(2 * time.Minute)
+	if err := b.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping after the hold = %v", err)
+	}
+	want := []string{"view callback caller bug true", "stat damaged page false"}
+	if fmt.Sprint(reports) != fmt.Sprint(want) {
+		t.Errorf("reports %q, want %q", reports, want)
 	}
 }
 
@@ -99,7 +173,7 @@ func TestBucketPutNormalises(t *testing.T) {
 // TestBucketErrorNamesKeyOnce: a missing object's error wraps ErrNotFound
 // and names the key once, whatever the driver said.
 func TestBucketErrorNamesKeyOnce(t *testing.T) {
-	b := store.New(memstore.NewDriver(), store.Options{})
+	b := store.NewBucket(memstore.NewDriver(), store.Options{})
 	k := store.MustKey("t1", "report", "missing")
 	_, err := b.Get(t.Context(), k)
 	if !errors.Is(err, store.ErrNotFound) || err.Error() != "store: get report://t1/missing: not found" {

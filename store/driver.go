@@ -75,7 +75,7 @@ type Driver interface {
 	Close() error
 }
 
-// ViewDriver is the optional capability behind EncodedViewer: a driver
+// ViewDriver is the optional capability behind Backend.View's encoded form: a driver
 // that keeps Object.Encoded with the body.
 type ViewDriver interface {
 	// View is Read with the encoded form of the last Put (nil when it had
@@ -96,13 +96,13 @@ type GateDriver interface {
 	ReadGated(ctx context.Context, k Key, gate func(m *Meta) error, fn func(m *Meta, body []byte) error) error
 }
 
-// StreamDriver is the optional capability behind Streamer.
+// StreamDriver is the optional capability behind streaming PutStream and Open.
 type StreamDriver interface {
-	// PutStream is Streamer.PutStream with cond and cond.Quota judged at
+	// PutStream is Backend.PutStream with cond and cond.Quota judged at
 	// now() once the body is read; meta is already valid.
 	PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Cond, now func() time.Time) (Meta, bool, error)
 
-	// Open is Streamer.Open of the object stored at k, expired or not.
+	// Open is Backend.Open of the object stored at k, expired or not.
 	Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error)
 }
 

@@ -31,10 +31,11 @@
 // whatever the driver.
 //
 // Bodies are []byte: resourced returns them inline in resources/read, so the
-// largest body is bounded by configuration (16 MiB by default). Backends that
-// can also store and serve a body without holding it in memory whole
-// implement the optional Streamer interface (boltstore and s3store do); the
-// HTTP upload and download endpoints use it when it is there.
+// largest body is bounded by configuration (16 MiB by default). PutStream
+// and Open store and serve a body without holding it in memory whole on
+// the drivers that stream (boltstore and s3store); the Bucket falls back
+// to Put and Get for the others, so every Backend has every method and no
+// caller asks what a backend can do.
 package store
 
 import (
@@ -184,7 +185,7 @@ type Object struct {
 	// Encoded is an optional second form of Body, opaque to the store,
 	// that the caller wants kept with it (resourced keeps the body as it
 	// appears inside a JSON-RPC response, so that a read copies it instead
-	// of encoding it again). Backends that implement EncodedViewer store it
+	// of encoding it again). Backends whose KeepsEncoded is true store it
 	// with the body and replace or delete it with the body, atomically;
 	// the others ignore it. Get never returns it. It does not count in
 	// Meta.Size, Usage or quotas.
@@ -349,6 +350,50 @@ type Backend interface {
 
 	// Close releases resources. Calls after Close fail.
 	Close() error
+
+	// View looks up the live object at k, with Get's errors, and calls fn
+	// once with its metadata, the Encoded form its last Put stored (nil
+	// when the backend keeps none, when that Put had none, and after a
+	// PutStream) and its body. encoded and body are valid only while fn
+	// runs: they may be the backend's own memory (bbolt's mmap), so fn
+	// copies what it keeps, modifies nothing and does not call the
+	// backend. View returns fn's error as it is.
+	View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) error
+
+	// KeepsEncoded reports whether Put keeps Object.Encoded for View
+	// (boltstore and memstore do; s3store does not).
+	KeepsEncoded() bool
+
+	// PutStream stores the body read from r, up to io.EOF, at meta.Key if
+	// cond holds, with the same semantics as Put (preconditions, quota,
+	// Created kept on replace, expiry). meta.Size and meta.SHA256 are
+	// ignored: the backend computes both while it reads, and the returned
+	// metadata carries them. The whole body is read before cond is
+	// evaluated; cond and the write are then atomic exactly as for Put. A
+	// read error of r, or a canceled ctx while reading, fails the call with
+	// an error wrapping it and writes nothing. r is not bounded by the
+	// backend: the caller limits it (e.g. http.MaxBytesReader). An empty
+	// body is stored like any other (the server refuses it earlier).
+	// Drivers that stream (boltstore, s3store) spool the body to an
+	// unlinked temporary file and hold only buffers; for the others the
+	// Bucket reads it into memory and calls Put.
+	PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Cond) (Meta, bool, error)
+
+	// Open returns the metadata of the live object at k and a reader of its
+	// body, positioned at its start, that can seek (io.SeekStart,
+	// io.SeekCurrent, io.SeekEnd; a negative position is an error, reads
+	// past the end give io.EOF). A missing or expired object gives
+	// ErrNotFound. The reader uses ctx for the backend calls its reads
+	// make, so ctx must stay valid until Close; the caller must Close it.
+	// Reads return bytes of the body whose hash is Meta.SHA256 only: if the
+	// object is replaced or deleted while it is read, a later Read fails
+	// with an error rather than mixing two bodies. A streaming driver's
+	// memory is bounded by the caller's buffers; for the others the Bucket
+	// reads the body whole.
+	Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error)
+
+	// Guard installs the panic guard (see Guard); call it before use.
+	Guard(g Guard)
 }
 
 // GetIf is b.ReadIf returning a copy of the object, owned by the caller.
@@ -423,52 +468,4 @@ type PublicPage struct {
 // so an index entry never shows an object that is not public and listed).
 type PublicLister interface {
 	ListPublic(ctx context.Context, after PublicPosition, limit int) (PublicPage, error)
-}
-
-// EncodedViewer is implemented by backends that keep Object.Encoded
-// (boltstore and memstore): a Bucket whose driver is a ViewDriver.
-type EncodedViewer interface {
-	// View looks up the live object at k, with Get's errors, and calls fn
-	// once with its metadata, the Encoded form its last Put stored (nil
-	// when that Put had none, and after a PutStream) and its body. encoded
-	// and body are valid only while fn runs: they may be the backend's own
-	// memory (bbolt's mmap), so fn copies what it keeps, modifies nothing
-	// and does not call the backend. View returns fn's error as it is.
-	View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) error
-}
-
-// Streamer is the optional streaming path of a Backend (a Bucket whose
-// driver is a StreamDriver), for bodies larger
-// than one should hold in memory several times over. The server uses it,
-// when the backend implements it, for HTTP uploads and signed downloads, and
-// falls back to Put and Get otherwise. The error contract is the Backend's.
-type Streamer interface {
-	// PutStream stores the body read from r, up to io.EOF, at meta.Key if
-	// cond holds, with the same semantics as Put (preconditions, quota,
-	// Created kept on replace, expiry). meta.Size and meta.SHA256 are
-	// ignored: the backend computes both while it reads, and the returned
-	// metadata carries them. The whole body is read before cond is
-	// evaluated; cond and the write are then atomic exactly as for Put. A
-	// read error of r, or a canceled ctx while reading, fails the call with
-	// an error wrapping it and writes nothing. r is not bounded by the
-	// backend: the caller limits it (e.g. http.MaxBytesReader). An empty
-	// body is stored like any other (the server refuses it earlier).
-	//
-	// Memory does not grow with the body beyond what the backend's write
-	// itself needs: boltstore holds the record once plus bbolt's copy at
-	// commit; s3store holds only buffers. Both spool the body to an
-	// unlinked temporary file first (see their package docs).
-	PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Cond) (Meta, bool, error)
-
-	// Open returns the metadata of the live object at k and a reader of its
-	// body, positioned at its start, that can seek (io.SeekStart,
-	// io.SeekCurrent, io.SeekEnd; a negative position is an error, reads
-	// past the end give io.EOF). A missing or expired
-	// object gives ErrNotFound. The reader uses ctx for the backend calls
-	// its reads make, so ctx must stay valid until Close; the caller must
-	// Close it. Reads return bytes of the body whose hash is Meta.SHA256
-	// only: if the object is replaced or deleted while it is read, a later
-	// Read fails with an error rather than mixing two bodies. Memory is
-	// bounded by the caller's buffers, not the body.
-	Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error)
 }

@@ -46,7 +46,7 @@ func TestConfigExampleMatchesDefaults(t *testing.T) {
 		MaxConnections: server.DefaultMaxConns, MaxUploads: server.DefaultMaxUploads,
 		TenantInflight: server.DefaultMaxInflight, TenantSaveRate: server.DefaultSaveRate, TenantSaveBurst: server.DefaultSaveBurst,
 		TenantSaveWait: config.Duration(server.DefaultSaveWait),
-		StorePanicHold: config.Duration(server.DefaultStorePanicHold),
+		StorePanicHold: config.Duration(store.DefaultPanicHold),
 	}
 	if diff := cmp.Diff(want, c, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("example config differs from the defaults (-default +example):\n%s", diff)

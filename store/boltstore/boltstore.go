@@ -98,7 +98,7 @@
 // Update of bounded size. Reads use View and copy values out before the
 // transaction ends.
 //
-// Streaming (store.Streamer, stream.go): bbolt stores a value only as one
+// Streaming (StreamDriver, stream.go): bbolt stores a value only as one
 // []byte, which it copies into its pages at commit, so a record cannot be
 // streamed into the file. PutStream spools the body to an unlinked
 // temporary file (Options.SpoolDir, by default the database's directory)

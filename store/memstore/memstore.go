@@ -36,26 +36,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Store is the portable store over a Driver, with its encoded view.
-type Store struct {
-	*store.Bucket
-	view store.EncodedViewer
-}
-
-var (
-	_ store.Backend       = (*Store)(nil)
-	_ store.EncodedViewer = (*Store)(nil)
-)
-
-// New returns an empty Store.
-func New(opts Options) *Store {
-	b := store.NewBucket(NewDriver(), store.Options{Now: opts.Now})
-	return &Store{Bucket: b, view: b.EncodedView()}
-}
-
-// View implements store.EncodedViewer: see Driver.View.
-func (s *Store) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
-	return s.view.View(ctx, k, fn)
+// New returns an empty store: a store.Bucket over a new Driver.
+func New(opts Options) *store.Bucket {
+	return store.NewBucket(NewDriver(), store.Options{Now: opts.Now})
 }
 
 // Driver is the in-memory store.Driver and store.ViewDriver, safe for

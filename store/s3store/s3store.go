@@ -5,8 +5,8 @@
 // Store, the portable store.Bucket over the Driver (which validates input,
 // hashes, normalises times, hides expired objects from point reads and
 // passes its clock to every call here that judges expiry) with the
-// driver's streaming; S3 objects keep no encoded form, so Store is not a
-// store.EncodedViewer. Get below means the Driver's Read, on which the
+// driver's streaming; S3 objects keep no encoded form (KeepsEncoded is
+// false). Get below means the Driver's Read, on which the
 // Bucket builds Get.
 //
 // # Layout
@@ -330,7 +330,7 @@
 //
 // # Streaming
 //
-// PutStream (store.Streamer, stream.go) spools the body to an unlinked
+// PutStream (StreamDriver, stream.go) spools the body to an unlinked
 // temporary file (Options.SpoolDir) while it computes the size and
 // SHA-256, builds the header, and sends header and file as the body of the
 // same conditional single PUT that Put uses, with a Content-Length, read

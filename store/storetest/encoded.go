@@ -14,20 +14,19 @@ import (
 	"github.com/resourced/resourced/store"
 )
 
-// The subtests of the optional store.EncodedViewer interface; each skips
-// when the backend does not implement it.
+// The subtests of the encoded form; each skips when the backend keeps
+// none (KeepsEncoded is false).
 
-func (h *harness) viewer(t *testing.T) store.EncodedViewer {
+func (h *harness) viewer(t *testing.T) store.Backend {
 	t.Helper()
-	v, ok := h.b.(store.EncodedViewer)
-	if !ok {
-		t.Skip("the backend does not implement store.EncodedViewer")
+	if !h.b.KeepsEncoded() {
+		t.Skip("the backend keeps no encoded form")
 	}
-	return v
+	return h.b
 }
 
 // view returns copies of what View shows at k.
-func (h *harness) view(t *testing.T, v store.EncodedViewer, k store.Key) (store.Meta, []byte, []byte) {
+func (h *harness) view(t *testing.T, v store.Backend, k store.Key) (store.Meta, []byte, []byte) {
 	t.Helper()
 	var (
 		meta          store.Meta

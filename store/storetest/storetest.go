@@ -19,12 +19,11 @@
 //     that error, storing nothing;
 //   - DeleteExpired may examine a bounded part of the store per call, but
 //     repeated calls remove every expired object;
-//   - a backend that implements store.Streamer passes the Stream subtests
-//     (the others skip them): PutStream computes Size and SHA256 itself and
-//     writes nothing when its reader fails, and an Open reader never
-//     returns bytes of a body that replaced the one it opened;
-//   - a backend that implements store.EncodedViewer passes the Encoded
-//     subtests: View shows the encoded form of the last Put with its body
+//   - every backend passes the Stream subtests, through its driver's
+//     streaming or the Bucket's fallback: PutStream computes Size and
+//     SHA256 itself and writes nothing when its reader fails, and an Open
+//     reader never returns bytes of a body that replaced the one it opened;
+//   - a backend whose KeepsEncoded is true passes the Encoded subtests: View shows the encoded form of the last Put with its body
 //     (nil after a Put without one and after PutStream), never a mix of
 //     two writes, and passes fn's error through.
 package storetest
@@ -164,7 +163,7 @@ func newHarness(t *testing.T, newDriver NewFunc) *harness {
 	if d == nil {
 		t.Fatal("NewFunc returned a nil Driver")
 	}
-	b = store.New(d, store.Options{Now: c.Now})
+	b = store.NewBucket(d, store.Options{Now: c.Now})
 	return &harness{b: b, clock: c, ctx: t.Context()}
 }
 

@@ -14,16 +14,12 @@ import (
 	"github.com/resourced/resourced/store"
 )
 
-// The subtests of the optional store.Streamer interface; each skips when
-// the backend does not implement it.
+// The subtests of PutStream and Open, which every Backend has: a driver's
+// streaming, or the Bucket's fallback to Put and Get.
 
-func (h *harness) streamer(t *testing.T) store.Streamer {
+func (h *harness) streamer(t *testing.T) store.Backend {
 	t.Helper()
-	st, ok := h.b.(store.Streamer)
-	if !ok {
-		t.Skip("the backend does not implement store.Streamer")
-	}
-	return st
+	return h.b
 }
 
 // streamMeta is the metadata of a PutStream at k, with a Size and SHA256
@@ -59,7 +55,7 @@ func (s smallReads) Read(p []byte) (int, error) {
 }
 
 // readAllFrom opens k and reads it whole.
-func (h *harness) readAllFrom(t *testing.T, st store.Streamer, k store.Key) (store.Meta, []byte) {
+func (h *harness) readAllFrom(t *testing.T, st store.Backend, k store.Key) (store.Meta, []byte) {
 	t.Helper()
 	m, rc, err := st.Open(h.ctx, k)
 	if err != nil {
