@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/service"
-	"github.com/resourced/resourced/toolapi"
+	"github.com/resourced/resourced/store"
 )
 
 // Offloading (docs/gateway.md): a tools/call result whose content bytes
@@ -91,6 +90,7 @@ type offloaded struct {
 
 // savedPart is one saved part, for the note and for rollback.
 type savedPart struct {
+	key           store.Key
 	uri, mimeType string
 	size          int64
 	preview       bool
@@ -219,24 +219,18 @@ func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what strin
 			mimeType = textMIME
 		}
 	}
-	a := &toolapi.ReportArgs{
-		Path:        o.base + "/" + n,
-		MIMEType:    mimeType,
-		Title:       service.Truncate(what+" of "+o.base[:strings.LastIndexByte(o.base, '/')], 200),
-		SaveOptions: toolapi.SaveOptions{Scheme: o.f.scheme},
-	}
-	if text && utf8.Valid(body) {
-		s := string(body)
-		a.Text = &s
-	} else {
-		b := base64.StdEncoding.EncodeToString(body)
-		a.BlobBase64 = &b
-	}
-	r, fail := o.f.svc.SaveReport(o.ctx, o.p.Tenant, a)
+	r, fail := o.f.svc.Save(o.ctx, o.p.Tenant, service.SaveRequest{
+		Path:     o.base + "/" + n,
+		MIMEType: mimeType,
+		Title:    service.Truncate(what+" of "+o.base[:strings.LastIndexByte(o.base, '/')], 200),
+		Body:     body,
+		Cond:     store.CreateOnly(),
+		Scheme:   o.f.scheme,
+	})
 	if fail != nil {
 		return nil, o.failure(fail, int64(len(body)))
 	}
-	o.saved = append(o.saved, savedPart{uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text})
+	o.saved = append(o.saved, savedPart{key: r.Meta.Key, uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text})
 	o.bytes += r.Meta.Size
 	return r, nil
 }
@@ -277,7 +271,7 @@ func (o *offloadRun) failure(fail *service.Failure, size int64) *service.Failure
 func (o *offloadRun) rollback() {
 	ctx := context.WithoutCancel(o.ctx)
 	for _, s := range o.saved {
-		if _, fail := o.f.svc.Delete(ctx, o.p.Tenant, &toolapi.DeleteArgs{URI: s.uri}); fail != nil {
+		if fail := o.f.svc.DeleteKey(ctx, s.key); fail != nil {
 			o.f.log.WarnContext(ctx, "removing an offloaded part after a failed save", "uri", s.uri, "errorKind", fail.ErrorKind)
 		}
 	}

@@ -40,10 +40,11 @@ func (s *Service) SaveSnapshot(ctx context.Context, tenant string, a *toolapi.Se
 		return nil, f
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	sc, expires, vis, f := s.resolve(&a.SaveOptions, KindSearch, now)
+	sc, retention, vis, f := s.resolve(&a.SaveOptions, KindSearch)
 	if f != nil {
 		return nil, f
 	}
+	expires := expiry(now, retention)
 	linkTTL, f := s.LinkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
 	if f != nil {
 		return nil, f
@@ -120,8 +121,9 @@ func (s *Service) checkLabels(title, desc string) *Failure {
 	return CheckText("description", desc, s.limits.MaxDescriptionBytes)
 }
 
-// SaveReport stores a report of p's tenant at a.Path: create-only unless
-// a.IfMatch or a.Overwrite says otherwise.
+// SaveReport is save_report: it decodes a (the body from text or base64,
+// the precondition from ifMatch and overwrite, the options) and saves it
+// with Save: create-only unless a.IfMatch or a.Overwrite says otherwise.
 func (s *Service) SaveReport(ctx context.Context, tenant string, a *toolapi.ReportArgs) (*Result, *Failure) {
 	if a.Path == "" {
 		return nil, InvalidField("path", "is required, e.g. \"billing/2026-11/import-dry-run\"")
@@ -143,8 +145,7 @@ func (s *Service) SaveReport(ctx context.Context, tenant string, a *toolapi.Repo
 	if f != nil {
 		return nil, f
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
-	sc, expires, vis, f := s.resolve(&a.SaveOptions, KindReport, now)
+	sc, retention, vis, f := s.resolve(&a.SaveOptions, KindReport)
 	if f != nil {
 		return nil, f
 	}
@@ -152,25 +153,86 @@ func (s *Service) SaveReport(ctx context.Context, tenant string, a *toolapi.Repo
 	if f != nil {
 		return nil, f
 	}
-	k, f := reportKey(sc, tenant, a.Path)
+	return s.Save(ctx, tenant, SaveRequest{
+		Path: a.Path, MIMEType: a.MIMEType, Title: a.Title, Description: a.Description, Body: body, Cond: cond,
+		Scheme: sc.Name, Retention: retention, Listed: a.Listed, Visibility: vis, LinkTTL: linkTTL,
+	})
+}
+
+// SaveRequest is a save of a report in the service's own terms: the body
+// as bytes, the precondition and the options decoded.
+type SaveRequest struct {
+	Path, MIMEType     string
+	Title, Description string // "": derived from the path and the body
+	Body               []byte
+	Cond               store.Cond
+	Scheme             string           // a report scheme; "": the server's
+	Retention          time.Duration    // 0: the scheme's; capped by its maximum
+	Listed             bool             // shown by resources/list
+	Visibility         store.Visibility // "": private
+	LinkTTL            time.Duration    // > 0: the result carries a download link of this life
+}
+
+// Save stores a report of tenant: the one report writer of every
+// transport (save_report, the gateway's offloaded parts). It checks what
+// the stored object depends on (path, media type, labels, scheme, size).
+func (s *Service) Save(ctx context.Context, tenant string, r SaveRequest) (*Result, *Failure) {
+	if f := s.checkPathLen(r.Path); f != nil {
+		return nil, f
+	}
+	if f := CheckMIMEType("mimeType", r.MIMEType); f != nil {
+		return nil, f
+	}
+	if f := s.checkLabels(r.Title, r.Description); f != nil {
+		return nil, f
+	}
+	sc, f := s.schemeFor(r.Scheme, KindReport)
 	if f != nil {
 		return nil, f
 	}
-	if f := checkSize(sc, len(body)); f != nil {
+	retention := sc.Retention
+	if r.Retention > 0 {
+		retention = min(r.Retention, sc.MaxRetention)
+	}
+	vis := r.Visibility
+	if vis == "" {
+		vis = store.Private
+	}
+	k, f := reportKey(sc, tenant, r.Path)
+	if f != nil {
 		return nil, f
 	}
-	desc := a.Description
+	if f := checkSize(sc, len(r.Body)); f != nil {
+		return nil, f
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	desc := r.Description
 	if desc == "" {
-		desc = fmt.Sprintf("%s, %d bytes, saved %s", a.MIMEType, len(body), now.Format(time.RFC3339))
+		desc = fmt.Sprintf("%s, %d bytes, saved %s", r.MIMEType, len(r.Body), now.Format(time.RFC3339))
 	}
 	m, replaced, f := s.Put(ctx, Write{Meta: store.Meta{
-		Key: k, MIMEType: a.MIMEType, Created: now, Modified: now, Expires: expires,
-		Title: defaultTitle(a.Title, a.Path), Description: desc, Listed: a.Listed, Visibility: vis,
-	}, Body: body, Cond: cond, Retry: ToolRetry})
+		Key: k, MIMEType: r.MIMEType, Created: now, Modified: now, Expires: expiry(now, retention),
+		Title: defaultTitle(r.Title, r.Path), Description: desc, Listed: r.Listed, Visibility: vis,
+	}, Body: r.Body, Cond: r.Cond, Retry: ToolRetry})
 	if f != nil {
 		return nil, f
 	}
-	return result(savedStatus(replaced), &m, linkTTL), nil
+	return result(savedStatus(replaced), &m, r.LinkTTL), nil
+}
+
+// DeleteKey removes the resource at k whatever its body: a transport's
+// own cleanup (the gateway's rollback of offloaded parts), not a tool.
+func (s *Service) DeleteKey(ctx context.Context, k store.Key) *Failure {
+	err := s.store.Delete(ctx, k, store.Cond{Kind: store.Always})
+	switch {
+	case err == nil:
+		s.onChange(k)
+	case IsNotFound(err):
+		return NotFound(k.String())
+	default:
+		return s.Unavailable(ctx, "store delete", err)
+	}
+	return nil
 }
 
 func savedStatus(replaced bool) string {

@@ -58,17 +58,18 @@ func (l Limits) WithDefaults() Limits {
 }
 
 // resolve checks the shared save options against the schemes of kind and
-// returns the scheme, the expiry and the visibility.
-func (s *Service) resolve(o *toolapi.SaveOptions, kind string, now time.Time) (*Scheme, time.Time, store.Visibility, *Failure) {
+// returns the scheme, the retention (capped by the scheme's maximum) and
+// the visibility.
+func (s *Service) resolve(o *toolapi.SaveOptions, kind string) (*Scheme, time.Duration, store.Visibility, *Failure) {
 	sc, f := s.schemeFor(o.Scheme, kind)
 	if f != nil {
-		return nil, time.Time{}, "", f
+		return nil, 0, "", f
 	}
 	retention := sc.Retention
 	if len(o.Retention) > 0 && string(o.Retention) != "null" {
 		d, f := ParseRetention(o.Retention)
 		if f != nil {
-			return nil, time.Time{}, "", f
+			return nil, 0, "", f
 		}
 		retention = min(d, sc.MaxRetention)
 	}
@@ -78,9 +79,14 @@ func (s *Service) resolve(o *toolapi.SaveOptions, kind string, now time.Time) (*
 	case "public":
 		vis = store.Public
 	default:
-		return nil, time.Time{}, "", InvalidField("visibility", fmt.Sprintf("must be \"private\" or \"public\", not %q", o.Visibility))
+		return nil, 0, "", InvalidField("visibility", fmt.Sprintf("must be \"private\" or \"public\", not %q", o.Visibility))
 	}
-	return sc, now.Add(retention).UTC().Truncate(time.Millisecond), vis, nil
+	return sc, retention, vis, nil
+}
+
+// expiry is the expiry of a save at now kept for retention.
+func expiry(now time.Time, retention time.Duration) time.Time {
+	return now.Add(retention).UTC().Truncate(time.Millisecond)
 }
 
 // schemeFor picks the scheme of kind a save names, or the one it means

@@ -171,3 +171,39 @@ func TestUnknownOutcomeIsNotNothingChanged(t *testing.T) {
 		t.Errorf("unknown outcome = %+v", f)
 	}
 }
+
+// TestSaveTakesBytes: Save stores the bytes it is given (no text or
+// base64 form to decode), checks what the object depends on, and
+// DeleteKey removes what it saved.
+func TestSaveTakesBytes(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	ctx := context.Background()
+	body := []byte{0, 0xff, 'x'}
+	r, f := e.svc.Save(ctx, alice, SaveRequest{Path: "gw/part/0", MIMEType: "application/octet-stream", Body: body, Cond: store.CreateOnly()})
+	if f != nil {
+		t.Fatal(f)
+	}
+	obj, err := e.st.Get(ctx, r.Meta.Key)
+	if err != nil || string(obj.Body) != string(body) || obj.Visibility != store.Private || obj.Expires.IsZero() {
+		t.Fatalf("stored %+v %v", obj, err)
+	}
+	if _, f := e.svc.Save(ctx, alice, SaveRequest{Path: "gw/part/0", MIMEType: "application/octet-stream", Body: body, Cond: store.CreateOnly()}); f == nil || f.ErrorKind != KindConflict {
+		t.Fatalf("second create-only save: %v", f)
+	}
+	for _, bad := range []SaveRequest{
+		{Path: "a//b", MIMEType: "text/plain", Body: body},
+		{Path: "a", MIMEType: "not a type", Body: body},
+		{Path: "a", MIMEType: "text/plain", Body: body, Scheme: "search"},
+		{Path: "a", MIMEType: "text/plain", Body: make([]byte, 2<<20)},
+	} {
+		if _, f := e.svc.Save(ctx, alice, bad); f == nil {
+			t.Errorf("Save(%q, %q, scheme %q, %d bytes) = nil failure", bad.Path, bad.MIMEType, bad.Scheme, len(bad.Body))
+		}
+	}
+	if f := e.svc.DeleteKey(ctx, r.Meta.Key); f != nil {
+		t.Fatal(f)
+	}
+	if f := e.svc.DeleteKey(ctx, r.Meta.Key); f == nil || f.ErrorKind != KindNotFound {
+		t.Fatalf("second DeleteKey: %v", f)
+	}
+}

@@ -63,10 +63,11 @@ func (s *Service) PrepareUpload(tenant string, req *UploadRequest) (*Upload, *Fa
 		return nil, f
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	_, expires, vis, f := s.resolve(&a.SaveOptions, KindReport, now)
+	_, retention, vis, f := s.resolve(&a.SaveOptions, KindReport)
 	if f != nil {
 		return nil, f
 	}
+	expires := expiry(now, retention)
 	desc := a.Description
 	if desc == "" {
 		if req.ContentLength >= 0 {

@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	"server": {"auth", "internal/jsonwire", "gateway", "server/fixtures", "server/hostrun", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
-	"gateway": {"auth", "internal/jsonwire", "service", "toolapi"},
+	"gateway": {"auth", "internal/jsonwire", "service", "store"},
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
