@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,10 +42,12 @@ type Deps struct {
 	// Schemes are resourced's configured schemes: their URIs are
 	// resourced's, never an upstream's.
 	Schemes []string
-	// OwnTools are the tools the server lists itself in gateway mode
-	// (read_resource, grep_resource, query_resource).
-	OwnTools []string
 }
+
+// OwnTools are the server's own tools the gateway keeps listed: the read
+// tools, for hosts that cannot read resources; saving, listing and
+// deleting are not the gateway's business.
+var OwnTools = []string{"read_resource", "grep_resource", "query_resource"}
 
 // DefaultPreviewChars is the preview length when FrontOptions leaves it 0.
 const DefaultPreviewChars = 500
@@ -109,7 +112,7 @@ func NewFront(opts FrontOptions, d Deps) (*Front, error) {
 	if len(f.order) == 0 {
 		return nil, errors.New("gateway: at least one upstream is required")
 	}
-	f.names = newNames(f.order, d.OwnTools, d.Schemes)
+	f.names = newNames(f.order, OwnTools, d.Schemes)
 	m, err := newFrontMetrics(d.Metrics)
 	if err != nil {
 		return nil, err
@@ -118,9 +121,29 @@ func NewFront(opts FrontOptions, d Deps) (*Front, error) {
 	return f, nil
 }
 
-// ProxiesURI reports whether a resources/read of uri goes to an upstream
+// KeepsTool reports whether the server's own tool name stays listed.
+func (f *Front) KeepsTool(name string) bool { return slices.Contains(OwnTools, name) }
+
+// ScopeFor is the scope of what the gateway answers: every tools/call,
+// prompts/get and completion/complete reads (upstream data, or resourced's
+// read tools).
+func (f *Front) ScopeFor(method string) string {
+	switch method {
+	case "tools/call", "prompts/get", "completion/complete":
+		return auth.ScopeRead
+	}
+	return ""
+}
+
+// Capabilities declares what the front proxies beyond resourced's own
+// capabilities: completions.
+func (f *Front) Capabilities(c *mcp.ServerCapabilities) {
+	c.Completions = &mcp.CompletionCapabilities{}
+}
+
+// OwnsURI reports whether a resources/read of uri goes to an upstream
 // (the read stage leaves those to the middleware).
-func (f *Front) ProxiesURI(uri string) bool {
+func (f *Front) OwnsURI(uri string) bool {
 	_, _, ok := f.names.backURI(uri)
 	return ok
 }

@@ -237,14 +237,14 @@ func (s *Server) readStage(next http.Handler) http.Handler {
 // An unknown tool needs none: go-sdk answers it itself.
 func (s *Server) scopeFor(method, tool string) string {
 	switch method {
-	case "tools/call":
-		if s.gw != nil {
-			return auth.ScopeRead // every tool of the gateway reads (gateway.go)
+	case "tools/call", "prompts/get", "completion/complete":
+		if s.ext != nil {
+			if sc := s.ext.ScopeFor(method); sc != "" {
+				return sc
+			}
 		}
-		return s.toolScopes[tool]
-	case "prompts/get", "completion/complete":
-		if s.gw != nil {
-			return auth.ScopeRead // upstream data (gateway.go)
+		if method == "tools/call" {
+			return s.toolScopes[tool]
 		}
 	case "resources/read", "resources/list", "resources/templates/list", "resources/subscribe", "resources/unsubscribe":
 		return auth.ScopeRead

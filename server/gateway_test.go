@@ -394,7 +394,10 @@ func newGWEnvWith(t *testing.T, maxBytes int64, opt func(*Options), ups ...gatew
 			{Name: "result", Kind: KindReport, TTL: 5 * time.Minute, Retention: 24 * time.Hour, MaxRetention: 7 * 24 * time.Hour, MaxBytes: maxBytes},
 		},
 		Auth: gwAuth{}, BaseURL: "http://127.0.0.1", Version: "test",
-		Gateway: &gateway.FrontOptions{Sessions: e.sessions, Scheme: "result", PreviewChars: 100},
+		Extension: func(d ExtensionDeps) (Extension, error) {
+			return gateway.NewFront(gateway.FrontOptions{Sessions: e.sessions, Scheme: "result", PreviewChars: 100},
+				gateway.Deps{Service: d.Service, Logger: d.Logger, Metrics: d.Metrics, RenderFailure: d.RenderFailure, Schemes: d.Schemes})
+		},
 	}
 	if opt != nil {
 		opt(&opts)

@@ -136,7 +136,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 		return false
 	}
 	req, ok := parseFastRead(body)
-	if !ok || s.gw != nil && s.gw.ProxiesURI(req.URI) {
+	if !ok || s.ext != nil && s.ext.OwnsURI(req.URI) {
 		return false // an upstream's URI is the gateway's (gateway.go)
 	}
 	modern := false

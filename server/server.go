@@ -30,9 +30,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
-	"github.com/resourced/resourced/gateway"
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -113,9 +113,10 @@ type Options struct {
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
 	Fixtures bool
-	// Gateway puts the server in front of the upstreams of its Sessions
-	// (docs/gateway.md, server/gateway.go); nil means no gateway.
-	Gateway *gateway.FrontOptions
+	// Extension builds the extension the server mounts (the gateway,
+	// docs/gateway.md; server/extension.go says where it hooks in); nil
+	// means none.
+	Extension func(ExtensionDeps) (Extension, error)
 }
 
 // Server is resourced's HTTP handler.
@@ -159,6 +160,8 @@ type Server struct {
 	// checksum (encoded.go), damagedCount how many.
 	damagedForms sync.Map
 	damagedCount atomic.Int64
+	// ext is the mounted extension (extension.go); nil: none.
+	ext Extension
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
 	budgets Budgets
 	limiter *tenantLimiter
@@ -167,8 +170,6 @@ type Server struct {
 	uploadSlots chan struct{}
 	// runs are the host runs (server/hostrun); nil without fixtures.
 	runs *hostrun.Runs
-	// gw is the gateway's front (server/gateway.go); nil: no gateway.
-	gw *gateway.Front
 }
 
 // New builds a Server.
@@ -247,8 +248,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.serverInfoMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
-	if opts.Gateway != nil {
-		if s.gw, err = s.newFront(opts.Gateway); err != nil {
+	if opts.Extension != nil {
+		s.ext, err = opts.Extension(ExtensionDeps{Service: s.svc, Logger: s.log, Metrics: s.metrics.reg,
+			RenderFailure: mcptool.ErrorResult, Schemes: s.schemeNames()})
+		if err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
@@ -262,8 +265,8 @@ func New(opts Options) (*Server, error) {
 		// the two agree (docs/decisions.md).
 		Prompts: &mcp.PromptCapabilities{},
 	}
-	if s.gw != nil {
-		gatewayCapabilities(caps)
+	if s.ext != nil {
+		s.ext.Capabilities(caps)
 	}
 	s.mcp = mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: "resourced stores large tool results (search snapshots, reports) and serves them by URI. " +
@@ -303,13 +306,13 @@ func New(opts Options) (*Server, error) {
 		DisableLocalhostProtection: true,
 	})
 	mcpHandler := s.readStage(streamable)
-	if s.gw != nil {
+	if s.ext != nil {
 		sse := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 			Stateless:                  true,
 			MaxRequestBodyBytes:        requestBodyLimit(s.maxBody),
 			DisableLocalhostProtection: true,
 		})
-		mcpHandler = s.gatewayStage(mcpHandler, sse)
+		mcpHandler = s.extensionStage(mcpHandler, sse)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.runs.Record(mcpHandler))))
@@ -380,8 +383,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "store unavailable")
 		return
 	}
-	if s.gw != nil {
-		lines, ok := s.gatewayReady(ctx)
+	if s.ext != nil {
+		lines, ok := s.extensionReady(ctx)
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready")
@@ -402,8 +405,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // go-sdk runs it (AddReceivingMiddleware), and so does the fast call path
 // (callpath.go), from this one list.
 func (s *Server) receiving() []mcp.Middleware {
-	if s.gw != nil {
-		return []mcp.Middleware{s.recoverMCP, s.observe, s.gw.Middleware, s.intercept}
+	if s.ext != nil {
+		return []mcp.Middleware{s.recoverMCP, s.observe, s.ext.Middleware, s.intercept}
 	}
 	return []mcp.Middleware{s.recoverMCP, s.observe, s.intercept}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,14 +26,14 @@ type toolValue struct {
 }
 
 func (s *Server) addTools() {
-	if s.gw == nil {
+	if s.ext == nil {
 		// The fast call path answers plain calls of these (callpath.go);
-		// in gateway mode the front decides which tools exist.
+		// with an extension it decides which tools exist.
 		s.calls = &callPath{tools: map[string]mcp.ToolHandler{}}
 	}
 	for _, t := range s.toolDefs() {
-		if s.gw != nil && !slices.Contains(gatewayTools, t.tool.Name) {
-			continue // gateway mode lists only the read tools (gateway.go)
+		if s.ext != nil && !s.ext.KeepsTool(t.tool.Name) {
+			continue
 		}
 		s.toolScopes[t.tool.Name] = t.scope
 		h := s.toolHandler(t.scope, t.fn)

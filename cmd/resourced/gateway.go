@@ -17,6 +17,7 @@ import (
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/gateway"
+	"github.com/resourced/resourced/server"
 )
 
 const gatewayAbout = "Runs the server in front of the MCP servers listed under gateway.upstreams of the config\n" +
@@ -168,4 +169,20 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 		front:   &gateway.FrontOptions{Sessions: pool, Scheme: cfg.Gateway.Scheme, PreviewChars: cfg.Gateway.PreviewChars},
 		metrics: reg,
 	}, nil
+}
+
+// frontExtension mounts the Front of opts on the server as its extension;
+// nil without a gateway.
+func frontExtension(opts *gateway.FrontOptions) func(server.ExtensionDeps) (server.Extension, error) {
+	if opts == nil {
+		return nil
+	}
+	return func(d server.ExtensionDeps) (server.Extension, error) {
+		f, err := gateway.NewFront(*opts, gateway.Deps{Service: d.Service, Logger: d.Logger, Metrics: d.Metrics,
+			RenderFailure: d.RenderFailure, Schemes: d.Schemes})
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
 }

@@ -461,7 +461,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		Budgets:              budgets(cfg),
 		Fixtures:             cfg.Fixtures,
 		MemberCache:          s3Options(cfg).ReadCache, // used only on a backend without stored forms
-		Gateway:              front,
+		Extension:            frontExtension(front),
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),
 		SweepBatch:           cfg.Sweep.Batch,

@@ -3,42 +3,54 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
-	"github.com/resourced/resourced/gateway"
 	"github.com/resourced/resourced/internal/jsonwire"
-	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 )
 
-// Gateway mode (docs/gateway.md): with Options.Gateway the server mounts
-// a gateway.Front on its MCP server. The hooks elsewhere in package server
-// are small and all name this file:
-//   - server.go: New builds the Front, puts its middleware between
-//     observe and intercept, declares completions, and mounts gatewayStage;
-//   - tools.go: addTools registers only gatewayTools;
-//   - authhttp.go: scopeFor asks resources:read for every tools/call,
-//     prompts/get and completion/complete;
-//   - readpath.go: fastRead leaves reads of upstream URIs to the Front;
-//   - readyz: upstreams' readiness (gatewayReady).
-
-// gatewayTools are resourced's tools listed in gateway mode: the read
-// tools, for hosts that cannot read resources; the save, list and delete
-// tools are not the gateway's business.
-var gatewayTools = []string{"read_resource", "grep_resource", "query_resource"}
-
-// newFront builds the Front of opts.Gateway.
-func (s *Server) newFront(opts *gateway.FrontOptions) (*gateway.Front, error) {
-	return gateway.NewFront(*opts, gateway.Deps{
-		Service: s.svc, Logger: s.log, Metrics: s.metrics.reg,
-		RenderFailure: mcptool.ErrorResult, Schemes: s.schemeNames(), OwnTools: gatewayTools,
-	})
+// An Extension adds a mode to the server: the gateway (gateway.Front,
+// docs/gateway.md) is one. The server asks it at the points below and
+// knows nothing else of it (package server does not import gateway):
+//   - Middleware runs between observe and intercept (receiving);
+//   - ScopeFor is the scope of the methods it answers (authhttp.go);
+//   - OwnsURI: reads of those URIs are its own, the fast path leaves them;
+//   - KeepsTool: which of the server's own tools stay listed;
+//   - Capabilities: what it declares beyond the server's;
+//   - Ready and Upstreams: its lines of /readyz;
+//   - Track and Cancel: calls it proxies, cancelled by the caller's
+//     stateless notifications/cancelled or the end of their request
+//     (extensionStage).
+type Extension interface {
+	Middleware(next mcp.MethodHandler) mcp.MethodHandler
+	ScopeFor(method string) string
+	OwnsURI(uri string) bool
+	KeepsTool(name string) bool
+	Capabilities(c *mcp.ServerCapabilities)
+	Ready(ctx context.Context) (status map[string]error, required map[string]bool)
+	Upstreams() []string
+	Track(ctx context.Context, tenant string, id []byte) (context.Context, func())
+	Cancel(tenant string, id []byte) bool
 }
 
-// gatewayStage runs after authenticate in gateway mode. It tracks every
+// ExtensionDeps are what the server hands an Extension it builds.
+type ExtensionDeps struct {
+	Service *service.Service
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
+	// RenderFailure is how every tool of the server renders a failure.
+	RenderFailure func(*service.Failure) *mcp.CallToolResult
+	// Schemes are the configured schemes: their URIs are the server's.
+	Schemes []string
+}
+
+// extensionStage runs after authenticate with an extension. It tracks every
 // tools/call it passes on, so a caller's stateless notifications/cancelled
 // POST (and the end of the call's own HTTP request) cancels the upstream
 // call; and it sends a tools/call that carries a progressToken, from a
@@ -46,7 +58,7 @@ func (s *Server) newFront(opts *gateway.FrontOptions) (*gateway.Front, error) {
 // JSONResponse, whose response stream carries the progress notifications
 // before the result. Everything else goes to next (the read stage and
 // go-sdk's JSON handler).
-func (s *Server) gatewayStage(next, sse http.Handler) http.Handler {
+func (s *Server) extensionStage(next, sse http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
 		p, ok := auth.FromContext(r.Context())
@@ -59,11 +71,11 @@ func (s *Server) gatewayStage(next, sse http.Handler) http.Handler {
 			switch {
 			case m.method == "notifications/cancelled" && !m.hasID:
 				if id := memberOf(m.params, "requestId"); id != nil {
-					s.gw.Cancel(p.Tenant, id)
+					s.ext.Cancel(p.Tenant, id)
 				}
 			case m.method == "tools/call" && m.hasID:
 				var done func()
-				ctx, done = s.gw.Track(ctx, p.Tenant, m.id)
+				ctx, done = s.ext.Track(ctx, p.Tenant, m.id)
 				defer done()
 			}
 		}
@@ -113,13 +125,13 @@ func acceptsEventStream(r *http.Request) bool {
 	return false
 }
 
-// gatewayReady adds the upstreams to /readyz: a required upstream that
+// extensionReady adds the upstreams to /readyz: a required upstream that
 // cannot be reached fails it (the body names it), an optional one is only
 // reported. The reasons go to the log, not the body.
-func (s *Server) gatewayReady(ctx context.Context) (lines []string, ok bool) {
-	status, required := s.gw.Ready(ctx)
+func (s *Server) extensionReady(ctx context.Context) (lines []string, ok bool) {
+	status, required := s.ext.Ready(ctx)
 	ok = true
-	for _, n := range s.gw.Upstreams() {
+	for _, n := range s.ext.Upstreams() {
 		err := status[n]
 		switch {
 		case err == nil:
@@ -134,10 +146,4 @@ func (s *Server) gatewayReady(ctx context.Context) (lines []string, ok bool) {
 		}
 	}
 	return lines, ok
-}
-
-// gatewayCapabilities declares what the front proxies beyond resourced's
-// own capabilities: completions.
-func gatewayCapabilities(c *mcp.ServerCapabilities) {
-	c.Completions = &mcp.CompletionCapabilities{}
 }
