@@ -1,29 +1,20 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"unicode/utf8"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
-	"github.com/resourced/resourced/internal/jsonwire"
-	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
 )
 
 // read_resource: the body of a resource as a tool result, one window at a
-// time, for hosts that show tool results to the model but cannot read
-// resources. A window is chosen in bytes (offset, length) or, for textual
-// bodies, in lines (startLine, lineCount). Text windows never split a UTF-8
-// character.
+// time (the window is the service's: service/read.go).
 //
 // The result is one value built once, as every tool's: its structuredContent
 // and, as JSON, its first text item. The value holds the window itself
@@ -34,12 +25,6 @@ import (
 // UTF-8), readable without unescaping JSON. The content never exceeds
 // Limits.MaxReadChars characters: the JSON item, window included (each
 // character counted as JSON escapes it), plus the window item.
-
-type (
-	readArgs  = toolapi.ReadArgs
-	readRange = toolapi.ReadRange
-	readValue = toolapi.ReadResult
-)
 
 func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	boolp := func(b bool) *bool { return &b }
@@ -56,348 +41,31 @@ func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 				"(truncated: true) and you continue with offset: nextOffset or startLine: nextLine; both are absent at the end. "+
 				"A single line longer than the limit comes in parts with nextOffset only. Text windows never split a UTF-8 character.", s.limits.MaxReadChars),
 			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-			InputSchema:  inputSchemaOf[readArgs](limits),
-			OutputSchema: outputSchemaOf(successSchema[readValue](limits, []string{"ok"})),
+			InputSchema:  inputSchemaOf[toolapi.ReadArgs](limits),
+			OutputSchema: outputSchemaOf(successSchema[toolapi.ReadResult](limits, []string{"ok"})),
 		},
 	}
 }
 
-// readWindow is the window chosen, before it is rendered.
-type readWindow struct {
-	start     int64
-	data      []byte
-	text      bool
-	truncated bool
-	lines     int64 // line windows: lines touched
-	complete  int64 // line windows: lines held whole
-}
-
-var errPastEnd = errors.New("past the end")
-
 func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a readArgs
+	var a toolapi.ReadArgs
 	if terr := decodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	lineMode := a.StartLine != nil || a.LineCount != nil
-	switch {
-	case lineMode && (a.Offset != nil || a.Length != nil):
-		return nil, failure(kindValidation, "choose the window in bytes (offset, length) or in lines (startLine, lineCount), not both",
-			fieldError{Field: "offset", Message: "conflicts with startLine/lineCount"}, fieldError{Field: "startLine", Message: "conflicts with offset/length"})
-	case a.Offset != nil && *a.Offset < 0:
-		return nil, invalidField("offset", "must be 0 or more")
-	case a.Length != nil && *a.Length < 1:
-		return nil, invalidField("length", "must be at least 1")
-	case a.StartLine != nil && *a.StartLine < 1:
-		return nil, invalidField("startLine", "must be at least 1 (the first line is 1)")
-	case a.LineCount != nil && *a.LineCount < 1:
-		return nil, invalidField("lineCount", "must be at least 1")
+	link := func(m *store.Meta, ttl time.Duration) toolapi.DownloadLink { return s.signedLink(m, p.Tenant, ttl) }
+	if s.links == nil {
+		link = nil
 	}
-	ttl, terr := s.linkTTL(a.IncludeDownloadURL, a.DownloadURLTTL)
+	w, terr := s.svc.ReadWindow(ctx, p.Tenant, &a, link)
 	if terr != nil {
 		return nil, terr
-	}
-	m, body, terr := s.svc.Open(ctx, p.Tenant, a.URI)
-	if terr != nil {
-		return nil, terr
-	}
-	defer body.Close()
-	textual := jsonwire.TextType(m.MIMEType)
-	if lineMode && !textual {
-		return nil, invalidField("startLine", fmt.Sprintf("line windows need a textual body; this one is %s: use offset and length", m.MIMEType))
-	}
-
-	v := readValue{
-		Status: "ok", URI: a.URI, MIMEType: m.MIMEType, Encoding: "text", TotalSize: m.Size, SHA256: m.SHA256,
-		LastModified: formatTime(m.Modified),
-	}
-	if ttl > 0 {
-		v.DownloadLink = s.signedLink(&m, p.Tenant, ttl)
-	}
-	budget := s.readBudget(v, lineMode)
-	if budget < 64 {
-		return nil, failure(kindTooLarge, fmt.Sprintf("the metadata of %s alone fills the %d-character result limit of this server", a.URI, s.limits.MaxReadChars))
-	}
-
-	win, terr := s.window(ctx, &a, &m, body, lineMode, textual, budget)
-	if terr != nil {
-		return nil, terr
-	}
-	end := win.start + int64(len(win.data))
-	v.Range = readRange{Offset: win.start, Length: int64(len(win.data))}
-	v.Truncated = win.truncated
-	if end < m.Size {
-		v.NextOffset = &end
-	}
-	if lineMode {
-		first := int64(1)
-		if a.StartLine != nil {
-			first = *a.StartLine
-		}
-		v.Range.StartLine, v.Range.LineCount = &first, &win.lines
-		if end < m.Size && win.complete > 0 {
-			next := first + win.complete
-			v.NextLine = &next
-		}
 	}
 	var item mcp.Content
-	if win.text {
-		text := string(win.data)
-		v.Text = &text
-		item = &mcp.TextContent{Text: text}
+	if w.Text {
+		item = &mcp.TextContent{Text: string(w.Data)}
 	} else {
-		v.Encoding = "base64"
-		v.Blob = win.data
-		item = &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: a.URI, MIMEType: m.MIMEType, Blob: win.data}}
+		item = &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: a.URI, MIMEType: w.Meta.MIMEType, Blob: w.Data}}
 	}
-	s.metrics.bytesRead.WithLabelValues(m.Key.Scheme()).Add(float64(len(win.data)))
-	return &toolValue{value: v, extra: []mcp.Content{item}}, nil
-}
-
-// window reads the window a asks for from body, within budget characters.
-func (s *Server) window(ctx context.Context, a *readArgs, m *store.Meta, body bodyReader, lineMode, textual bool, budget int64) (readWindow, *toolError) {
-	var (
-		win readWindow
-		err error
-	)
-	if lineMode {
-		start, count := int64(1), int64(-1)
-		if a.StartLine != nil {
-			start = *a.StartLine
-		}
-		if a.LineCount != nil {
-			count = *a.LineCount
-		}
-		win, err = lineWindow(body, m.Size, start, count, budget, textCost)
-		if errors.Is(err, errPastEnd) {
-			return win, invalidField("startLine", err.Error())
-		}
-		if fit := blobFit(budget); err == nil && !win.text && int64(len(win.data)) > fit {
-			// Not UTF-8 after all: it goes out as base64, which is longer.
-			win.data, win.truncated = win.data[:fit], true
-			win.complete = int64(bytes.Count(win.data, []byte("\n")))
-			win.lines = win.complete + b2i(win.data[len(win.data)-1] != '\n')
-		}
-	} else {
-		off, length := int64(0), int64(-1)
-		if a.Offset != nil {
-			off = *a.Offset
-		}
-		if a.Length != nil {
-			length = *a.Length
-		}
-		if off > m.Size {
-			return win, invalidField("offset", fmt.Sprintf("%d is past the end of the body (%d bytes); the last window starts before %d", off, m.Size, m.Size))
-		}
-		if textual {
-			win, err = textWindow(body, m.Size, off, length, budget, textCost)
-		}
-		if !textual || err == nil && !win.text {
-			win, err = binaryWindow(body, m.Size, off, length, blobFit(budget))
-		}
-	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return win, s.storeFailure(ctx, "read_resource read", err)
-		}
-		if isNotFound(err) {
-			return win, service.NotFound(a.URI)
-		}
-		return win, s.storeFailure(ctx, "read_resource read", err)
-	}
-
-	return win, nil
-}
-
-// readBudget is how many characters of the content the window may take:
-// the limit less the JSON of the value without its window, measured with
-// the widest numbers and the longer of the two window members it can hold.
-// The window spends the budget twice, in the JSON item and in its own item
-// (textCost, blobFit).
-func (s *Server) readBudget(v readValue, lineMode bool) int64 {
-	wide := int64(1<<62 - 1)
-	one := wide
-	v.Range = readRange{Offset: wide, Length: wide, StartLine: &one, LineCount: &one}
-	v.NextOffset, v.NextLine, v.Truncated, v.Encoding = &wide, &one, false, "base64"
-	empty := ""
-	v.Text, v.Blob = &empty, []byte{}
-	b, _ := json.Marshal(v)
-	return int64(s.limits.MaxReadChars - utf8.RuneCount(b) - 16)
-}
-
-// textCost is what one character of a text window costs of the budget: one
-// in the window item, and its length inside the JSON string of the value
-// as encoding/json writes it (HTML characters and U+2028/U+2029 escaped).
-func textCost(r rune) int64 {
-	switch {
-	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
-		return 1 + 2
-	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
-		return 1 + 6
-	}
-	return 1 + 1
-}
-
-// unitCost counts characters only (the windows' own tests).
-func unitCost(rune) int64 { return 1 }
-
-// blobFit is how many bytes of a binary window a budget holds: their
-// base64 goes into the value's blob and into the embedded resource.
-func blobFit(budget int64) int64 { return budget / 2 / 4 * 3 }
-
-// readAt reads up to n bytes of body from off.
-func readAt(body io.ReadSeeker, off, n int64) ([]byte, error) {
-	if _, err := body.Seek(off, io.SeekStart); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, n)
-	got, err := io.ReadFull(body, buf)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return buf[:got], err
-}
-
-// textWindow picks a byte window of a textual body: from off (moved back
-// to the start of the character it falls in) for length bytes (-1: to the
-// end), characters costing at most budget in all, never ending inside a
-// character (a character the requested end cuts is left for the next
-// window, unless the window would be empty). The window is marked text
-// only when it is valid UTF-8.
-func textWindow(body io.ReadSeeker, size, off, length, budget int64, cost func(rune) int64) (readWindow, error) {
-	lo := max(0, off-(utf8.UTFMax-1))
-	want := size - off
-	if length >= 0 {
-		want = min(want, length)
-	}
-	n := min(size-lo, (off-lo)+min(want, budget*utf8.UTFMax)+utf8.UTFMax)
-	buf, err := readAt(body, lo, n)
-	if err != nil {
-		return readWindow{}, err
-	}
-	s := int(off - lo)
-	for i := 0; i < utf8.UTFMax-1 && s > 0 && s < len(buf) && !utf8.RuneStart(buf[s]); i++ {
-		s--
-	}
-	if s < len(buf) && !utf8.RuneStart(buf[s]) {
-		s = int(off - lo) // not UTF-8 here: keep the offset as asked
-	}
-	end := int(off - lo + want)
-	i, spent, full := s, int64(0), false
-	for i < end && i < len(buf) {
-		r, w := utf8.DecodeRune(buf[i:])
-		if i+w > end && i > s {
-			break // a character the requested end cuts: next window
-		}
-		c := cost(r)
-		if spent+c > budget {
-			full = true
-			break
-		}
-		spent += c
-		i += w
-	}
-	data := buf[s:i]
-	return readWindow{
-		start:     lo + int64(s),
-		data:      data,
-		text:      utf8.Valid(data),
-		truncated: i < end && full,
-	}, nil
-}
-
-// binaryWindow picks a byte window for a base64 blob: exactly from off,
-// for length bytes (-1: to the end), at most fit bytes.
-func binaryWindow(body io.ReadSeeker, size, off, length, fit int64) (readWindow, error) {
-	want := size - off
-	if length >= 0 {
-		want = min(want, length)
-	}
-	n := min(want, fit)
-	buf, err := readAt(body, off, n)
-	if err != nil {
-		return readWindow{}, err
-	}
-	return readWindow{start: off, data: buf, truncated: want > fit}, nil
-}
-
-// lineWindow picks a window of whole lines of a textual body: from line
-// startLine (1-based; lines end with "\n"), count lines (-1: as many as
-// fit), characters costing at most budget in all. When the budget cuts
-// the window, it ends after the last whole line; if not even the first
-// line fits, the window is the start of that line, cut at a character
-// boundary.
-func lineWindow(body io.ReadSeeker, size, startLine, count, budget int64, cost func(rune) int64) (readWindow, error) {
-	// Find the byte offset of startLine.
-	if _, err := body.Seek(0, io.SeekStart); err != nil {
-		return readWindow{}, err
-	}
-	br := bufio.NewReaderSize(body, 64<<10)
-	var seen, start int64
-	tail := false // the body ends with a line without "\n"
-	for seen < startLine-1 {
-		line, err := br.ReadSlice('\n')
-		start += int64(len(line))
-		switch {
-		case err == nil:
-			seen++
-		case errors.Is(err, bufio.ErrBufferFull):
-		case errors.Is(err, io.EOF):
-			tail = len(line) > 0
-			return readWindow{}, fmt.Errorf("%w: line %d is past the end: the body has %d lines", errPastEnd, startLine, seen+b2i(tail))
-		default:
-			return readWindow{}, err
-		}
-	}
-	if startLine > 1 && start >= size {
-		return readWindow{}, fmt.Errorf("%w: line %d is past the end: the body has %d lines", errPastEnd, startLine, seen)
-	}
-	buf, err := readAt(body, start, min(size-start, budget*utf8.UTFMax+utf8.UTFMax))
-	if err != nil {
-		return readWindow{}, err
-	}
-	i, spent, complete, lastNL, full := 0, int64(0), int64(0), -1, false
-	for i < len(buf) && (count < 0 || complete < count) {
-		r, w := utf8.DecodeRune(buf[i:])
-		if i+w > len(buf) {
-			break
-		}
-		c := cost(r)
-		if spent+c > budget {
-			full = true
-			break
-		}
-		spent += c
-		i += w
-		if r == '\n' {
-			complete++
-			lastNL = i
-		}
-	}
-	atEnd := start+int64(i) >= size
-	wantMore := count < 0 || complete < count
-	cut := !atEnd && wantMore && full
-	if cut && lastNL > 0 {
-		i = lastNL // end after the last whole line
-	}
-	data := buf[:i]
-	lines := complete
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		lines++ // a line held in part (the last one, or one cut)
-	}
-	return readWindow{
-		start:     start,
-		data:      data,
-		text:      utf8.Valid(data),
-		truncated: cut,
-		lines:     lines,
-		complete:  complete,
-	}, nil
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
+	s.metrics.bytesRead.WithLabelValues(w.Meta.Key.Scheme()).Add(float64(len(w.Data)))
+	return &toolValue{value: w.Value, extra: []mcp.Content{item}}, nil
 }

@@ -161,7 +161,7 @@ func TestSchemasTakeExamplesAndRefuseUnknownProperties(t *testing.T) {
 		json.Unmarshal(d.tool.InputSchema.(json.RawMessage), &sch)
 		args := map[string]any{
 			"save_search_snapshot": &snapshotArgs{}, "save_report": &reportArgs{}, "stat_resource": &statArgs{},
-			"read_resource": &readArgs{}, "list_resources": &listArgs{}, "delete_resource": &uriArgs{},
+			"read_resource": &toolapi.ReadArgs{}, "list_resources": &listArgs{}, "delete_resource": &uriArgs{},
 			"grep_resource": &toolapi.GrepArgs{}, "query_resource": &toolapi.QueryArgs{},
 		}[name]
 		fields := fieldNames(reflectElem(args))
