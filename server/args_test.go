@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/toolapi"
 )
 
 // TestOversizedDurationsAreCapped: retention and downloadUrlTtl past what
@@ -31,7 +35,7 @@ func TestOversizedDurationsAreCapped(t *testing.T) {
 }
 
 func TestDecodeArgsNamesTheField(t *testing.T) {
-	var a snapshotArgs
+	var a toolapi.SearchSnapshotArgs
 	cases := map[string]string{
 		`{"query": 5}`:                    "query: must be a string",
 		`{"hits": [{"id": 1}]}`:           "hits.id: must be a string",
@@ -46,12 +50,12 @@ func TestDecodeArgsNamesTheField(t *testing.T) {
 		`{"query": "q", "hits": [], "x"`: "not valid JSON",
 	}
 	for in, want := range cases {
-		terr := decodeArgs(json.RawMessage(in), &a)
-		if terr == nil || terr.ErrorKind != kindValidation || !strings.Contains(terr.Message, want) {
+		terr := mcptool.DecodeArgs(json.RawMessage(in), &a)
+		if terr == nil || terr.ErrorKind != service.KindValidation || !strings.Contains(terr.Message, want) {
 			t.Errorf("decodeArgs(%s) = %+v, want validation_error containing %q", in, terr, want)
 		}
 	}
-	if terr := decodeArgs(nil, &a); terr != nil {
+	if terr := mcptool.DecodeArgs(nil, &a); terr != nil {
 		t.Errorf("decodeArgs(nil) = %v, want success (no arguments)", terr)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
@@ -108,13 +108,6 @@ func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (s
 	return u + "&sig=" + sig, time.Unix(unix, 0).UTC()
 }
 
-// linkTTL checks the download link arguments of a tool (or upload): it
-// returns 0 when no link is wanted, and the link's life otherwise
-// (service.LinkTTL decides).
-func (s *Server) linkTTL(include bool, raw json.RawMessage) (time.Duration, *toolError) {
-	return s.svc.LinkTTL(include, raw)
-}
-
 // policy is the link policy the service checks link arguments against;
 // nil when links are disabled.
 func (l *linkSigner) policy() *service.Links {
@@ -125,7 +118,7 @@ func (l *linkSigner) policy() *service.Links {
 }
 
 // withDownloadURL adds a signed link to v when ttl > 0.
-func (s *Server) withDownloadURL(v *metaValue, m *store.Meta, p auth.Principal, ttl time.Duration) {
+func (s *Server) withDownloadURL(v *toolapi.Metadata, m *store.Meta, p auth.Principal, ttl time.Duration) {
 	if ttl <= 0 || s.links == nil {
 		return
 	}
@@ -138,7 +131,7 @@ func (s *Server) withDownloadURL(v *metaValue, m *store.Meta, p auth.Principal, 
 // resource's expiresAt is another.
 func (s *Server) signedLink(m *store.Meta, reader string, ttl time.Duration) toolapi.DownloadLink {
 	u, exp := s.downloadURL(m, reader, ttl)
-	expires := formatTime(exp)
+	expires := jsonwire.FormatTime(exp)
 	name := m.Key.Path()
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -155,9 +148,6 @@ func (s *Server) signedLink(m *store.Meta, reader string, ttl time.Duration) too
 		},
 	}
 }
-
-// bodyReader is a body as the blob endpoint and read_resource read it.
-type bodyReader = io.ReadSeekCloser
 
 const (
 	linkRefused = "Forbidden: this download link is invalid or has expired; ask for a new one\n"
@@ -216,11 +206,11 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 		body.Close()
 	}
 	switch {
-	case f != nil && f.ErrorKind == kindValidation:
+	case f != nil && f.ErrorKind == service.KindValidation:
 		s.setOutcome(r, "link_refused")
 		plainError(w, http.StatusForbidden, linkRefused)
 		return
-	case changed || f != nil && f.ErrorKind == kindNotFound:
+	case changed || f != nil && f.ErrorKind == service.KindNotFound:
 		outcome := "not_found"
 		if changed {
 			outcome = "link_stale" // in the log and metrics only; the body is the one 404

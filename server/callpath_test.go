@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
 )
@@ -82,7 +83,7 @@ func (cs *callServers) put(t *testing.T, tenant, scheme, path, mimeType string, 
 	for _, st := range cs.stores {
 		obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
 			Created: now.Add(-time.Minute), Modified: now.Add(-time.Second), Expires: expires, Title: path, Visibility: vis, Listed: true},
-			Body: body, Encoded: cs.fastSrv.encodeForStore(mimeType, body)}
+			Body: body, Encoded: cs.fastSrv.svc.Encode(mimeType, body)}
 		if _, _, err := st.Put(t.Context(), obj, store.Cond{}); err != nil {
 			t.Fatal(err)
 		}
@@ -633,7 +634,7 @@ func TestFastCallHandlerEdges(t *testing.T) {
 			return nil, cs.fastSrv.internal(ctx, "test", context.Canceled)
 		},
 		"scope": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, func() error { _, err := requireScope(ctx, "resources:none"); return err }()
+			return nil, func() error { _, err := mcptool.RequireScope(ctx, "resources:none"); return err }()
 		},
 	} {
 		cs.fastSrv.calls.tools["stat_resource"] = func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

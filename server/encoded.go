@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 )
 
@@ -10,15 +9,6 @@ import (
 // then copies that form into the response. The form, its checksum and its
 // version are jsonwire's (internal/jsonwire/form.go); docs/decisions.md
 // says what it costs.
-
-// encodeForStore returns the form of body to keep with it, or nil when the
-// backend cannot keep one or it would be too large.
-func (s *Server) encodeForStore(mimeType string, body []byte) []byte {
-	return s.svc.Encode(mimeType, body)
-}
-
-// textual reports whether a read serves body as text rather than blob.
-func textual(mimeType string, body []byte) bool { return jsonwire.Textual(mimeType, body) }
 
 // formDamaged reports a stored form that failed its checksum and
 // remembers it, so that later reads of the same record encode the body.

@@ -9,8 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/resourced/resourced/service"
 )
 
 // This file is the one place that decides what the wire sees for a failure.
@@ -66,37 +64,6 @@ func (s *Server) internal(ctx context.Context, what string, err error) error {
 	}
 	return rpcError(jsonrpc.CodeInternalError, "Internal error: the storage backend failed; retry later", nil)
 }
-
-// Tool failures are the service's (service/failure.go): the kinds, the
-// value and the one mapping of store errors. The server names them so.
-const (
-	kindValidation  = service.KindValidation
-	kindNotFound    = service.KindNotFound
-	kindConflict    = service.KindConflict
-	kindTooLarge    = service.KindTooLarge
-	kindQuota       = service.KindQuota
-	kindUnavailable = service.KindUnavailable
-)
-
-type (
-	fieldError = service.FieldError
-	toolError  = service.Failure
-)
-
-func failure(kind, msg string, fields ...fieldError) *toolError {
-	return service.Fail(kind, msg, fields...)
-}
-
-func invalidField(field, msg string) *toolError { return service.InvalidField(field, msg) }
-
-// storeFailure maps an unexpected backend error to an unavailable tool
-// error, logging the cause once.
-func (s *Server) storeFailure(ctx context.Context, what string, err error) *toolError {
-	return s.svc.Unavailable(ctx, what, err)
-}
-
-// isNotFound reports whether err is a store miss.
-func isNotFound(err error) bool { return service.IsNotFound(err) }
 
 // writeRPCError writes err, a *jsonrpc.Error, as the response to the
 // request with the raw JSON id, exactly as go-sdk writes one in stateless

@@ -15,6 +15,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
 	"github.com/resourced/resourced/uri"
@@ -40,7 +42,7 @@ const (
 	fxWrongSum = "8a9b5a9f2a2fc9ee14b34e5f1a92c2fe8ae6a2ed9c0ea2e8a0b64c0d56b1a6b5" // no fixture's sha256
 )
 
-var fuzzKinds = []string{kindValidation, kindNotFound, kindConflict, kindTooLarge, kindQuota, kindUnavailable}
+var fuzzKinds = []string{service.KindValidation, service.KindNotFound, service.KindConflict, service.KindTooLarge, service.KindQuota, service.KindUnavailable}
 
 // fuzzEnv is one server whose store is replaced before every call.
 type fuzzEnv struct {
@@ -414,7 +416,7 @@ func cloneContents(m map[string]store.Meta) map[string]store.Meta {
 // checkToolError checks a failure value: a known kind, a message, and a
 // JSON rendering that validates against the failure schema and the tool's
 // outputSchema.
-func checkToolError(t *testing.T, e *fuzzEnv, i int, args []byte, terr *toolError) {
+func checkToolError(t *testing.T, e *fuzzEnv, i int, args []byte, terr *service.Failure) {
 	t.Helper()
 	name := e.defs[i].tool.Name
 	if !slices.Contains(fuzzKinds, terr.ErrorKind) {
@@ -422,10 +424,10 @@ func checkToolError(t *testing.T, e *fuzzEnv, i int, args []byte, terr *toolErro
 	}
 	// The in-memory store never fails, so "unavailable" would mean the
 	// server handed it something it refused.
-	if terr.ErrorKind == kindUnavailable {
+	if terr.ErrorKind == service.KindUnavailable {
 		t.Fatalf("%s(%s): unavailable from an in-memory store: %s", name, args, terr.Message)
 	}
-	if terr.Status != "failed" || strings.TrimSpace(terr.Message) == "" || terr.RetrySafe != (terr.ErrorKind == kindUnavailable) {
+	if terr.Status != "failed" || strings.TrimSpace(terr.Message) == "" || terr.RetrySafe != (terr.ErrorKind == service.KindUnavailable) {
 		t.Fatalf("%s(%s): malformed failure %+v", name, args, terr)
 	}
 	for _, fe := range terr.FieldErrors {
@@ -448,7 +450,7 @@ func checkToolError(t *testing.T, e *fuzzEnv, i int, args []byte, terr *toolErro
 	if err := e.out[i].Validate(doc); err != nil {
 		t.Fatalf("%s(%s): failure %s does not validate against the outputSchema: %v", name, args, b, err)
 	}
-	res := errorResult(terr)
+	res := mcptool.ErrorResult(terr)
 	if !res.IsError || res.StructuredContent != terr || len(res.Content) != 1 {
 		t.Fatalf("%s(%s): errorResult(%+v) = %+v", name, args, terr, res)
 	}
@@ -457,7 +459,7 @@ func checkToolError(t *testing.T, e *fuzzEnv, i int, args []byte, terr *toolErro
 // checkFieldName fails unless a field error names an argument the way the
 // inputSchema spells it ("hits[3].id" and "hits.score" name a property of
 // a hit), or, for an argument the tool does not have, names no property.
-func checkFieldName(t *testing.T, e *fuzzEnv, i int, args []byte, fe fieldError) {
+func checkFieldName(t *testing.T, e *fuzzEnv, i int, args []byte, fe service.FieldError) {
 	t.Helper()
 	name := e.defs[i].tool.Name
 	if strings.HasPrefix(fe.Message, "is not an argument") {

@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
 
@@ -192,9 +194,9 @@ func (s *Server) recoverMCP(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			if method == "tools/call" {
 				if e != nil {
-					e.outcome = kindUnavailable
+					e.outcome = service.KindUnavailable
 				}
-				res, err = errorResult(failure(kindUnavailable, "The server failed while handling this call. Retry the same call later; if it fails again, the server's operators have the details in its log.")), nil
+				res, err = mcptool.ErrorResult(service.Fail(service.KindUnavailable, "The server failed while handling this call. Retry the same call later; if it fails again, the server's operators have the details in its log.")), nil
 				return
 			}
 			if e != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
 
@@ -65,7 +66,7 @@ func TestSlowBodyIsDropped(t *testing.T) {
 			t.Errorf("slow body %d = %d %q, want 408", i, code, body)
 		}
 	}
-	if _, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "slow")); !isNotFound(err) {
+	if _, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "slow")); !service.IsNotFound(err) {
 		t.Errorf("a dropped upload was stored: %v", err)
 	}
 }

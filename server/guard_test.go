@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
 )
@@ -202,7 +203,7 @@ func TestStorePanicIsContained(t *testing.T) {
 	ps.on.Store(true)
 	code, _, v := e.save("t1", "during")
 	sc := structured(t, v)
-	if code != 200 || sc["errorKind"] != kindUnavailable || sc["retrySafe"] != true {
+	if code != 200 || sc["errorKind"] != service.KindUnavailable || sc["retrySafe"] != true {
 		t.Errorf("save while the store panics = %d %v, want an unavailable, retry-safe tool error", code, v)
 	}
 	if strings.Contains(string(mustJSON(v)), "flakyDriver") {
@@ -307,7 +308,7 @@ func TestMCPPanicIsContained(t *testing.T) {
 	})
 	code, _, v := e.rpc("t1", "tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}})
 	res, _ := v["result"].(map[string]any)
-	if sc := structured(t, v); code != 200 || res["isError"] != true || sc["errorKind"] != kindUnavailable || sc["retrySafe"] != true {
+	if sc := structured(t, v); code != 200 || res["isError"] != true || sc["errorKind"] != service.KindUnavailable || sc["retrySafe"] != true {
 		t.Errorf("tools/call of a panicking tool = %d %v", code, v)
 	}
 	_, _, v = e.rpc("t1", "prompts/get", map[string]any{"name": "boom"})

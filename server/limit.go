@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/service"
 )
 
 // Per-tenant fairness: each tenant has at most Budgets.MaxInflight requests
@@ -199,7 +200,7 @@ func (s *Server) admitUpload(w http.ResponseWriter, r *http.Request, tenant stri
 	s.metrics.limited.WithLabelValues(reason).Inc()
 	s.setOutcome(r, "limited:"+reason)
 	w.Header().Set("Retry-After", retryAfterSeconds(retry))
-	terr := failure(kindUnavailable, s.limitMessage(reason, retry)+". Nothing was stored.")
+	terr := service.Fail(service.KindUnavailable, s.limitMessage(reason, retry)+". Nothing was stored.")
 	writeJSON(w, http.StatusTooManyRequests, terr)
 	return nil, false
 }

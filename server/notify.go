@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -283,7 +284,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return rpcError(jsonrpc.CodeMethodNotFound, "resources/subscribe is not available: this server is stateless, and delivers "+
 			"notifications/resources/updated through subscriptions/listen (protocol 2026-07-28)", nil)
 	}
-	p, err := requireScope(ctx, auth.ScopeRead)
+	p, err := mcptool.RequireScope(ctx, auth.ScopeRead)
 	if err != nil {
 		return err
 	}
@@ -362,7 +363,7 @@ func (s *Server) recheck(ctx context.Context, raw string, k store.Key) {
 	switch {
 	case err == nil:
 		st = stateOf(&m)
-	case isNotFound(err):
+	case service.IsNotFound(err):
 	default:
 		s.log.Warn("checking a watched resource", "uri", raw, "err", err)
 		return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -102,9 +103,9 @@ func (s *Server) checkReadURI(raw string) error {
 // why, a backend failure (logged by the service) is an internal error.
 func readError(raw string, f *service.Failure) error {
 	switch f.ErrorKind {
-	case kindNotFound:
+	case service.KindNotFound:
 		return notFound(raw)
-	case kindValidation:
+	case service.KindValidation:
 		reason := f.Message
 		if len(f.FieldErrors) > 0 {
 			reason = f.FieldErrors[0].Message
@@ -161,14 +162,14 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 			// Small enough that the member, however escaped (up to six
 			// bytes a byte), stays near one chunk.
 			v.whole = chunkPool.Get().(*[]byte)
-			*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
+			*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
 			return nil
 		}
 		v.viewer = s.store
 		if member != nil {
 			v.form, v.formLen = true, len(member)
 		} else {
-			v.text = textual(m.MIMEType, body)
+			v.text = jsonwire.Textual(m.MIMEType, body)
 		}
 		return nil
 	})
@@ -186,7 +187,7 @@ func (s *Server) memberView(v *readView, m *store.Meta, body []byte) {
 	switch {
 	case len(body) <= readChunk/8:
 		v.whole = chunkPool.Get().(*[]byte)
-		*v.whole = jsonwire.AppendMember((*v.whole)[:0], textual(m.MIMEType, body), body)
+		*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
 	case s.members.fits(m.Size * 2):
 		// The member follows from the body and whether its type is
 		// textual (then the body's UTF-8 validity, a function of the
@@ -199,7 +200,7 @@ func (s *Server) memberView(v *readView, m *store.Meta, body []byte) {
 		}
 	default:
 		// Too large to keep encoded: a copy, escaped as it is sent.
-		v.body, v.text = append([]byte{}, body...), textual(m.MIMEType, body)
+		v.body, v.text = append([]byte{}, body...), jsonwire.Textual(m.MIMEType, body)
 	}
 }
 
@@ -453,7 +454,7 @@ func contentMeta(m *store.Meta) mcp.Meta {
 	eachMeta(m, func(name, str string, t time.Time, n int64, kind metaKind) {
 		switch kind {
 		case metaTime:
-			meta[name] = formatTime(t)
+			meta[name] = jsonwire.FormatTime(t)
 		case metaString:
 			meta[name] = str
 		case metaInt:
@@ -467,7 +468,7 @@ func contentMeta(m *store.Meta) mcp.Meta {
 // reads the read stage did not answer itself.
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	raw := req.Params.URI
-	p, err := requireScope(ctx, auth.ScopeRead)
+	p, err := mcptool.RequireScope(ctx, auth.ScopeRead)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +477,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, err
 	}
 	c := &mcp.ResourceContents{URI: raw, MIMEType: v.meta.MIMEType, Meta: contentMeta(&v.meta)}
-	if textual(v.meta.MIMEType, v.body) {
+	if jsonwire.Textual(v.meta.MIMEType, v.body) {
 		c.Text = string(v.body)
 	} else {
 		c.Blob = v.body
@@ -505,5 +506,3 @@ func cacheScope(v store.Visibility) string {
 	}
 	return "private"
 }
-
-func formatTime(t time.Time) string { return jsonwire.FormatTime(t) }

@@ -109,7 +109,7 @@ func TestFastReadEdgeCases(t *testing.T) {
 		put := func(path, mimeType string, body []byte) string {
 			k := store.MustKey("t1", "report", path)
 			obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
-				Created: now, Modified: now, Visibility: store.Private}, Body: body, Encoded: fastSrv.encodeForStore(mimeType, body)}
+				Created: now, Modified: now, Visibility: store.Private}, Body: body, Encoded: fastSrv.svc.Encode(mimeType, body)}
 			if _, _, err := st.Put(t.Context(), obj, store.Cond{}); err != nil {
 				t.Fatal(err)
 			}
@@ -200,13 +200,13 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 			Created: now.Add(-time.Minute), Modified: now.Add(-time.Second), Expires: expires, Title: path, Visibility: vis}, Body: body}
 		switch variant {
 		case "stored", "no-viewer", "no-viewer-cached":
-			obj.Encoded = fastSrv.encodeForStore(mimeType, body)
+			obj.Encoded = fastSrv.svc.Encode(mimeType, body)
 		case "stale":
 			obj.Encoded = append([]byte{jsonwire.FormVersion + 1}, `"text":"stale"`...)
 		case "damaged":
 			// A form whose checksum fails (a flipped byte on disk) is never
 			// served: the read encodes the body.
-			if obj.Encoded = fastSrv.encodeForStore(mimeType, body); len(obj.Encoded) > 8 {
+			if obj.Encoded = fastSrv.svc.Encode(mimeType, body); len(obj.Encoded) > 8 {
 				obj.Encoded[len(obj.Encoded)-2] ^= 0x20
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
 )
@@ -47,9 +49,9 @@ func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	}
 }
 
-func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
+func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
 	var a toolapi.ReadArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	link := func(m *store.Meta, ttl time.Duration) toolapi.DownloadLink { return s.signedLink(m, p.Tenant, ttl) }

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
 )
@@ -160,7 +161,7 @@ func TestLinkTTLArgument(t *testing.T) {
 		{true, `"P1M"`, 0, true},
 		{false, "60", 0, true}, // a ttl without includeDownloadUrl
 	} {
-		got, terr := e.s.linkTTL(tc.include, json.RawMessage(tc.raw))
+		got, terr := e.s.svc.LinkTTL(tc.include, json.RawMessage(tc.raw))
 		if (terr != nil) != tc.err || got != tc.want {
 			t.Errorf("linkTTL(%v, %s) = %v, %v; want %v, error %v", tc.include, tc.raw, got, terr, tc.want, tc.err)
 		}
@@ -169,7 +170,7 @@ func TestLinkTTLArgument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, terr := noLinks.linkTTL(true, nil); terr == nil {
+	if _, terr := noLinks.svc.LinkTTL(true, nil); terr == nil {
 		t.Error("linkTTL on a server without a key = nil error")
 	}
 }
@@ -197,10 +198,10 @@ func TestUploadWithoutStreamer(t *testing.T) {
 	if code != 201 || v["status"] != "created" || v["sha256"] != store.Sum([]byte("uploaded")) {
 		t.Fatalf("upload = %d %v", code, v)
 	}
-	if code, v := put("up/big", strings.Repeat("x", 1001)); code != 413 || v["errorKind"] != kindTooLarge {
+	if code, v := put("up/big", strings.Repeat("x", 1001)); code != 413 || v["errorKind"] != service.KindTooLarge {
 		t.Errorf("upload over maxBytes = %d %v", code, v)
 	}
-	if _, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "up/big")); !isNotFound(err) {
+	if _, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "up/big")); !service.IsNotFound(err) {
 		t.Errorf("a refused upload was stored: %v", err)
 	}
 	if code, v := put("up/one", "again", "If-Match", `"`+store.Sum([]byte("uploaded"))+`"`); code != 200 || v["status"] != "replaced" {

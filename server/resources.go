@@ -9,6 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
 
@@ -18,7 +21,7 @@ const listPageSize = 100
 // addResources registers one catch-all template per scheme, so that go-sdk
 // dispatches resources/read for every URI of the scheme, listed or not.
 func (s *Server) addResources() {
-	for _, name := range s.schemeNames() {
+	for _, name := range s.svc.SchemeNames() {
 		sc := s.schemes[name]
 		desc := "Reports saved with save_report at caller-chosen paths; replaceable."
 		if sc.Kind == KindSearch {
@@ -82,7 +85,7 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 // the listed public resources of other tenants, paginated with a cursor
 // bound to the tenant.
 func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	p, err := requireScope(ctx, auth.ScopeRead)
+	p, err := mcptool.RequireScope(ctx, auth.ScopeRead)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func (s *Server) listResources(ctx context.Context, req *mcp.ListResourcesReques
 	}
 	page, f := s.svc.ListResources(ctx, p.Tenant, cursor, listPageSize)
 	switch {
-	case f != nil && f.ErrorKind == kindValidation:
+	case f != nil && f.ErrorKind == service.KindValidation:
 		return nil, invalidParams("invalid cursor: pass the nextCursor of a previous resources/list result, or none")
 	case f != nil:
 		return nil, readError("", f)
@@ -113,7 +116,7 @@ func resourceOf(m *store.Meta) *mcp.Resource {
 		Description: m.Description,
 		MIMEType:    m.MIMEType,
 		Size:        m.Size,
-		Annotations: &mcp.Annotations{LastModified: formatTime(m.Modified)},
+		Annotations: &mcp.Annotations{LastModified: jsonwire.FormatTime(m.Modified)},
 	}
 }
 
@@ -149,7 +152,7 @@ func (s *Server) recordOutcome(ctx context.Context, method, tool string, res mcp
 	default:
 		e.outcome = "ok"
 		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
-			if te, ok := r.StructuredContent.(*toolError); ok {
+			if te, ok := r.StructuredContent.(*service.Failure); ok {
 				e.outcome = te.ErrorKind
 			} else {
 				e.outcome = "isError"

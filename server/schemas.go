@@ -12,6 +12,8 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/toolapi"
 )
 
 // The tools' JSON Schemas are generated from their argument and result
@@ -41,8 +43,8 @@ func (s *Server) schemaLimits() map[string]int {
 		"maxTitleBytes":       s.limits.MaxTitleBytes,
 		"maxDescriptionBytes": s.limits.MaxDescriptionBytes,
 		"maxPathBytes":        s.limits.MaxPathBytes,
-		"maxListLimit":        maxListLimit,
-		"defaultListLimit":    defaultListLimit,
+		"maxListLimit":        service.MaxListLimit,
+		"defaultListLimit":    service.DefaultListLimit,
 	}
 }
 
@@ -77,7 +79,7 @@ func anyValueSchema() []*jsonschema.Schema {
 func schemaOf(t reflect.Type, limits map[string]int, input bool) *jsonschema.Schema {
 	sch, err := jsonschema.ForType(t, &jsonschema.ForOptions{
 		TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-			rawMessageType: durationSchema,
+			mcptool.RawMessageType: durationSchema,
 			// encoding/json writes []byte as a base64 string.
 			reflect.TypeFor[[]byte](): {Type: "string", ContentEncoding: "base64"},
 		},
@@ -104,7 +106,7 @@ func refine(sch *jsonschema.Schema, t reflect.Type, limits map[string]int, input
 		}
 	}
 	switch {
-	case t == rawMessageType, t == reflect.TypeFor[[]byte]():
+	case t == mcptool.RawMessageType, t == reflect.TypeFor[[]byte]():
 	case t.Kind() == reflect.Interface && sch.Type == "" && len(sch.Types) == 0 && len(sch.AnyOf) == 0:
 		sch.AnyOf = anyValueSchema()
 	case t.Kind() == reflect.Slice && sch.Items != nil:
@@ -228,12 +230,9 @@ func mustMarshal(sch *jsonschema.Schema) json.RawMessage {
 	return b
 }
 
-// outputSchema is the anyOf of a success schema and failureSchema.
-func outputSchema(success string) json.RawMessage { return mcptool.OutputSchema(success) }
-
 // outputSchemaOf is outputSchema of a generated success schema.
 func outputSchemaOf(success *jsonschema.Schema) json.RawMessage {
-	return outputSchema(string(mustMarshal(success)))
+	return mcptool.OutputSchema(string(mustMarshal(success)))
 }
 
 type toolDef struct {
@@ -245,7 +244,7 @@ type toolDef struct {
 func (s *Server) toolDefs() []toolDef {
 	lim := s.schemaLimits()
 	boolp := func(b bool) *bool { return &b }
-	list := successSchema[listValue](lim, []string{"ok"})
+	list := successSchema[toolapi.ListResult](lim, []string{"ok"})
 	delete(list.Properties["items"].Items.Properties, "status") // items carry no status
 	return append([]toolDef{
 		{
@@ -257,8 +256,8 @@ func (s *Server) toolDefs() []toolDef {
 				Description: "Stores search hits as an immutable JSON snapshot {query,total,hits} and returns a resource_link to it. " +
 					"Return that link instead of the hits when they are too large to inline; the client reads it with resources/read.",
 				Annotations:  &mcp.ToolAnnotations{DestructiveHint: boolp(false), IdempotentHint: false, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[snapshotArgs](lim),
-				OutputSchema: outputSchemaOf(successSchema[metaValue](lim, []string{"created"}, "total", "expiresAt")),
+				InputSchema:  inputSchemaOf[toolapi.SearchSnapshotArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[toolapi.Metadata](lim, []string{"created"}, "total", "expiresAt")),
 			},
 		},
 		{
@@ -270,8 +269,8 @@ func (s *Server) toolDefs() []toolDef {
 				Description: "Stores a report (text or binary) at a path you choose and returns a resource_link to it. " +
 					"Create-only by default; to replace pass ifMatch with the current sha256, or overwrite: true.",
 				Annotations:  &mcp.ToolAnnotations{DestructiveHint: boolp(true), IdempotentHint: false, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[reportArgs](lim),
-				OutputSchema: outputSchemaOf(successSchema[metaValue](lim, []string{"created", "replaced"}, "expiresAt")),
+				InputSchema:  inputSchemaOf[toolapi.ReportArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[toolapi.Metadata](lim, []string{"created", "replaced"}, "expiresAt")),
 			},
 		},
 		{
@@ -282,8 +281,8 @@ func (s *Server) toolDefs() []toolDef {
 				Title:        "Describe a stored resource",
 				Description:  "Returns the metadata of a resource (size, sha256, dates, visibility) without its body.",
 				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[statArgs](lim),
-				OutputSchema: outputSchemaOf(successSchema[metaValue](lim, []string{"found"})),
+				InputSchema:  inputSchemaOf[toolapi.StatArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[toolapi.Metadata](lim, []string{"found"})),
 			},
 		},
 		{
@@ -295,7 +294,7 @@ func (s *Server) toolDefs() []toolDef {
 				Description: "Lists all of your resources, listed or not, in URI order, with metadata and a resource_link each. " +
 					"Page with nextCursor.",
 				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[listArgs](lim),
+				InputSchema:  inputSchemaOf[toolapi.ListArgs](lim),
 				OutputSchema: outputSchemaOf(list),
 			},
 		},
@@ -307,8 +306,8 @@ func (s *Server) toolDefs() []toolDef {
 				Title:        "Delete a stored resource",
 				Description:  "Deletes one of your resources; with ifMatch only if its body still has that sha256.",
 				Annotations:  &mcp.ToolAnnotations{DestructiveHint: boolp(true), IdempotentHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[uriArgs](lim),
-				OutputSchema: outputSchemaOf(successSchema[deletedValue](lim, []string{"deleted"})),
+				InputSchema:  inputSchemaOf[toolapi.DeleteArgs](lim),
+				OutputSchema: outputSchemaOf(successSchema[toolapi.DeleteResult](lim, []string{"deleted"})),
 			},
 		},
 		s.readResourceToolDef(lim),

@@ -8,6 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/toolapi"
 )
 
@@ -50,9 +52,9 @@ func (s *Server) searchToolDefs(limits map[string]int) []toolDef {
 	}
 }
 
-func (s *Server) grepResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
+func (s *Server) grepResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
 	var a toolapi.GrepArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	v, terr := s.svc.Grep(ctx, p.Tenant, &a)
@@ -62,9 +64,9 @@ func (s *Server) grepResource(ctx context.Context, p auth.Principal, raw json.Ra
 	return &toolValue{value: v}, nil
 }
 
-func (s *Server) queryResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
+func (s *Server) queryResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
 	var a toolapi.QueryArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	v, terr := s.svc.Query(ctx, p.Tenant, &a)

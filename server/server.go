@@ -250,7 +250,7 @@ func New(opts Options) (*Server, error) {
 	s.serverInfoMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
 	if opts.Extension != nil {
 		s.ext, err = opts.Extension(ExtensionDeps{Service: s.svc, Logger: s.log, Metrics: s.metrics.reg,
-			RenderFailure: mcptool.ErrorResult, Schemes: s.schemeNames()})
+			RenderFailure: mcptool.ErrorResult, Schemes: s.svc.SchemeNames()})
 		if err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
@@ -355,9 +355,6 @@ func (s *Server) Run(ctx context.Context) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
-
-// schemeNames returns the configured schemes in order.
-func (s *Server) schemeNames() []string { return s.svc.SchemeNames() }
 
 // setCacheable decides ttlMs/cacheScope of results the SDK builds itself
 // (server/discover, tools/list, templates/list): they hold no tenant data.

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"reflect"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,7 +14,7 @@ import (
 )
 
 // toolFunc is a tool body: it returns the success value, or a tool error.
-type toolFunc func(ctx context.Context, p auth.Principal, args json.RawMessage) (*toolValue, *toolError)
+type toolFunc func(ctx context.Context, p auth.Principal, args json.RawMessage) (*toolValue, *service.Failure)
 
 // toolValue is a success: one value rendered twice (structuredContent and
 // its JSON as text), plus a resource_link per resource it stored or found.
@@ -47,13 +46,13 @@ func (s *Server) addTools() {
 // toolHandler adapts a toolFunc to go-sdk: scope check, result rendering.
 func (s *Server) toolHandler(scope string, fn toolFunc) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		p, err := requireScope(ctx, scope)
+		p, err := mcptool.RequireScope(ctx, scope)
 		if err != nil {
 			return nil, err
 		}
 		v, terr := fn(ctx, p, req.Params.Arguments)
 		if terr != nil {
-			return errorResult(terr), nil
+			return mcptool.ErrorResult(terr), nil
 		}
 		b, err := json.Marshal(v.value)
 		if err != nil {
@@ -63,49 +62,11 @@ func (s *Server) toolHandler(scope string, fn toolFunc) mcp.ToolHandler {
 		content = append(content, &mcp.TextContent{Text: string(b)})
 		content = append(content, v.extra...)
 		for _, m := range v.links {
-			content = append(content, resourceLink(m))
+			content = append(content, mcptool.ResourceLink(m))
 		}
 		return &mcp.CallToolResult{Content: content, StructuredContent: json.RawMessage(b)}, nil
 	}
 }
-
-// What every tool shares, with the fixtures, is mcptool's; the server
-// calls it by these names.
-var rawMessageType = mcptool.RawMessageType
-
-func decodeArgs(raw json.RawMessage, v any) *toolError { return mcptool.DecodeArgs(raw, v) }
-
-func fieldNames(t reflect.Type) map[string]reflect.Type { return mcptool.FieldNames(t) }
-
-func errorResult(e *toolError) *mcp.CallToolResult { return mcptool.ErrorResult(e) }
-
-func resourceLink(m *store.Meta) *mcp.ResourceLink { return mcptool.ResourceLink(m) }
-
-func requireScope(ctx context.Context, scope string) (auth.Principal, error) {
-	return mcptool.RequireScope(ctx, scope)
-}
-
-// The tools' wire types live in toolapi, shared with the Go client; the
-// server calls them by these names.
-type (
-	metaValue    = toolapi.Metadata
-	hit          = toolapi.Hit
-	snapshotArgs = toolapi.SearchSnapshotArgs
-	reportArgs   = toolapi.ReportArgs
-	uriArgs      = toolapi.DeleteArgs
-	statArgs     = toolapi.StatArgs
-	deletedValue = toolapi.DeleteResult
-	listArgs     = toolapi.ListArgs
-	listValue    = toolapi.ListResult
-)
-
-// List bounds of list_resources (the service's).
-const (
-	defaultListLimit = service.DefaultListLimit
-	maxListLimit     = service.MaxListLimit
-)
-
-func metaValueOf(status string, m *store.Meta) metaValue { return service.MetaValue(status, m) }
 
 // saved renders the result of a save or stat: its value with the download
 // link it asked for and how to read the resource (mcptool.HowToRead), and
@@ -119,9 +80,9 @@ func (s *Server) saved(r *service.Result, p auth.Principal) *toolValue {
 // The tools below are adapters: decode the arguments (decodeArgs), call
 // the service, render.
 
-func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a snapshotArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+	var a toolapi.SearchSnapshotArgs
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	r, terr := s.svc.SaveSnapshot(ctx, p.Tenant, &a)
@@ -131,9 +92,9 @@ func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw j
 	return s.saved(r, p), nil
 }
 
-func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a reportArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+	var a toolapi.ReportArgs
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	r, terr := s.svc.SaveReport(ctx, p.Tenant, &a)
@@ -143,9 +104,9 @@ func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawM
 	return s.saved(r, p), nil
 }
 
-func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a statArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+	var a toolapi.StatArgs
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	r, terr := s.svc.StatResource(ctx, p.Tenant, &a)
@@ -155,9 +116,9 @@ func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.Ra
 	return s.saved(r, p), nil
 }
 
-func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a uriArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+	var a toolapi.DeleteArgs
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	v, terr := s.svc.Delete(ctx, p.Tenant, &a)
@@ -167,9 +128,9 @@ func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.
 	return &toolValue{value: *v}, nil
 }
 
-func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *toolError) {
-	var a listArgs
-	if terr := decodeArgs(raw, &a); terr != nil {
+func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+	var a toolapi.ListArgs
+	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
 	l, terr := s.svc.List(ctx, p.Tenant, &a)

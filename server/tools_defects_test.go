@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
 )
@@ -116,7 +117,7 @@ func TestInvalidUnicodeArgumentsRefused(t *testing.T) {
 		}
 		sc := structuredOf(t, res)
 		fe, _ := sc["fieldErrors"].([]any)
-		if res["isError"] != true || sc["errorKind"] != kindValidation || len(fe) != 1 || fe[0].(map[string]any)["field"] != tc.field {
+		if res["isError"] != true || sc["errorKind"] != service.KindValidation || len(fe) != 1 || fe[0].(map[string]any)["field"] != tc.field {
 			t.Errorf("%s %q = %v, want a validation_error naming %s", tc.tool, tc.args, sc, tc.field)
 		}
 	}

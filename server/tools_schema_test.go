@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/toolapi"
 
 	"encoding/json"
@@ -54,8 +55,8 @@ func TestSchemaCarriesConfiguredLimits(t *testing.T) {
 		{"save_report", "title", "maxLength", 77},
 		{"save_report", "description", "maxLength", 88},
 		{"save_report", "path", "maxLength", 99},
-		{"list_resources", "limit", "maximum", maxListLimit},
-		{"list_resources", "limit", "default", defaultListLimit},
+		{"list_resources", "limit", "maximum", service.MaxListLimit},
+		{"list_resources", "limit", "default", service.DefaultListLimit},
 	} {
 		if got := num(c.tool, c.prop, c.kw); got != c.want {
 			t.Errorf("%s inputSchema %s.%s = %v, want %v", c.tool, c.prop, c.kw, got, c.want)
@@ -63,7 +64,7 @@ func TestSchemaCarriesConfiguredLimits(t *testing.T) {
 	}
 	// And the server holds to it: 123 hits pass, 124 do not.
 	hits := func(n int) []byte {
-		b, _ := json.Marshal(map[string]any{"query": "q", "hits": make([]hit, n)})
+		b, _ := json.Marshal(map[string]any{"query": "q", "hits": make([]toolapi.Hit, n)})
 		return b
 	}
 	for i := range 2 {
@@ -133,7 +134,7 @@ func TestSchemasTakeExamplesAndRefuseUnknownProperties(t *testing.T) {
 			if rerr != nil {
 				t.Fatalf("%s(%s): %v", name, ex, rerr)
 			}
-			if sc, _ := res["structuredContent"].(map[string]any); sc["errorKind"] == kindValidation {
+			if sc, _ := res["structuredContent"].(map[string]any); sc["errorKind"] == service.KindValidation {
 				t.Errorf("%s refuses its example %s: %v", name, ex, sc)
 			}
 			var a map[string]any
@@ -160,11 +161,11 @@ func TestSchemasTakeExamplesAndRefuseUnknownProperties(t *testing.T) {
 		}
 		json.Unmarshal(d.tool.InputSchema.(json.RawMessage), &sch)
 		args := map[string]any{
-			"save_search_snapshot": &snapshotArgs{}, "save_report": &reportArgs{}, "stat_resource": &statArgs{},
-			"read_resource": &toolapi.ReadArgs{}, "list_resources": &listArgs{}, "delete_resource": &uriArgs{},
+			"save_search_snapshot": &toolapi.SearchSnapshotArgs{}, "save_report": &toolapi.ReportArgs{}, "stat_resource": &toolapi.StatArgs{},
+			"read_resource": &toolapi.ReadArgs{}, "list_resources": &toolapi.ListArgs{}, "delete_resource": &toolapi.DeleteArgs{},
 			"grep_resource": &toolapi.GrepArgs{}, "query_resource": &toolapi.QueryArgs{},
 		}[name]
-		fields := fieldNames(reflectElem(args))
+		fields := mcptool.FieldNames(reflectElem(args))
 		if len(fields) != len(sch.Properties) {
 			t.Errorf("%s: decoder takes %d arguments, inputSchema names %d", name, len(fields), len(sch.Properties))
 		}

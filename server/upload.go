@@ -74,15 +74,15 @@ func (s *Server) routeV1(next http.Handler) http.Handler {
 // httpStatus is the HTTP status of a tool failure kind on the HTTP API.
 func httpStatus(kind string) int {
 	switch kind {
-	case kindValidation:
+	case service.KindValidation:
 		return http.StatusBadRequest
-	case kindNotFound:
+	case service.KindNotFound:
 		return http.StatusNotFound
-	case kindConflict:
+	case service.KindConflict:
 		return http.StatusPreconditionFailed
-	case kindTooLarge:
+	case service.KindTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case kindQuota:
+	case service.KindQuota:
 		return http.StatusInsufficientStorage
 	}
 	return http.StatusServiceUnavailable
@@ -102,9 +102,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // uploadFailure answers a failed upload with the tool failure value.
-func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *toolError) {
+func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *service.Failure) {
 	s.setOutcome(r, terr.ErrorKind)
-	if terr.ErrorKind == kindUnavailable {
+	if terr.ErrorKind == service.KindUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
 	writeJSON(w, httpStatus(terr.ErrorKind), terr)
@@ -141,7 +141,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		e.method = "upload"
 	}
 	if r.Method != http.MethodPut {
-		terr := failure(kindValidation, "uploads are PUT /v1/resources/<scheme>/<path> with the body as the request body")
+		terr := service.Fail(service.KindValidation, "uploads are PUT /v1/resources/<scheme>/<path> with the body as the request body")
 		s.setOutcome(r, terr.ErrorKind)
 		w.Header().Set("Allow", "PUT")
 		writeJSON(w, http.StatusMethodNotAllowed, terr)
@@ -186,7 +186,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	br := bufio.NewReaderSize(body, 64<<10)
 	if _, err := br.Peek(1); err != nil {
 		if errors.Is(err, io.EOF) {
-			s.uploadFailure(w, r, failure(kindValidation, "the body is empty; resourced stores non-empty bodies only"))
+			s.uploadFailure(w, r, service.Fail(service.KindValidation, "the body is empty; resourced stores non-empty bodies only"))
 		} else {
 			s.uploadReadFailure(w, r, sc, err)
 		}
@@ -194,10 +194,10 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	m, replaced, err := s.svc.PutStream(ctx, service.Stream{
 		Meta: req.Meta, Body: br, Cond: req.Cond, Retry: service.HTTPRetry,
-		Source: func(err error) bool { return body.err != nil || clientGone(ctx, err) },
+		Source: func(err error) bool { return body.err != nil || service.ClientGone(ctx, err) },
 	})
 	if err != nil {
-		var f *toolError
+		var f *service.Failure
 		switch {
 		case errors.As(err, &f):
 			s.uploadFailure(w, r, f)
@@ -212,7 +212,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if replaced {
 		status, code = "replaced", http.StatusOK
 	}
-	v := metaValueOf(status, &m)
+	v := service.MetaValue(status, &m)
 	s.withDownloadURL(&v, &m, p, req.LinkTTL)
 	v.HowToRead = mcptool.HowToRead(v.URI, v.DownloadURLExpiresAt) // as save_report's value says
 	s.setOutcome(r, "ok")
@@ -220,12 +220,12 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, v)
 }
 
-func (s *Server) uploadTooLarge(sc *Scheme) *toolError {
-	return failure(kindTooLarge, fmt.Sprintf("the body is larger than the %d bytes %s:// stores per resource; nothing was stored. Split it into several resources.", sc.MaxBytes, sc.Name))
+func (s *Server) uploadTooLarge(sc *Scheme) *service.Failure {
+	return service.Fail(service.KindTooLarge, fmt.Sprintf("the body is larger than the %d bytes %s:// stores per resource; nothing was stored. Split it into several resources.", sc.MaxBytes, sc.Name))
 }
 
 // readFailure maps an error reading the request body.
-func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *toolError {
+func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *service.Failure {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return s.uploadTooLarge(sc)
@@ -233,7 +233,7 @@ func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *toolEr
 	if ctx.Err() == nil {
 		s.log.InfoContext(ctx, "upload body read failed", "err", err)
 	}
-	return failure(kindValidation, "the request body could not be read to its end; nothing was stored. Send it again.")
+	return service.Fail(service.KindValidation, "the request body could not be read to its end; nothing was stored. Send it again.")
 }
 
 // uploadReadFailure answers an upload whose body could not be read: 408
@@ -241,7 +241,7 @@ func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *toolEr
 func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *Scheme, err error) {
 	if isSlowBody(err) {
 		s.log.InfoContext(r.Context(), "upload body too slow; dropped", "err", err)
-		terr := failure(kindValidation, s.slowBodyMessage())
+		terr := service.Fail(service.KindValidation, s.slowBodyMessage())
 		s.setOutcome(r, "slow_body")
 		w.Header().Set("Connection", "close")
 		writeJSON(w, http.StatusRequestTimeout, terr)
@@ -250,17 +250,13 @@ func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *S
 	s.uploadFailure(w, r, s.readFailure(r.Context(), sc, err))
 }
 
-// clientGone reports whether err is the end of a request whose client
-// closed its connection (net/http cancels the request's context then).
-func clientGone(ctx context.Context, err error) bool { return service.ClientGone(ctx, err) }
-
 // uploadAbandoned answers (to no one) an upload whose client went away
 // before it was stored: the client's doing, logged at info, with a status
 // below 500 so the request log does not report a server failure.
 func (s *Server) uploadAbandoned(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.InfoContext(r.Context(), "upload abandoned: the client closed the connection before it was stored", "err", err)
 	s.setOutcome(r, "client_gone")
-	writeJSON(w, http.StatusBadRequest, failure(kindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again."))
+	writeJSON(w, http.StatusBadRequest, service.Fail(service.KindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again."))
 }
 
 // uploadSlot takes one of the server's upload spool slots, or answers 503
@@ -278,7 +274,7 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), boo
 	s.metrics.limited.WithLabelValues(limitUploads).Inc()
 	s.setOutcome(r, "limited:"+limitUploads)
 	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusServiceUnavailable, failure(kindUnavailable,
+	writeJSON(w, http.StatusServiceUnavailable, service.Fail(service.KindUnavailable,
 		fmt.Sprintf("the server is receiving %d uploads, the most it takes at once; nothing was stored. Retry in a second.", cap(s.uploadSlots))))
 	return nil, false
 }
@@ -287,10 +283,10 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), boo
 // from the URL, the parameters from the query, the media type and the
 // precondition from the headers. Checking what they say is the service's
 // (PrepareUpload), with save_report's rules.
-func parseUpload(r *http.Request) (*service.UploadRequest, *toolError) {
+func parseUpload(r *http.Request) (*service.UploadRequest, *service.Failure) {
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), uploadPrefix)
 	if strings.ContainsRune(rest, '%') {
-		return nil, invalidField("path", "must be canonical: /-separated segments of A-Z a-z 0-9 . _ ~ - without percent-encoding")
+		return nil, service.InvalidField("path", "must be canonical: /-separated segments of A-Z a-z 0-9 . _ ~ - without percent-encoding")
 	}
 	scheme, path, _ := strings.Cut(rest, "/")
 	q, terr := uploadQuery(r.URL.RawQuery)
@@ -311,7 +307,7 @@ func parseUpload(r *http.Request) (*service.UploadRequest, *toolError) {
 		case "true":
 			*b.dst = true
 		default:
-			return nil, invalidField(b.name, "must be true or false")
+			return nil, service.InvalidField(b.name, "must be true or false")
 		}
 	}
 	if v := q.Get("retention"); v != "" {
@@ -332,17 +328,17 @@ func parseUpload(r *http.Request) (*service.UploadRequest, *toolError) {
 
 // uploadQuery parses an upload's query: known parameters, each at most
 // once.
-func uploadQuery(raw string) (url.Values, *toolError) {
+func uploadQuery(raw string) (url.Values, *service.Failure) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, failure(kindValidation, "the query string is malformed")
+		return nil, service.Fail(service.KindValidation, "the query string is malformed")
 	}
 	for name, vals := range q {
 		if !slices.Contains(uploadParams, name) {
-			return nil, invalidField(name, "is not a parameter of uploads; use "+strings.Join(uploadParams, ", "))
+			return nil, service.InvalidField(name, "is not a parameter of uploads; use "+strings.Join(uploadParams, ", "))
 		}
 		if len(vals) > 1 {
-			return nil, invalidField(name, "is given more than once")
+			return nil, service.InvalidField(name, "is given more than once")
 		}
 	}
 	return q, nil
@@ -350,13 +346,13 @@ func uploadQuery(raw string) (url.Values, *toolError) {
 
 // uploadCond is the precondition of an upload's If-Match, If-None-Match
 // and ?overwrite=true: create-only by default.
-func uploadCond(h http.Header, overwrite bool) (store.Cond, []string, *toolError) {
+func uploadCond(h http.Header, overwrite bool) (store.Cond, []string, *service.Failure) {
 	ifMatch, ifNone := h.Values("If-Match"), h.Values("If-None-Match")
 	switch {
 	case len(ifMatch) > 0 && (overwrite || len(ifNone) > 0):
-		return store.Cond{}, nil, failure(kindValidation, "send one of If-Match, If-None-Match: * and ?overwrite=true, not several")
+		return store.Cond{}, nil, service.Fail(service.KindValidation, "send one of If-Match, If-None-Match: * and ?overwrite=true, not several")
 	case len(ifNone) > 0 && overwrite:
-		return store.Cond{}, nil, failure(kindValidation, "If-None-Match: * (create only) conflicts with ?overwrite=true")
+		return store.Cond{}, nil, service.Fail(service.KindValidation, "If-None-Match: * (create only) conflicts with ?overwrite=true")
 	case len(ifMatch) > 0:
 		tags, terr := parseIfMatch(ifMatch)
 		if terr != nil {
@@ -371,7 +367,7 @@ func uploadCond(h http.Header, overwrite bool) (store.Cond, []string, *toolError
 		return store.Cond{Kind: store.IfMatch}, append([]string{}, tags...), nil
 	case len(ifNone) > 0:
 		if strings.TrimSpace(strings.Join(ifNone, ",")) != "*" {
-			return store.Cond{}, nil, invalidField("If-None-Match", `must be * (create only); to replace a known body send If-Match: "<sha256>"`)
+			return store.Cond{}, nil, service.InvalidField("If-None-Match", `must be * (create only); to replace a known body send If-Match: "<sha256>"`)
 		}
 	case overwrite:
 		return store.Cond{Kind: store.Always}, nil, nil
@@ -386,9 +382,9 @@ func uploadCond(h http.Header, overwrite bool) (store.Cond, []string, *toolError
 // tag, as the docs have always allowed. A malformed list, a tag that is
 // not a SHA-256 (every ETag of ours is one), or * in a list is a
 // validation error.
-func parseIfMatch(values []string) ([]string, *toolError) {
-	bad := func(msg string) *toolError {
-		return invalidField("If-Match", msg+`; send If-Match: "<sha256>" (a list of them, or *)`)
+func parseIfMatch(values []string) ([]string, *service.Failure) {
+	bad := func(msg string) *service.Failure {
+		return service.InvalidField("If-Match", msg+`; send If-Match: "<sha256>" (a list of them, or *)`)
 	}
 	var tags []string
 	star, n := false, 0
