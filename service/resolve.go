@@ -56,8 +56,19 @@ func schemeOf(raw string) string {
 	if i <= 0 || i > store.MaxSchemeLen {
 		return ""
 	}
-	sc, _ := uri.SplitScheme(raw[:i] + "://")
-	return sc
+	sc := raw[:i]
+	for j := 0; j < len(sc); j++ {
+		if 'A' <= sc[j] && sc[j] <= 'Z' {
+			b := []byte(sc)
+			for k := j; k < len(b); k++ {
+				if 'A' <= b[k] && b[k] <= 'Z' {
+					b[k] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return sc // canonical: no copy on the read path
 }
 
 // Readable reports whether tenant may read the object m describes: its
