@@ -90,3 +90,9 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 		slog.Duration("dur", time.Since(start)),
 	)
 }
+
+func (s *Server) setOutcome(r *http.Request, outcome string) {
+	if e := logEntry(r.Context()); e != nil {
+		e.outcome = outcome
+	}
+}

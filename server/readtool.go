@@ -54,7 +54,7 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw jso
 	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
 		return nil, terr
 	}
-	link := func(m *store.Meta, ttl time.Duration) toolapi.DownloadLink { return s.signedLink(m, p.Tenant, ttl) }
+	link := func(m *store.Meta, ttl time.Duration) toolapi.DownloadLink { return s.links.Link(m, p.Tenant, ttl) }
 	if s.links == nil {
 		link = nil
 	}

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/memstore"
@@ -100,7 +101,7 @@ func (e *linkEnv) get(t *testing.T, link string, hdr ...string) (int, http.Heade
 func TestDownloadLinks(t *testing.T) {
 	e := newLinkEnv(t)
 	m := e.put(t, "t1", "a/b", "hello links", store.Private)
-	link, exp := e.s.downloadURL(&m, "t1", 5*time.Minute)
+	link, exp := e.s.links.URL(&m, "t1", 5*time.Minute)
 	if want := e.clock.Add(5 * time.Minute); !exp.Equal(want) {
 		t.Errorf("link expires at %v, want %v", exp, want)
 	}
@@ -124,13 +125,13 @@ func TestDownloadLinks(t *testing.T) {
 		t.Errorf("near expiry: Cache-Control %q", h.Get("Cache-Control"))
 	}
 	*e.clock = e.clock.Add(10 * time.Second)
-	if code, _, body := e.get(t, link); code != 403 || body != linkRefused {
+	if code, _, body := e.get(t, link); code != 403 || body != links.Refused {
 		t.Errorf("at expiry: %d %q", code, body)
 	}
 	// A link is never longer than the resource lives.
 	*e.clock = e.clock.Add(58 * time.Minute)
 	m.Expires = e.clock.Add(2 * time.Minute)
-	_, exp = e.s.downloadURL(&m, "t1", 5*time.Minute)
+	_, exp = e.s.links.URL(&m, "t1", 5*time.Minute)
 	if !exp.Equal(m.Expires) {
 		t.Errorf("link of a resource expiring in 2m expires at %v", exp)
 	}
@@ -324,7 +325,7 @@ func TestLinksAreBoundToTheirBody(t *testing.T) {
 	e := newLinkEnv(t)
 	ctx := context.Background()
 	m := e.put(t, "t1", "bound/a", "first body", store.Private)
-	link, exp := e.s.downloadURL(&m, "t1", 5*time.Minute)
+	link, exp := e.s.links.URL(&m, "t1", 5*time.Minute)
 	if code, _, body := e.get(t, link); code != 200 || body != "first body" {
 		t.Fatalf("fresh link: %d %q", code, body)
 	}
@@ -336,10 +337,10 @@ func TestLinksAreBoundToTheirBody(t *testing.T) {
 	// Replaced: 404, saying to ask for a new link; a new link serves the new body.
 	m2 := e.put(t, "t1", "bound/a", "second body", store.Private)
 	code, h, body := e.get(t, link)
-	if code != 404 || body != blobMissing || !strings.Contains(body, "ask for a new link") || h.Get("Cache-Control") != "no-store" {
+	if code != 404 || body != links.Missing || !strings.Contains(body, "ask for a new link") || h.Get("Cache-Control") != "no-store" {
 		t.Errorf("after a replace: %d %q %v", code, body, h)
 	}
-	fresh, _ := e.s.downloadURL(&m2, "t1", 5*time.Minute)
+	fresh, _ := e.s.links.URL(&m2, "t1", 5*time.Minute)
 	if code, _, body := e.get(t, fresh); code != 200 || body != "second body" {
 		t.Errorf("a new link after the replace: %d %q", code, body)
 	}
@@ -347,12 +348,12 @@ func TestLinksAreBoundToTheirBody(t *testing.T) {
 	if err := e.st.Delete(ctx, store.MustKey("t1", "report", "bound/a"), store.Cond{}); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, body := e.get(t, fresh); code != 404 || body != blobMissing {
+	if code, _, body := e.get(t, fresh); code != 404 || body != links.Missing {
 		t.Errorf("deleted: %d %q", code, body)
 	}
 	e.put(t, "t1", "bound/a", "third body, re-created", store.Private)
 	for name, l := range map[string]string{"first": link, "second": fresh} {
-		if code, _, body := e.get(t, l); code != 404 || body != blobMissing {
+		if code, _, body := e.get(t, l); code != 404 || body != links.Missing {
 			t.Errorf("the %s link after delete and re-create: %d %q", name, code, body)
 		}
 	}
@@ -366,7 +367,7 @@ func TestLinksAreBoundToTheirBody(t *testing.T) {
 		if l == fresh {
 			t.Fatalf("%s: the test did not change the link", name)
 		}
-		if code, _, body := e.get(t, l); code != 403 || body != linkRefused {
+		if code, _, body := e.get(t, l); code != 403 || body != links.Refused {
 			t.Errorf("%s digest: %d %q", name, code, body)
 		}
 	}
@@ -374,7 +375,7 @@ func TestLinksAreBoundToTheirBody(t *testing.T) {
 	mac := hmac.New(sha256.New, testLinkKey)
 	fmt.Fprintf(mac, "v1|report|t1|bound/a|%d|owner", exp.Unix())
 	v1 := fmt.Sprintf("http://links.test/v1/blobs/report/t1/bound/a?exp=%d&sig=%s", exp.Unix(), base64.RawURLEncoding.EncodeToString(mac.Sum(nil)))
-	if code, _, body := e.get(t, v1); code != 403 || body != linkRefused {
+	if code, _, body := e.get(t, v1); code != 403 || body != links.Refused {
 		t.Errorf("a version 1 link: %d %q", code, body)
 	}
 }

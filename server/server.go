@@ -32,6 +32,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
+	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -144,8 +145,9 @@ type Server struct {
 	sweepBatch     int
 	// toolScopes maps each registered tool to the scope it needs.
 	toolScopes map[string]string
-	// links signs and checks download links; nil: none.
-	links *linkSigner
+	// links signs and checks download links (nil: none); blobs serves them.
+	links *links.Signer
+	blobs *links.Handler
 	// noFastRead sends every resources/read through go-sdk (for the
 	// differential test of the fast path).
 	noFastRead bool
@@ -203,7 +205,7 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.links = newLinkSigner(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL)
+	s.links = links.New(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL, s.baseURL, s.now)
 	if !opts.Store.KeepsEncoded() {
 		s.members = newMemberCache(opts.MemberCache)
 	}
@@ -224,7 +226,7 @@ func New(opts Options) (*Server, error) {
 	s.watch.maxURIs, s.watch.maxListens = opts.MaxListenURIs, opts.MaxListensPerTenant
 	s.svcOpts = service.Options{
 		Store: s.store, Schemes: opts.Schemes, Limits: opts.Limits, Quota: opts.Quota,
-		Links: s.links.policy(), Now: s.now, Logger: s.log,
+		Links: s.links.Policy(), Now: s.now, Logger: s.log,
 		OnChange: func(k store.Key) { s.changed(k, "") },
 		OnSaved: func(scheme string, n int64) {
 			s.metrics.bytesSaved.WithLabelValues(scheme).Add(float64(n))
@@ -235,6 +237,20 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.svc, s.schemes, s.limits = svc, svc.Schemes(), svc.Limits()
+	s.blobs = &links.Handler{Signer: s.links, Service: svc, TTL: s.ttlMs,
+		Note: func(r *http.Request, outcome, tenant string) {
+			if e := logEntry(r.Context()); e != nil {
+				e.method = "blob"
+				if outcome != "" {
+					e.outcome = outcome
+				}
+				if tenant != "" {
+					e.tenant = tenant
+				}
+			}
+		},
+		Read: func(scheme string, n int64) { s.metrics.bytesRead.WithLabelValues(scheme).Add(float64(n)) },
+	}
 	for _, sc := range s.schemes {
 		s.maxBody = max(s.maxBody, sc.MaxBytes)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -144,3 +145,11 @@ func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw js
 }
 
 // truncate cuts s to at most n bytes at a character boundary.
+
+// withDownloadURL adds a signed link to v when ttl > 0.
+func (s *Server) withDownloadURL(v *toolapi.Metadata, m *store.Meta, p auth.Principal, ttl time.Duration) {
+	if ttl <= 0 || s.links == nil {
+		return
+	}
+	v.DownloadLink = s.links.Link(m, p.Tenant, ttl)
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -61,8 +62,8 @@ func (s *Server) routeV1(next http.Handler) http.Handler {
 	upload := s.guardOrigin(http.HandlerFunc(s.serveUpload))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case strings.HasPrefix(p, blobPrefix):
-			s.serveBlob(w, r)
+		case strings.HasPrefix(p, links.Prefix):
+			s.blobs.ServeHTTP(w, r)
 		case strings.HasPrefix(p, uploadPrefix):
 			upload.ServeHTTP(w, r)
 		default:

@@ -1,4 +1,7 @@
-package server
+// Package links signs, checks and serves download links: GET
+// <baseURL>/v1/blobs/<scheme>/<tenant>/<path>, a body over plain HTTPS
+// whose signature is the credential.
+package links
 
 import (
 	"bytes"
@@ -13,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -49,7 +51,8 @@ import (
 // docs/large-reports.md describes the endpoint for users.
 
 const (
-	blobPrefix  = "/v1/blobs/"
+	// Prefix is the path below which download links are served.
+	Prefix      = "/v1/blobs/"
 	linkVersion = "v2"
 
 	accessOwner  = "owner"
@@ -59,14 +62,18 @@ const (
 	defaultLinkMaxTTL = time.Hour
 )
 
-// linkSigner signs and checks download links.
-type linkSigner struct {
+// Signer signs and checks download links for the server at baseURL.
+type Signer struct {
 	key        []byte
 	defaultTTL time.Duration
 	maxTTL     time.Duration
+	baseURL    string
+	now        func() time.Time
 }
 
-func newLinkSigner(key []byte, ttl, maxTTL time.Duration) *linkSigner {
+// New returns the signer of key (nil when key is empty: no links), with
+// the default and longest life of a link (<= 0: 15 minutes and an hour).
+func New(key []byte, ttl, maxTTL time.Duration, baseURL string, now func() time.Time) *Signer {
 	if len(key) == 0 {
 		return nil
 	}
@@ -76,21 +83,21 @@ func newLinkSigner(key []byte, ttl, maxTTL time.Duration) *linkSigner {
 	if ttl <= 0 {
 		ttl = min(defaultLinkTTL, maxTTL)
 	}
-	return &linkSigner{key: bytes.Clone(key), defaultTTL: min(ttl, maxTTL), maxTTL: maxTTL}
+	return &Signer{key: bytes.Clone(key), defaultTTL: min(ttl, maxTTL), maxTTL: maxTTL, baseURL: baseURL, now: now}
 }
 
 // mac returns the signature of one link.
-func (l *linkSigner) mac(scheme, tenant, path string, exp int64, access, digest string) []byte {
+func (l *Signer) mac(scheme, tenant, path string, exp int64, access, digest string) []byte {
 	m := hmac.New(sha256.New, l.key)
 	io.WriteString(m, linkVersion+"|"+scheme+"|"+tenant+"|"+path+"|"+strconv.FormatInt(exp, 10)+"|"+access+"|"+digest)
 	return m.Sum(nil)
 }
 
-// downloadURL returns a signed link to the body of m, bound to its sha256,
-// for a caller of tenant reader, valid for ttl but never beyond the
-// resource's expiry, and when it expires.
-func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (string, time.Time) {
-	exp := s.now().Add(ttl)
+// URL returns a signed link to the body of m, bound to its sha256, for a
+// caller of tenant reader, valid for ttl but never beyond the resource's
+// expiry, and when it expires.
+func (l *Signer) URL(m *store.Meta, reader string, ttl time.Duration) (string, time.Time) {
+	exp := l.now().Add(ttl)
 	if !m.Expires.IsZero() && m.Expires.Before(exp) {
 		exp = m.Expires
 	}
@@ -100,37 +107,29 @@ func (s *Server) downloadURL(m *store.Meta, reader string, ttl time.Duration) (s
 	if reader != k.Tenant() {
 		access = accessPublic
 	}
-	sig := base64.RawURLEncoding.EncodeToString(s.links.mac(k.Scheme(), k.Tenant(), k.Path(), unix, access, m.SHA256))
-	u := s.baseURL + blobPrefix + k.Scheme() + "/" + k.Tenant() + "/" + k.Path() + "?exp=" + strconv.FormatInt(unix, 10) + "&sha256=" + m.SHA256
+	sig := base64.RawURLEncoding.EncodeToString(l.mac(k.Scheme(), k.Tenant(), k.Path(), unix, access, m.SHA256))
+	u := l.baseURL + Prefix + k.Scheme() + "/" + k.Tenant() + "/" + k.Path() + "?exp=" + strconv.FormatInt(unix, 10) + "&sha256=" + m.SHA256
 	if access == accessPublic {
 		u += "&access=public"
 	}
 	return u + "&sig=" + sig, time.Unix(unix, 0).UTC()
 }
 
-// policy is the link policy the service checks link arguments against;
+// Policy is the link policy the service checks link arguments against;
 // nil when links are disabled.
-func (l *linkSigner) policy() *service.Links {
+func (l *Signer) Policy() *service.Links {
 	if l == nil {
 		return nil
 	}
 	return &service.Links{DefaultTTL: l.defaultTTL, MaxTTL: l.maxTTL}
 }
 
-// withDownloadURL adds a signed link to v when ttl > 0.
-func (s *Server) withDownloadURL(v *toolapi.Metadata, m *store.Meta, p auth.Principal, ttl time.Duration) {
-	if ttl <= 0 || s.links == nil {
-		return
-	}
-	v.DownloadLink = s.signedLink(m, p.Tenant, ttl)
-}
-
-// signedLink is the signed link to the body of m for a caller of tenant
+// Link is the signed link to the body of m for a caller of tenant
 // reader, as a result carries it: downloadUrl, its expiry, and the same
 // as a SEP-2631 file descriptor. The link's expiry is its own clock; the
 // resource's expiresAt is another.
-func (s *Server) signedLink(m *store.Meta, reader string, ttl time.Duration) toolapi.DownloadLink {
-	u, exp := s.downloadURL(m, reader, ttl)
+func (l *Signer) Link(m *store.Meta, reader string, ttl time.Duration) toolapi.DownloadLink {
+	u, exp := l.URL(m, reader, ttl)
 	expires := jsonwire.FormatTime(exp)
 	name := m.Key.Path()
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -150,10 +149,11 @@ func (s *Server) signedLink(m *store.Meta, reader string, ttl time.Duration) too
 }
 
 const (
-	linkRefused = "Forbidden: this download link is invalid or has expired; ask for a new one\n"
-	// blobMissing is the one 404 of a valid link: the resource is gone, or
+	// Refused is the one 403 of a missing, malformed, tampered or expired link.
+	Refused = "Forbidden: this download link is invalid or has expired; ask for a new one\n"
+	// Missing is the one 404 of a valid link: the resource is gone, or
 	// its body is no longer the one the link was minted for.
-	blobMissing = "Not found: the resource of this link is gone or has changed since the link was minted; ask for a new link\n"
+	Missing = "Not found: the resource of this link is gone or has changed since the link was minted; ask for a new link\n"
 )
 
 func plainError(w http.ResponseWriter, status int, body string) {
@@ -165,16 +165,28 @@ func plainError(w http.ResponseWriter, status int, body string) {
 	io.WriteString(w, body)
 }
 
-// serveBlob serves GET, HEAD and OPTIONS (CORS preflight) of
-// /v1/blobs/...: any origin may fetch with a valid link, without
-// credentials.
-func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
+// Handler serves GET, HEAD and OPTIONS (CORS preflight) of /v1/blobs/...:
+// any origin may fetch with a valid link, without credentials.
+type Handler struct {
+	Signer  *Signer
+	Service *service.Service
+	// TTL is the freshness of m in milliseconds: its scheme's ttl, capped
+	// by its remaining life.
+	TTL func(m *store.Meta) int
+	// Note records the request in the request log: an outcome when not "",
+	// the tenant read when not "".
+	Note func(r *http.Request, outcome, tenant string)
+	// Read counts n body bytes served of scheme.
+	Read func(scheme string, n int64)
+}
+
+// ServeHTTP implements http.Handler.
+func (b *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := b
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges, ETag, Last-Modified, Cache-Control")
-	if e := logEntry(r.Context()); e != nil {
-		e.method = "blob"
-	}
+	s.Note(r, "", "")
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodOptions:
@@ -188,10 +200,10 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusMethodNotAllowed, "Method not allowed: download links answer GET and HEAD\n")
 		return
 	}
-	raw, access, digest, ok := s.checkLink(r)
+	raw, access, digest, ok := s.Signer.Check(r)
 	if !ok {
-		s.setOutcome(r, "link_refused")
-		plainError(w, http.StatusForbidden, linkRefused)
+		s.Note(r, "link_refused", "")
+		plainError(w, http.StatusForbidden, Refused)
 		return
 	}
 	// An owner link reads as its tenant; a public link as nobody's
@@ -200,49 +212,46 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
 	if access == accessOwner {
 		reader, _, _ = strings.Cut(raw[strings.Index(raw, "://")+3:], "/")
 	}
-	m, body, f := s.svc.Open(r.Context(), reader, raw)
+	m, body, f := s.Service.Open(r.Context(), reader, raw)
 	changed := f == nil && m.SHA256 != digest
 	if changed {
 		body.Close()
 	}
 	switch {
 	case f != nil && f.ErrorKind == service.KindValidation:
-		s.setOutcome(r, "link_refused")
-		plainError(w, http.StatusForbidden, linkRefused)
+		s.Note(r, "link_refused", "")
+		plainError(w, http.StatusForbidden, Refused)
 		return
 	case changed || f != nil && f.ErrorKind == service.KindNotFound:
 		outcome := "not_found"
 		if changed {
 			outcome = "link_stale" // in the log and metrics only; the body is the one 404
 		}
-		s.setOutcome(r, outcome)
-		plainError(w, http.StatusNotFound, blobMissing)
+		s.Note(r, outcome, "")
+		plainError(w, http.StatusNotFound, Missing)
 		return
 	case f != nil:
-		s.setOutcome(r, "unavailable")
+		s.Note(r, "unavailable", "")
 		h.Set("Retry-After", "5")
 		plainError(w, http.StatusServiceUnavailable, "Service Unavailable: the storage backend failed; retry later\n")
 		return
 	}
 	k := m.Key
 	defer body.Close()
-	s.setOutcome(r, "ok")
-	if e := logEntry(r.Context()); e != nil {
-		e.tenant = k.Tenant()
-	}
+	s.Note(r, "ok", k.Tenant())
 	mt := m.MIMEType
 	if mt == "" {
 		mt = "application/octet-stream"
 	}
 	h.Set("Content-Type", mt)
 	h.Set("ETag", `"`+m.SHA256+`"`)
-	h.Set("Cache-Control", fmt.Sprintf("%s, max-age=%d", cacheScope(m.Visibility), s.blobMaxAge(&m, r)))
+	h.Set("Cache-Control", fmt.Sprintf("%s, max-age=%d", scope(m.Visibility), s.maxAge(&m, r)))
 	// The body is the tenant's, not ours: never run it as a page of this
 	// origin.
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	if r.Method == http.MethodGet {
-		s.metrics.bytesRead.WithLabelValues(k.Scheme()).Add(float64(m.Size))
+		s.Read(k.Scheme(), m.Size)
 	}
 	if rg := r.Header.Get("Range"); rg != "" {
 		r.Header.Set("Range", unsatisfiableAsPastEnd(rg, m.Size))
@@ -287,29 +296,23 @@ func unsatisfiableAsPastEnd(h string, size int64) string {
 	return unit + strings.Join(specs, ",")
 }
 
-func (s *Server) setOutcome(r *http.Request, outcome string) {
-	if e := logEntry(r.Context()); e != nil {
-		e.outcome = outcome
-	}
-}
-
-// blobMaxAge is the freshness of a download: the scheme's ttl, capped by
+// maxAge is the freshness of a download: the scheme's ttl, capped by
 // the remaining life of the resource and of the link.
-func (s *Server) blobMaxAge(m *store.Meta, r *http.Request) int64 {
-	ms := int64(s.ttlMs(m))
+func (b *Handler) maxAge(m *store.Meta, r *http.Request) int64 {
+	ms := int64(b.TTL(m))
 	exp, _ := strconv.ParseInt(r.URL.Query().Get("exp"), 10, 64)
-	left := exp - s.now().Unix()
+	left := exp - b.Signer.now().Unix()
 	return max(0, min(ms/1000, left))
 }
 
-// checkLink verifies the link of r and returns the URI it grants, its
-// access and the sha256 of the body it was minted for. Every failure is
-// the same false.
-func (s *Server) checkLink(r *http.Request) (raw, access, digest string, ok bool) {
-	if s.links == nil {
+// Check verifies the link of r and returns the URI it grants, its access
+// and the sha256 of the body it was minted for. Every failure is the same
+// false.
+func (l *Signer) Check(r *http.Request) (raw, access, digest string, ok bool) {
+	if l == nil {
 		return "", "", "", false
 	}
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), blobPrefix)
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), Prefix)
 	if !ok || strings.ContainsRune(rest, '%') || len(rest) > service.MaxURILen {
 		return "", "", "", false
 	}
@@ -342,9 +345,9 @@ func (s *Server) checkLink(r *http.Request) (raw, access, digest string, ok bool
 	if err != nil {
 		return "", "", "", false
 	}
-	good := hmac.Equal(sig, s.links.mac(scheme, tenant, path, exp, access, digest))
-	now := s.now().Unix()
-	if !good || exp <= now || exp-now > int64(s.links.maxTTL/time.Second)+1 {
+	good := hmac.Equal(sig, l.mac(scheme, tenant, path, exp, access, digest))
+	now := l.now().Unix()
+	if !good || exp <= now || exp-now > int64(l.maxTTL/time.Second)+1 {
 		return "", "", "", false
 	}
 	// A valid signature names what we signed; the service resolves it
@@ -386,4 +389,12 @@ func parseQueryStrict(raw string, names ...string) (map[string]string, error) {
 		out[name] = value
 	}
 	return out, nil
+}
+
+// scope is the Cache-Control scope of a body of visibility v.
+func scope(v store.Visibility) string {
+	if v == store.Public {
+		return "public"
+	}
+	return "private"
 }
