@@ -7,16 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 
-	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/resourced/resourced/auth"
 )
@@ -27,88 +21,6 @@ import (
 // protected resource metadata. go-sdk's RequireBearerToken answers 403
 // without error="insufficient_scope", copies verifier errors into responses
 // and turns a key-source outage into 500, so it is not used.
-
-const metadataPath = "/.well-known/oauth-protected-resource"
-
-// requiresAuth reports whether callers must present a token.
-func (s *Server) requiresAuth() bool {
-	_, none := s.auth.(auth.None)
-	return !none
-}
-
-// resourceMetadata serves RFC 9728 metadata for the /mcp resource.
-func (s *Server) resourceMetadata() http.Handler {
-	return sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:               s.baseURL + "/mcp",
-		AuthorizationServers:   s.authServers,
-		ScopesSupported:        []string{auth.ScopeRead, auth.ScopeWrite},
-		BearerMethodsSupported: []string{"header"},
-		ResourceName:           "resourced",
-	})
-}
-
-// guardOrigin refuses requests from browser origins and Host names that are
-// not allowed (DNS rebinding protection).
-func (s *Server) guardOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o) {
-			s.log.Warn("refused origin", "origin", o)
-			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
-			return
-		}
-		if !s.hostAllowed(r) {
-			s.log.Warn("refused host", "host", r.Host)
-			http.Error(w, "Forbidden: invalid Host header", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) originAllowed(origin string) bool {
-	if slices.Contains(s.allowedOrigins, "*") || slices.Contains(s.allowedOrigins, origin) {
-		return true
-	}
-	u, err := url.Parse(s.baseURL)
-	return err == nil && origin == u.Scheme+"://"+u.Host
-}
-
-// hostAllowed enforces the Host allow-list on loopback listeners, where a
-// DNS rebinding attack would reach: localhost names, the baseURL's host and
-// configured hosts. Elsewhere the allow-list applies only when configured.
-func (s *Server) hostAllowed(r *http.Request) bool {
-	// Host names compare case-insensitively (RFC 9110 §4.2.3).
-	host := strings.ToLower(r.Host)
-	hostname := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		hostname = h
-	}
-	for _, a := range s.allowedHosts {
-		if strings.EqualFold(a, host) || strings.EqualFold(a, hostname) {
-			return true
-		}
-	}
-	if u, err := url.Parse(s.baseURL); err == nil && (strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), hostname)) {
-		return true
-	}
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	onLoopback := false
-	if local != nil {
-		if h, _, err := net.SplitHostPort(local.String()); err == nil {
-			ip := net.ParseIP(h)
-			onLoopback = ip != nil && ip.IsLoopback()
-		}
-	}
-	if !onLoopback {
-		return len(s.allowedHosts) == 0
-	}
-	hostname = strings.Trim(hostname, "[]")
-	if hostname == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(hostname)
-	return ip != nil && ip.IsLoopback()
-}
 
 // mcpRequest is what the stages before go-sdk learned of one /mcp POST:
 // its body, read once, and its envelope.
@@ -125,7 +37,7 @@ type mcpRequestKey struct{}
 // the context (auth.FromContext, mcpRequestKey) to the stages after it.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.principal(w, r)
+		p, ok := s.bearer.Principal(w, r)
 		if !ok {
 			return
 		}
@@ -165,57 +77,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// principal turns the bearer token of r into the caller's principal and
-// notes its tenant in the request log, or answers the request itself
-// (refuseToken) and reports false. /mcp and the /v1 uploads both call it.
-func (s *Server) principal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
-	p, err := s.auth.Authenticate(r)
-	if err != nil {
-		s.refuseToken(w, r, err)
-		return p, false
-	}
-	if e := logEntry(r.Context()); e != nil {
-		e.tenant = p.Tenant
-	}
-	return p, true
-}
-
 // refuseScope answers a caller whose token lacks scope for m: 403 with
 // the RFC 6750 insufficient_scope challenge. The request log names m's
 // method and tool (an upload, with no message, named itself already).
 func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope string, m message) {
-	s.metrics.authFailures.WithLabelValues("insufficient_scope").Inc()
-	if e := logEntry(r.Context()); e != nil {
-		if m.method != "" {
-			e.method, e.tool = m.method, m.tool
-		}
-		e.outcome = "auth:insufficient_scope"
+	if e := logEntry(r.Context()); e != nil && m.method != "" {
+		e.method, e.tool = m.method, m.tool
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+s.baseURL+metadataPath+`"`)
-	http.Error(w, "Forbidden: this call needs the "+scope+" scope", http.StatusForbidden)
-}
-
-// refuseToken answers a request whose token did not authenticate: 503
-// when the keys cannot be fetched, else 401 with the RFC 6750 challenge.
-func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, err error) {
-	reason := auth.Reason(err)
-	s.metrics.authFailures.WithLabelValues(reason).Inc()
-	if e := logEntry(r.Context()); e != nil {
-		e.outcome = "auth:" + reason
-	}
-	if errors.Is(err, auth.ErrUnavailable) {
-		s.log.Error("token keys unavailable", "err", err)
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "Service Unavailable: token verification keys cannot be fetched; retry shortly", http.StatusServiceUnavailable)
-		return
-	}
-	s.log.Info("authentication failed", "reason", reason)
-	challenge := `Bearer resource_metadata="` + s.baseURL + metadataPath + `"`
-	if reason != "missing" {
-		challenge = `Bearer error="invalid_token", resource_metadata="` + s.baseURL + metadataPath + `"`
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+	s.bearer.RefuseScope(w, r, scope)
 }
 
 // readStage answers the resources/read requests the read path takes

@@ -32,6 +32,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
@@ -133,16 +134,16 @@ type Server struct {
 	svcOpts service.Options // what svc was built with
 	maxBody int64
 
-	baseURL        string
-	authServers    []string
-	allowedOrigins []string
-	allowedHosts   []string
-	metrics        *metrics
-	watch          watchlist
-	pollInterval   time.Duration
-	limits         Limits
-	sweepInterval  time.Duration
-	sweepBatch     int
+	baseURL string
+	// origin and bearer are the HTTP stages of server/internal/edge.
+	origin        *edge.Origin
+	bearer        *edge.Bearer
+	metrics       *metrics
+	watch         watchlist
+	pollInterval  time.Duration
+	limits        Limits
+	sweepInterval time.Duration
+	sweepBatch    int
 	// toolScopes maps each registered tool to the scope it needs.
 	toolScopes map[string]string
 	// links signs and checks download links (nil: none); blobs serves them.
@@ -188,10 +189,7 @@ func New(opts Options) (*Server, error) {
 		log:   opts.Logger,
 		now:   opts.Now,
 
-		baseURL:        strings.TrimRight(opts.BaseURL, "/"),
-		authServers:    opts.AuthorizationServers,
-		allowedOrigins: opts.AllowedOrigins,
-		allowedHosts:   opts.AllowedHosts,
+		baseURL: strings.TrimRight(opts.BaseURL, "/"),
 	}
 	if s.baseURL == "" {
 		return nil, errors.New("server: Options.BaseURL is required")
@@ -201,6 +199,20 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.origin = &edge.Origin{AllowedOrigins: opts.AllowedOrigins, AllowedHosts: opts.AllowedHosts, BaseURL: s.baseURL, Log: s.log}
+	s.bearer = &edge.Bearer{Auth: s.auth, BaseURL: s.baseURL, AuthServers: opts.AuthorizationServers, Log: s.log,
+		Failed: func(reason string) { s.metrics.authFailures.WithLabelValues(reason).Inc() },
+		Note: func(r *http.Request, outcome, tenant string) {
+			if e := logEntry(r.Context()); e != nil {
+				if outcome != "" {
+					e.outcome = outcome
+				}
+				if tenant != "" {
+					e.tenant = tenant
+				}
+			}
+		},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -305,7 +317,7 @@ func New(opts Options) (*Server, error) {
 			s.calls.drop(n) // go-sdk now calls the fixture of that name
 		}
 		s.runs = hostrun.New(hostrun.Options{BaseURL: s.baseURL, ServerVersion: version, Body: requestBody,
-			Principal: s.principal, Now: s.now, Logger: s.log})
+			Principal: s.bearer.Principal, Now: s.now, Logger: s.log})
 	}
 	s.mcp.AddReceivingMiddleware(s.receiving()...)
 	if s.calls != nil {
@@ -331,14 +343,14 @@ func New(opts Options) (*Server, error) {
 		mcpHandler = s.extensionStage(mcpHandler, sse)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.guardOrigin(s.authenticate(s.runs.Record(mcpHandler))))
+	mux.Handle("/mcp", s.origin.Wrap(s.authenticate(s.runs.Record(mcpHandler))))
 	if s.runs != nil { // host runs (docs/fixtures.md); Route below maps their URLs
-		mux.Handle("/fixtures/runs", s.guardOrigin(s.runs.Create()))
-		mux.Handle("/fixtures/runs/", s.guardOrigin(s.runs.Pages()))
+		mux.Handle("/fixtures/runs", s.origin.Wrap(s.runs.Create()))
+		mux.Handle("/fixtures/runs/", s.origin.Wrap(s.runs.Pages()))
 	}
-	if s.requiresAuth() {
-		mux.Handle(metadataPath, s.resourceMetadata())
-		mux.Handle(metadataPath+"/mcp", s.resourceMetadata())
+	if s.bearer.Required() {
+		mux.Handle(edge.MetadataPath, s.bearer.Metadata())
+		mux.Handle(edge.MetadataPath+"/mcp", s.bearer.Metadata())
 	}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

@@ -59,7 +59,7 @@ var uploadParams = []string{"title", "description", "listed", "visibility", "ret
 // must not land somewhere other than where it was sent. Their paths are
 // checked against the URI grammar instead.
 func (s *Server) routeV1(next http.Handler) http.Handler {
-	upload := s.guardOrigin(http.HandlerFunc(s.serveUpload))
+	upload := s.origin.Wrap(http.HandlerFunc(s.serveUpload))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, links.Prefix):
@@ -114,7 +114,7 @@ func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *ser
 // authorize authenticates r and requires scope, answering exactly like
 // /mcp (authhttp.go: principal, refuseScope) when it fails.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string) (auth.Principal, bool) {
-	p, ok := s.principal(w, r)
+	p, ok := s.bearer.Principal(w, r)
 	if ok && !p.Has(scope) {
 		s.refuseScope(w, r, scope, message{})
 		return p, false

@@ -39,9 +39,10 @@ var allowed = map[string][]string{
 	"server/fixtures":         {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
 	"server/hostrun":          {"auth", "server/fixtures"},
 	"server/internal/links":   {"internal/jsonwire", "service", "store", "toolapi"},
+	"server/internal/edge":    {"auth"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/links", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/links", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "internal/jsonwire", "service", "store"},
