@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -396,33 +395,11 @@ func TestPollCostsOneStatPerURI(t *testing.T) {
 		}
 	}
 	before := e.st.stats.Load()
-	e.s.pollWatched(context.Background())
+	e.s.notify.Poll(context.Background())
 	if n := e.st.stats.Load() - before; n != 2 {
 		t.Errorf("one poll of 2 URIs with 6 listens each made %d Stats, want 2", n)
 	}
 	if g, v := e.st.gets.Load(), e.st.views.Load(); g != 0 || v != 0 {
 		t.Errorf("polling read bodies: %d Get, %d View", g, v)
-	}
-}
-
-// TestDedupeListenBeforeGoSDK: repeats leave the list before go-sdk walks
-// it, and more distinct URIs than the cap are refused without walking on.
-func TestDedupeListenBeforeGoSDK(t *testing.T) {
-	s := &Server{watch: watchlist{maxURIs: 3}}
-	list := make([]string, 0, 100003)
-	for i := 0; i < 100000; i++ {
-		list = append(list, "report://t1/a")
-	}
-	list = append(list, "report://t1/b", "report://t1/a", "report://t1/c")
-	p := &mcp.SubscriptionsListenParams{Notifications: &mcp.NotificationSubscriptions{ResourceSubscriptions: list}}
-	if err := s.dedupeListen(p); err != nil {
-		t.Fatal(err)
-	}
-	if got := p.Notifications.ResourceSubscriptions; !slices.Equal(got, []string{"report://t1/a", "report://t1/b", "report://t1/c"}) {
-		t.Errorf("deduplicated list = %q", got)
-	}
-	p.Notifications.ResourceSubscriptions = append(p.Notifications.ResourceSubscriptions, "report://t1/d")
-	if err := s.dedupeListen(p); err == nil || !strings.Contains(err.Error(), "at most 3 distinct") {
-		t.Errorf("four distinct URIs with a cap of 3: %v", err)
 	}
 }

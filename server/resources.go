@@ -53,7 +53,7 @@ func (s *Server) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "subscriptions/listen":
 			if p, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok {
-				if err := s.dedupeListen(p); err != nil {
+				if err := s.notify.Dedupe(p); err != nil {
 					return nil, err
 				}
 			}

@@ -35,6 +35,7 @@ import (
 	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/server/internal/notify"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -139,7 +140,7 @@ type Server struct {
 	origin        *edge.Origin
 	bearer        *edge.Bearer
 	metrics       *metrics
-	watch         watchlist
+	notify        *notify.Hub // change notifications (server/internal/notify)
 	pollInterval  time.Duration
 	limits        Limits
 	sweepInterval time.Duration
@@ -235,11 +236,10 @@ func New(opts Options) (*Server, error) {
 	if s.pollInterval <= 0 {
 		s.pollInterval = 2 * time.Second
 	}
-	s.watch.maxURIs, s.watch.maxListens = opts.MaxListenURIs, opts.MaxListensPerTenant
 	s.svcOpts = service.Options{
 		Store: s.store, Schemes: opts.Schemes, Limits: opts.Limits, Quota: opts.Quota,
 		Links: s.links.Policy(), Now: s.now, Logger: s.log,
-		OnChange: func(k store.Key) { s.changed(k, "") },
+		OnChange: func(k store.Key) { s.notify.Changed(k) },
 		OnSaved: func(scheme string, n int64) {
 			s.metrics.bytesSaved.WithLabelValues(scheme).Add(float64(n))
 		},
@@ -249,6 +249,11 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.svc, s.schemes, s.limits = svc, svc.Schemes(), svc.Limits()
+	s.notify = notify.New(notify.Options{Service: svc, Store: s.store, Log: s.log, ReadError: readError,
+		Send: func(ctx context.Context, uri string) {
+			s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		},
+		MaxURIs: opts.MaxListenURIs, MaxListens: opts.MaxListensPerTenant})
 	s.blobs = &links.Handler{Signer: s.links, Service: svc, TTL: s.ttlMs,
 		Note: func(r *http.Request, outcome, tenant string) {
 			if e := logEntry(r.Context()); e != nil {
@@ -302,8 +307,8 @@ func New(opts Options) (*Server, error) {
 			"Hosts that cannot read resources can call read_resource, which returns the body in windows.",
 		Capabilities:       caps,
 		SetCacheable:       s.setCacheable,
-		SubscribeHandler:   s.subscribe,
-		UnsubscribeHandler: s.unsubscribe,
+		SubscribeHandler:   s.notify.Subscribe,
+		UnsubscribeHandler: s.notify.Unsubscribe,
 	})
 	s.addResources()
 	s.addTools() // and s.calls, the fast call path's tools (callpath.go)
@@ -324,7 +329,7 @@ func New(opts Options) (*Server, error) {
 		s.calls.chain = chain(s.calls.callTool, s.receiving())
 	}
 	// Updates reach only listeners that may still read the resource.
-	s.mcp.AddSendingMiddleware(s.filterUpdates)
+	s.mcp.AddSendingMiddleware(s.notify.Filter)
 
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -378,7 +383,7 @@ func requestBodyLimit(maxBody int64) int64 { return 2*maxBody + 1<<20 }
 // instances.
 func (s *Server) Run(ctx context.Context) {
 	go every(ctx, s.sweepInterval, s.job("sweep", s.sweep))
-	every(ctx, s.pollInterval, s.job("poll", s.pollWatched))
+	every(ctx, s.pollInterval, s.job("poll", s.notify.Poll))
 }
 
 // ServeHTTP implements http.Handler.

@@ -40,9 +40,10 @@ var allowed = map[string][]string{
 	"server/hostrun":          {"auth", "server/fixtures"},
 	"server/internal/links":   {"internal/jsonwire", "service", "store", "toolapi"},
 	"server/internal/edge":    {"auth"},
+	"server/internal/notify":  {"auth", "server/internal/mcptool", "service", "store"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/links", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "internal/jsonwire", "service", "store"},
