@@ -164,6 +164,19 @@ func TestSizeMarshal(t *testing.T) {
 	}
 }
 
+func TestDurationMarshal(t *testing.T) {
+	for in, want := range map[time.Duration]string{0: "0s", time.Hour: "1h", 168 * time.Hour: "168h", 15 * time.Minute: "15m",
+		90 * time.Minute: "1h30m", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s"} {
+		got, err := Duration(in).MarshalYAML()
+		if err != nil || got != want {
+			t.Errorf("Duration(%s).MarshalYAML() = %v, %v; want %s", in, got, err, want)
+		}
+		if back, err := time.ParseDuration(want); err != nil || back != in {
+			t.Errorf("ParseDuration(%s) = %s, %v; want %s", want, back, err, in)
+		}
+	}
+}
+
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]Size{"1024": 1024, "64KiB": 64 << 10, "16MiB": 16 << 20, "1 GiB": 1 << 30, "2MB": 2e6} {
 		if got, err := ParseSize(in); err != nil || got != want {
