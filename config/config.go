@@ -286,7 +286,7 @@ func Load(path string) (*Config, error) {
 	defer f.Close()
 	c, err := Decode(f)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, prefixEach("config "+path+": ", err)
 	}
 	return c, nil
 }
@@ -299,6 +299,13 @@ func Decode(r io.Reader) (*Config, error) {
 		return nil, err
 	}
 	if err := checkLiteralHeaders(data); err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if err := checkDocument(&root); err != nil {
 		return nil, err
 	}
 	c := &Config{}
@@ -406,14 +413,16 @@ func (c *Config) applyDefaults() {
 // Overrides are the few settings that flags and RESOURCED_* environment
 // variables may change. Empty fields change nothing.
 type Overrides struct {
-	Listen, DataDir, Backend, LogLevel string
+	Listen, BaseURL, DataDir, Backend, LogLevel string
 }
 
-// EnvOverrides reads RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND
-// and RESOURCED_LOG_LEVEL with getenv (os.Getenv in production).
+// EnvOverrides reads RESOURCED_LISTEN, RESOURCED_BASE_URL,
+// RESOURCED_DATA_DIR, RESOURCED_BACKEND and RESOURCED_LOG_LEVEL with getenv
+// (os.Getenv in production).
 func EnvOverrides(getenv func(string) string) Overrides {
 	return Overrides{
 		Listen:   getenv("RESOURCED_LISTEN"),
+		BaseURL:  getenv("RESOURCED_BASE_URL"),
 		DataDir:  getenv("RESOURCED_DATA_DIR"),
 		Backend:  getenv("RESOURCED_BACKEND"),
 		LogLevel: getenv("RESOURCED_LOG_LEVEL"),
@@ -424,6 +433,9 @@ func EnvOverrides(getenv func(string) string) Overrides {
 func (c *Config) Apply(o Overrides) {
 	if o.Listen != "" {
 		c.Listen = o.Listen
+	}
+	if o.BaseURL != "" {
+		c.BaseURL = o.BaseURL
 	}
 	if o.DataDir != "" {
 		c.DataDir = o.DataDir
@@ -467,6 +479,20 @@ func (p *problems) bad(key, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 }
 
+// prefixEach prefixes every error joined in err with prefix, so that each
+// line of a joined error names the file it is about.
+func prefixEach(prefix string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s%w", prefix, e)
+	}
+	return errors.Join(out...)
+}
+
 // Under prefixes every error joined in err with path and ".", so that a
 // component's "prefix: ..." becomes "store.s3.prefix: ...". nil stays nil.
 func Under(path string, err error) error {
@@ -488,8 +514,13 @@ func Under(path string, err error) error {
 
 // validateServe checks the top-level keys.
 func (c *Config) validateServe(p *problems) {
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
 		p.bad("listen", "want host:port, got %q", c.Listen)
+	} else if c.BaseURL == "" && IsWildcard(host) {
+		// docs/decisions.md, "A wildcard listen needs a base URL".
+		p.bad("baseURL", "required when listen %q is every address, which is no URL a client can use "+
+			"(the token audience, the RFC 9728 resource and signed links are built from it): "+
+			"set baseURL, RESOURCED_BASE_URL or --base-url to the URL clients reach, e.g. http://HOSTNAME:%s", c.Listen, port)
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		p.bad("logLevel", "want debug, info, warn or error, got %q", c.LogLevel)
@@ -652,6 +683,16 @@ func (c *Config) CanonicalBaseURL() string {
 	return "http://" + c.Listen
 }
 
+// IsWildcard reports whether host (from host:port) is every address of
+// the machine: empty, 0.0.0.0 or ::.
+func IsWildcard(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
 // IsLoopback reports whether host (from host:port) names a loopback address.
 func IsLoopback(host string) bool {
 	if host == "localhost" {
@@ -678,8 +719,18 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// MarshalYAML writes the duration as a string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+// MarshalYAML writes the duration as a string, without zero minutes and
+// seconds after a larger unit ("1h", not "1h0m0s").
+func (d Duration) MarshalYAML() (any, error) {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s, nil
+}
 
 // Std returns d as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
@@ -707,6 +758,17 @@ func ParseSize(s string) (Size, error) {
 		return 0, fmt.Errorf("%q is not a size (want e.g. 1048576, 64KiB, 16MiB)", s)
 	}
 	return Size(n * mult), nil
+}
+
+// MarshalYAML writes the size with the largest binary unit that divides
+// it ("16MiB"), so that a printed config reads as one is written.
+func (z Size) MarshalYAML() (any, error) {
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(u.suffix, "iB") && z != 0 && int64(z)%u.mult == 0 {
+			return fmt.Sprintf("%d%s", int64(z)/u.mult, u.suffix), nil
+		}
+	}
+	return int64(z), nil
 }
 
 // UnmarshalYAML parses a size.

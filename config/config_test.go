@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,17 +28,43 @@ func TestDefaults(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	cases := []struct{ yaml, want string }{
-		{"listne: x\n", "field listne not found"},
-		{"store:\n  backend: bbolt\n  bbolt: {pth: x}\n", "field pth not found"},
-		{"schemes:\n  report: {ttl: soon}\n", `"soon" is not a duration`},
-		{"schemes:\n  report: {maxBytes: 12 apples}\n", "is not a size"},
-		{"shutdownTimeout: [1]\n", "cannot unmarshal"},
+		{"listne: x\n", "line 1: listne: unknown key; did you mean listen?"},
+		{"store:\n  backend: bbolt\n  bbolt: {pth: x}\n", "line 3: store.bbolt.pth: unknown key; did you mean path?"},
+		{"store: {bbolt: {zzz: 1}}\n", "store.bbolt.zzz: unknown key; under store.bbolt: openTimeout, path"},
+		{"schemes:\n  report: {ttl: soon}\n", `line 2: schemes.report.ttl: "soon" is not a duration`},
+		{"schemes:\n  report: {maxBytes: 12 apples}\n", "schemes.report.maxBytes: \"12 apples\" is not a size"},
+		{"shutdownTimeout: [1]\n", "line 1: shutdownTimeout: want a duration (e.g. 30s, 1h), got a list"},
+		{"listen: x\nlimits:\n  maxHits: lots\n", `line 3: limits.maxHits: want an integer, got "lots"`},
+		{"fixtures: maybe\n", `line 1: fixtures: want true or false, got "maybe"`},
+		{"auth: {audiences: x}\n", `auth.audiences: want a list, got "x"`},
+		{"budgets: {tenantSaveRate: fast}\n", `budgets.tenantSaveRate: want a number, got "fast"`},
+		{"store: s3\n", `store: want a mapping of keys, got "s3"`},
+		{"Listen: x\n", "Listen: unknown key; did you mean listen?"},
+		{"a: [\n", "line 1: did not find expected node content"},
 	}
 	for _, c := range cases {
 		_, err := Decode(strings.NewReader(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Decode(%q) = %v, want error containing %q", c.yaml, err, c.want)
 		}
+		// Issue 28: no Go type names reach the operator.
+		if err != nil && goTypeRE.MatchString(err.Error()) {
+			t.Errorf("Decode(%q) = %v, names a Go type", c.yaml, err)
+		}
+	}
+}
+
+var goTypeRE = regexp.MustCompile(`config\.[A-Z]|\binto \S+|!!\w+|cannot unmarshal|not found in type`)
+
+// TestDecodeReportsEveryProblem: every problem of a document is reported
+// at once, in document order, each with its line and key path.
+func TestDecodeReportsEveryProblem(t *testing.T) {
+	_, err := Decode(strings.NewReader("listen: x\nlogLevl: info\nlimits:\n  maxHits: lots\n  maxTitleBytes: 12\n  maxReadChar: 1\n"))
+	want := "line 2: logLevl: unknown key; did you mean logLevel?\n" +
+		"line 4: limits.maxHits: want an integer, got \"lots\"\n" +
+		"line 6: limits.maxReadChar: unknown key; did you mean maxReadChars?"
+	if err == nil || err.Error() != want {
+		t.Errorf("Decode = %v\nwant %s", err, want)
 	}
 }
 
@@ -81,6 +109,71 @@ func TestOverrides(t *testing.T) {
 	c.Apply(Overrides{Listen: "127.0.0.1:1234"})
 	if c.Listen != "127.0.0.1:1234" || c.Store.Backend != "memory" || c.DataDir != "./data" {
 		t.Errorf("after overrides: listen %s backend %s dataDir %s", c.Listen, c.Store.Backend, c.DataDir)
+	}
+}
+
+// TestEnvBaseURL: RESOURCED_BASE_URL sets baseURL (issue 28: it was
+// silently ignored), and a flag's override wins over it.
+func TestEnvBaseURL(t *testing.T) {
+	c := Default()
+	env := map[string]string{"RESOURCED_BASE_URL": "https://rd.example.com"}
+	c.Apply(EnvOverrides(func(k string) string { return env[k] }))
+	if c.BaseURL != "https://rd.example.com" || c.CanonicalBaseURL() != "https://rd.example.com" {
+		t.Errorf("after RESOURCED_BASE_URL: baseURL %q", c.BaseURL)
+	}
+	c.Apply(Overrides{BaseURL: "https://other.example.com"})
+	if c.BaseURL != "https://other.example.com" {
+		t.Errorf("after a flag override: baseURL %q", c.BaseURL)
+	}
+}
+
+// TestWildcardListenNeedsBaseURL: a wildcard listen address is no URL, so
+// without a baseURL it is refused with the fix (issue 28: 0.0.0.0:8765 gave
+// http://0.0.0.0:8765 and :8765 gave http://:8765, silently).
+func TestWildcardListenNeedsBaseURL(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:8765", ":8765", "[::]:8765", "[::]:0"} {
+		c := Default()
+		c.Listen = listen
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "baseURL: required when listen") || !strings.Contains(err.Error(), "RESOURCED_BASE_URL") {
+			t.Errorf("Validate(listen %s, no baseURL) = %v, want baseURL required, with the fix", listen, err)
+		}
+		c.BaseURL = "https://rd.example.com"
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(listen %s, baseURL set) = %v", listen, err)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:8765", "[::1]:8765", "localhost:0", "192.0.2.7:8765"} {
+		c := Default()
+		c.Listen = listen
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(listen %s) = %v", listen, err)
+		}
+	}
+}
+
+func TestSizeMarshal(t *testing.T) {
+	for in, want := range map[Size]any{16 << 20: "16MiB", 1 << 30: "1GiB", 3 << 10: "3KiB", 1536: int64(1536), 1000: int64(1000), 0: int64(0)} {
+		got, err := in.MarshalYAML()
+		if err != nil || got != want {
+			t.Errorf("Size(%d).MarshalYAML() = %v, %v; want %v", in, got, err, want)
+		}
+		if back, err := ParseSize(fmt.Sprint(got)); err != nil || back != in {
+			t.Errorf("ParseSize(%v) = %d, %v; want %d", got, back, err, in)
+		}
+	}
+}
+
+func TestDurationMarshal(t *testing.T) {
+	for in, want := range map[time.Duration]string{0: "0s", time.Hour: "1h", 168 * time.Hour: "168h", 15 * time.Minute: "15m",
+		90 * time.Minute: "1h30m", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s", time.Hour + time.Second: "1h0m1s"} {
+		got, err := Duration(in).MarshalYAML()
+		if err != nil || got != want {
+			t.Errorf("Duration(%s).MarshalYAML() = %v, %v; want %s", in, got, err, want)
+		}
+		if back, err := time.ParseDuration(want); err != nil || back != in {
+			t.Errorf("ParseDuration(%s) = %s, %v; want %s", want, back, err, in)
+		}
 	}
 }
 

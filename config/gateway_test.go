@@ -105,11 +105,11 @@ func TestGatewaySchemeRule(t *testing.T) {
 
 func TestGatewayDecodeIsStrict(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
-		{"gateway:\n  upstreams:\n    - {name: a, command: x, isolaton: shared}\n", "field isolaton not found"},
-		{"gateway:\n  upstream: []\n", "field upstream not found"},
-		{"gateway:\n  upstreams:\n    - {name: a, url: 'http://x', headers: {K: {value: secret}}}\n", "field value not found"},
+		{"gateway:\n  upstreams:\n    - {name: a, command: x, isolaton: shared}\n", "gateway.upstreams[0].isolaton: unknown key; did you mean isolation?"},
+		{"gateway:\n  upstream: []\n", "gateway.upstream: unknown key; did you mean upstreams?"},
+		{"gateway:\n  upstreams:\n    - {name: a, url: 'http://x', headers: {K: {value: secret}}}\n", "gateway.upstreams[0].headers.K.value: unknown key; under gateway.upstreams[0].headers.K: env, file"},
 		{"gateway:\n  upstreams:\n    - {name: a, command: x, offload: {tools: {t: sometimes}}}\n", "want always, never or a size"},
-		{"gateway:\n  upstreams:\n    - {name: a, command: x, offload: {treshold: 1KiB}}\n", "field treshold not found"},
+		{"gateway:\n  upstreams:\n    - {name: a, command: x, offload: {treshold: 1KiB}}\n", "gateway.upstreams[0].offload.treshold: unknown key; did you mean threshold?"},
 	} {
 		_, err := Decode(strings.NewReader(c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -389,7 +389,7 @@ func (f *Front) logFailure(ctx context.Context, up, method, tool string, start t
 
 func (f *Front) logLine(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64, cause string) {
 	attrs := []any{"upstream", up, "method", method, "tool", tool,
-		"duration", time.Since(start), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes}
+		"duration", time.Since(start).Seconds(), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes}
 	if cause != "" {
 		attrs = append(attrs, "err", cause)
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds release binaries of resourced: static (CGO_ENABLED=0), -trimpath,
-# no build id, the version stamped with -ldflags, so that the same commit
+# no build id, the version, VCS revision and commit date stamped with
+# -ldflags, so that the same commit
 # and Go version give the same bytes. Writes dist/resourced-<version>-<os>-<arch>
 # and dist/SHA256SUMS.
 #
@@ -19,6 +20,14 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 # The commit time, for reproducible archives and for SOURCE_DATE_EPOCH users.
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+# The VCS revision and its date, stamped beside the version (-buildvcs=false
+# keeps the toolchain's own VCS stamp out, so a tarball build is the same):
+# `resourced version` and resourced_build_info show them.
+revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
+	revision="${revision}-modified"
+fi
+build_date="$(date -u -d "@${SOURCE_DATE_EPOCH}" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "${SOURCE_DATE_EPOCH}" +%Y-%m-%dT%H:%M:%SZ)"
 
 mkdir -p dist
 rm -f dist/SHA256SUMS
@@ -27,7 +36,7 @@ for target in "${targets[@]}"; do
 	out="dist/resourced-${version}-${os}-${arch}"
 	echo "building ${out}" >&2
 	CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" GOFLAGS=-buildvcs=false \
-		go build -trimpath -ldflags "-s -w -buildid= -X main.version=${version}" -o "$out" ./cmd/resourced
+		go build -trimpath -ldflags "-s -w -buildid= -X main.version=${version} -X main.revision=${revision} -X main.buildDate=${build_date}" -o "$out" ./cmd/resourced
 done
 (cd dist && sha256sum resourced-"${version}"-* > SHA256SUMS)
 cat dist/SHA256SUMS

@@ -87,7 +87,7 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 		slog.String("tenant", e.tenant),
 		slog.String("outcome", e.outcome),
 		slog.Int64("bytes", sw.bytes),
-		slog.Duration("dur", time.Since(start)),
+		slog.Float64("duration", time.Since(start).Seconds()), // seconds, in every log line (docs/decisions.md)
 	)
 }
 

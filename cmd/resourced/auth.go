@@ -141,10 +141,12 @@ func audiences(cfg *config.Config) []string {
 // the same --config, --listen, --base-url, --data-dir and environment as
 // serve's describe. When a server runs on that data directory, its answer
 // on the admin socket (the issuer and audience it verifies) wins over the
-// config, environment and defaults; --listen and --base-url on the command
-// line win over it, with a warning when they differ. It says on stderr
-// which audience it used and why. It never creates a key: a data directory
-// without one has had no server started on it.
+// config, environment and defaults; when none runs, the URL the data
+// directory was last served at (served.go) does. --listen and --base-url
+// on the command line win over both, with a warning when they differ. It
+// says on stderr which audience it used and why. It never creates a key: a
+// data directory without one has had no server started on it. A bad flag
+// value (tenant, scope, ttl) or configuration is exit 2.
 //
 //	resourced token --tenant T --scope "resources:read resources:write" --ttl 1h [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
 func token(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -165,28 +167,34 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	}
 	cfg, err := sf.load(getenv)
 	if err != nil {
-		return err
+		return invalidConfig(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid configuration:\n%w", err)
+		return invalidConfig(fmt.Errorf("invalid configuration:\n%w", err))
 	}
 	if cfg.Auth.Mode != "jwt" {
-		return errors.New("auth.mode is not jwt: this server accepts no tokens")
+		return usageError(errors.New("auth.mode is not jwt: this server accepts no tokens"))
 	}
 	if externalKeys(cfg) {
-		return errors.New("this server verifies tokens of an external issuer (jwksURL or publicKeyFiles): mint tokens there")
+		return usageError(errors.New("this server verifies tokens of an external issuer (jwksURL or publicKeyFiles): mint tokens there"))
+	}
+	claims := auth.MintClaims{
+		Tenant: tenant, TenantClaim: cfg.Auth.TenantClaim,
+		Subject: subject, Scopes: strings.Fields(scope), TTL: ttl, Now: time.Now(),
+	}
+	// The values first, with a placeholder key and audience: a bad tenant
+	// or scope is a usage error whether or not a key is there.
+	if _, err := auth.Mint(make([]byte, auth.MinHMACKeyBytes), withAudience(claims, "check", "check")); err != nil {
+		return usageError(fmt.Errorf("token: %w", err))
 	}
 	key, err := tokenKey(cfg)
 	if err != nil {
 		return err
 	}
-	iss, aud, why := tokenAudience(cfg, sf, getenv, stderr)
-	tok, err := auth.Mint(key, auth.MintClaims{
-		Issuer: iss, Audience: aud, Tenant: tenant, TenantClaim: cfg.Auth.TenantClaim,
-		Subject: subject, Scopes: strings.Fields(scope), TTL: ttl, Now: time.Now(),
-	})
+	iss, aud, why := tokenAudience(cfg, sf, stderr)
+	tok, err := auth.Mint(key, withAudience(claims, iss, aud))
 	if err != nil {
-		return err
+		return usageError(fmt.Errorf("token: %w", err)) // the key file's length
 	}
 	fmt.Fprintf(stderr, "resourced token: for audience %s (%s), tenant %q, valid %s\n", aud, why, tenant, ttl)
 	fmt.Fprintln(stdout, tok)
@@ -213,10 +221,18 @@ func tokenKey(cfg *config.Config) ([]byte, error) {
 	return key, err
 }
 
-// tokenAudience is the issuer and audience to mint for, and why.
-func tokenAudience(cfg *config.Config, sf *serverFlags, getenv func(string) string, stderr io.Writer) (iss, aud, why string) {
+func withAudience(c auth.MintClaims, iss, aud string) auth.MintClaims {
+	c.Issuer, c.Audience = iss, aud
+	return c
+}
+
+// tokenAudience is the issuer and audience to mint for, and why: the
+// command line's --base-url or --listen; else the server running on the
+// data directory; else the URL it was last served at; else the config,
+// environment and defaults, as serve derives them.
+func tokenAudience(cfg *config.Config, sf *serverFlags, stderr io.Writer) (iss, aud, why string) {
 	iss, aud = issuer(cfg), audiences(cfg)[0]
-	explicit := sf.baseURL != "" || sf.o.Listen != ""
+	explicit := sf.o.BaseURL != "" || sf.o.Listen != ""
 	running, ok := runningVerifier(cfg)
 	switch {
 	case ok && !explicit:
@@ -224,20 +240,40 @@ func tokenAudience(cfg *config.Config, sf *serverFlags, getenv func(string) stri
 	case ok && (running.Audience != aud || running.Issuer != iss):
 		fmt.Fprintf(stderr, "resourced token: warning: the server running on %s verifies audience %s and issuer %s; it will refuse this token\n",
 			cfg.DataDir, running.Audience, running.Issuer)
+	case !ok:
+		last, found, err := lastServed(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "resourced token: warning: %v\n", err)
+		}
+		switch {
+		case found && !explicit:
+			if last.Audience != aud || last.Issuer != iss {
+				fmt.Fprintf(stderr, "resourced token: note: the configuration gives audience %s; minting for the URL the data directory was last served at (pass --base-url to choose)\n", aud)
+			}
+			return last.Issuer, last.Audience, fmt.Sprintf("no server is running on %s; the URL it was last served at, %s", cfg.DataDir, last.At.Format(time.RFC3339))
+		case found && (last.Audience != aud || last.Issuer != iss):
+			fmt.Fprintf(stderr, "resourced token: warning: the server last run on %s verified audience %s and issuer %s; started the same way, it will refuse this token\n",
+				cfg.DataDir, last.Audience, last.Issuer)
+		}
 	}
+	src := sourceOf(cfg, sf)
+	if !ok {
+		src += "; no server is running on " + cfg.DataDir
+	}
+	return iss, aud, src
+}
+
+// sourceOf names the setting cfg's audience comes from.
+func sourceOf(cfg *config.Config, sf *serverFlags) string {
 	switch {
 	case len(cfg.Auth.Audiences) > 0:
-		why = "auth.audiences"
-	case sf.baseURL != "":
-		why = "--base-url"
+		return "auth.audiences"
+	case sf.o.BaseURL != "":
+		return "--base-url"
 	case sf.o.Listen != "":
-		why = "--listen"
+		return "--listen"
 	case cfg.BaseURL != "":
-		why = "baseURL of the config"
-	case getenv("RESOURCED_LISTEN") != "":
-		why = "RESOURCED_LISTEN; no server is running on " + cfg.DataDir
-	default:
-		why = "listen address of the config or the default; no server is running on " + cfg.DataDir
+		return "baseURL of the config or RESOURCED_BASE_URL"
 	}
-	return iss, aud, why
+	return "listen address of the config, RESOURCED_LISTEN or the default"
 }

@@ -32,7 +32,7 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-var subcommands = []string{"serve", "token", "fsck", "backup", "check", "health", "version"}
+var subcommands = []string{"serve", "gateway", "token", "config", "fsck", "reconcile", "backup", "check", "health", "version"}
 
 // TestHelpEveryCommand: --help and -h, on the top level and on every
 // subcommand, print usage to stdout, nothing to stderr, and exit 0; the

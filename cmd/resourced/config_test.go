@@ -10,11 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
-	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/s3store"
 )
 
@@ -29,25 +26,9 @@ func TestConfigExampleMatchesDefaults(t *testing.T) {
 	if err := validate(c); err != nil {
 		t.Fatalf("example config does not validate: %v", err)
 	}
-	want := config.Default()
-	want.Store.Bbolt.OpenTimeout = config.Duration(boltstore.DefaultTimeout)
-	want.Store.S3.CallTimeout = config.Duration(s3store.DefaultCallTimeout)
-	rc := config.Size(s3store.DefaultReadCache)
-	want.Store.S3.ReadCache = &rc
-	want.Auth.Leeway = config.Duration(auth.DefaultLeeway)
-	want.Auth.TenantClaim = auth.DefaultTenantClaim
-	want.Auth.JWKSRefresh = config.Duration(auth.DefaultJWKSRefresh)
-	tc := config.Duration(auth.DefaultTokenCache)
-	want.Auth.TokenCache = &tc
-	want.NotifyMaxListenURIs, want.NotifyMaxListensPerTenant = server.DefaultMaxListenURIs, server.DefaultMaxListensPerTenant
-	want.Budgets = config.Budgets{
-		BodyMinRate: server.DefaultBodyMinRate, BodyGrace: config.Duration(server.DefaultBodyGrace),
-		WriteMinRate: server.DefaultWriteMinRate, WriteGrace: config.Duration(server.DefaultWriteGrace),
-		MaxConnections: server.DefaultMaxConns, MaxUploads: server.DefaultMaxUploads,
-		TenantInflight: server.DefaultMaxInflight, TenantSaveRate: server.DefaultSaveRate, TenantSaveBurst: server.DefaultSaveBurst,
-		TenantSaveWait: config.Duration(server.DefaultSaveWait),
-		StorePanicHold: config.Duration(store.DefaultPanicHold),
-	}
+	// effective fills in the defaults the components apply themselves
+	// (config leaves them zero); the example shows their values.
+	want := effective(config.Default())
 	if diff := cmp.Diff(want, c, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("example config differs from the defaults (-default +example):\n%s", diff)
 	}

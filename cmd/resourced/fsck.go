@@ -4,11 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"time"
 
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 )
+
+// fsckLockWait is how long fsck waits for the database's file lock.
+const fsckLockWait = 200 * time.Millisecond
 
 // fsck verifies the bbolt file of a stopped server: bbolt's own
 // consistency check, every record's size and sha256 against its body, its
@@ -40,7 +45,16 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	if err := requireDatabase(cfg); err != nil {
 		return err
 	}
-	st, err := boltstore.Open(file, boltstore.Options{Timeout: cfg.Store.Bbolt.OpenTimeout.Std()})
+	// A running server answers on its admin socket: say so at once rather
+	// than after waiting for its file lock.
+	if c, err := net.DialTimeout("unix", adminSocketPath(cfg), time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("a server is running on %s (its admin socket answers): fsck checks a stopped server's database; "+
+			"stop it, or check an online copy: resourced backup --out DIR/resourced.db, then resourced fsck --data-dir DIR", cfg.DataDir)
+	}
+	// No socket (a server that could not open one): a short wait for the
+	// lock, not the server's openTimeout.
+	st, err := boltstore.Open(file, boltstore.Options{Timeout: fsckLockWait})
 	if errors.Is(err, boltstore.ErrDamaged) {
 		// Open's own quick check found it; say what, not "run fsck".
 		problem := err

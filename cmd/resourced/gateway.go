@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/gateway"
@@ -149,8 +148,7 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	pool, err := gateway.NewPool(gateway.PoolOptions{
 		Upstreams: ups, Logger: log, Registerer: reg, Version: version,
 		MaxTenantSessions: cfg.Gateway.MaxTenantSessions,

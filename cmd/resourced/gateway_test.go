@@ -43,8 +43,9 @@ func TestGatewayNeedsUpstreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, stderr := runCmd(t, "gateway", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
-		if code != 1 || !strings.Contains(stderr, "gateway.upstreams: ") {
-			t.Errorf("%s: exit %d, stderr %q; want 1 and the gateway.upstreams key", name, code, stderr)
+		// An invalid configuration is exit 2 (issue 28), as every value error.
+		if code != 2 || !strings.Contains(stderr, "gateway.upstreams: ") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and the gateway.upstreams key", name, code, stderr)
 		}
 	}
 }

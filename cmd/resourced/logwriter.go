@@ -80,3 +80,10 @@ func (h flushingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (h flushingHandler) WithGroup(name string) slog.Handler {
 	return flushingHandler{h.Handler.WithGroup(name), h.w}
 }
+
+// announcer is a logger on the same writer whose info records are written
+// whatever the configured level: for the "listening" line that scripts wait
+// for (docs/CONTRACT.md §8), also at logLevel warn and error.
+func announcer(w *logWriter) *slog.Logger {
+	return slog.New(flushingHandler{slog.NewJSONHandler(w, nil), w})
+}

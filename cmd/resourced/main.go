@@ -16,13 +16,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/gateway"
@@ -34,7 +33,8 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; when it
-// is not, main takes it from the build information (buildVersion).
+// is not, main takes it from the build information (buildVersion). The
+// revision and date are stamped beside it (buildinfo.go).
 var version = ""
 
 func main() {
@@ -116,7 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "check":
 		return check(ctx, args, stdout, stderr)
 	case "health":
-		return health(args, stdout, stderr)
+		return health(args, getenv, stdout, stderr)
+	case "config":
+		return configCmd(args, getenv, stdout, stderr)
 	case "version":
 		fs := newFlagSet("version", "resourced version", "Prints the version, VCS revision and Go version of this build.")
 		if err := parseFlags(fs, args, stdout, stderr); err != nil {
@@ -131,8 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		fmt.Fprint(stderr, usage)
-		return usageError(fmt.Errorf("unknown command %q (resourced --help lists the commands)", cmd))
+		return usageError(fmt.Errorf("unknown command %q\nrun 'resourced --help' for the commands", cmd))
 	}
 }
 
@@ -147,7 +148,10 @@ usage:
                                         gateway: section (docs/gateway.md)
   resourced token [--tenant T] [--scope "resources:read resources:write"] [--ttl 1h] [--subject S]
                   [--config FILE] [--listen ADDR] [--base-url URL] [--data-dir DIR]
-                                        mint a token with the server's HMAC key
+                                        mint a token with the server's HMAC key, for the URL of the
+                                        server running on the data directory or last served from it
+  resourced config check [--syntax-only] [serve's flags]
+                                        load and validate the configuration, print it (secrets redacted)
   resourced fsck [--config FILE] [--data-dir DIR]
                                         check a stopped server's bbolt database
   resourced reconcile [--config FILE] [--tenant T]
@@ -156,15 +160,17 @@ usage:
                                         online backup of the bbolt database
   resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25]
                   [--json FILE] [--markdown FILE] [--timeout 30s] [--list]
+                  [--new-host-run | --host-run ID|PAGE-URL]
                                         check any MCP server against the protocol and contract
-  resourced health [--url http://127.0.0.1:8765/healthz]
-                                        exit 0 if a server's /healthz answers 200 (container healthchecks)
+  resourced health [--url URL] [--timeout 5s] [--config FILE] [--listen ADDR]
+                                        exit 0 if the server's /healthz answers 200 (container healthchecks)
   resourced version                     print the version (also: --version, -v)
   resourced help [COMMAND]              this overview, or a command's flags (also: COMMAND --help)
 
-environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_DATA_DIR, RESOURCED_BACKEND, RESOURCED_LOG_LEVEL
-(flags win over environment, environment over the config file)
-exit status: 0 success, 1 failure, 2 usage error or no such data directory/database/key
+environment: RESOURCED_CONFIG, RESOURCED_LISTEN, RESOURCED_BASE_URL, RESOURCED_DATA_DIR, RESOURCED_BACKEND,
+RESOURCED_LOG_LEVEL (flags win over environment, environment over the config file)
+exit status: 0 success, 1 failure, 2 usage error, invalid configuration or value, or no such data
+directory/database/key
 `
 
 func isFlag(s string) bool { return len(s) > 0 && s[0] == '-' }
@@ -190,8 +196,9 @@ func hasFlags(fs *flag.FlagSet) bool {
 }
 
 // parseFlags parses args with fs. --help and -h print the usage to stdout
-// and return flag.ErrHelp (exit 0); a bad flag or a stray argument prints
-// the problem and the usage to stderr and is a usageError (exit 2).
+// and return flag.ErrHelp (exit 0); a bad flag or a stray argument is a
+// usageError (exit 2) that says what is wrong and, on a second line, where
+// the flags are listed: not the whole usage, which would bury the problem.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var out bytes.Buffer
 	fs.SetOutput(&out)
@@ -201,12 +208,11 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
 		_, _ = out.WriteTo(stdout)
 		return flag.ErrHelp
 	}
-	_, _ = out.WriteTo(stderr)
-	if err != nil {
-		return usageError(err)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if fs.NArg() > 0 {
-		return usageError(fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args()))
+	if err != nil {
+		return usageError(fmt.Errorf("%s: %w\nrun 'resourced %s --help' for its flags", fs.Name(), err, fs.Name()))
 	}
 	return nil
 }
@@ -215,18 +221,16 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
 // same for serve and token, so that both derive the same baseURL (and so
 // the same token audience and issuer) from the same command line.
 type serverFlags struct {
-	config  string
-	o       config.Overrides
-	baseURL string
+	config string
+	o      config.Overrides
 }
 
 func addServerFlags(fs *flag.FlagSet, getenv func(string) string) *serverFlags {
 	f := &serverFlags{}
 	fs.StringVar(&f.config, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&f.o.Listen, "listen", "", "address to listen on (default 127.0.0.1:8765)")
-	fs.StringVar(&f.baseURL, "base-url", "", "canonical URL: token audience and issuer, RFC 9728 resource, signed links (default http://<listen>)")
+	fs.StringVar(&f.o.BaseURL, "base-url", "", "canonical URL: token audience and issuer, RFC 9728 resource, signed links (default http://<listen>; required with a wildcard listen)")
 	fs.StringVar(&f.o.DataDir, "data-dir", "", "data directory (default ./data)")
-	fs.StringVar(&f.o.Backend, "backend", "", "storage backend: bbolt, s3 or memory")
 	return f
 }
 
@@ -238,9 +242,6 @@ func (f *serverFlags) load(getenv func(string) string) (*config.Config, error) {
 		return nil, err
 	}
 	cfg.Apply(f.o)
-	if f.baseURL != "" {
-		cfg.BaseURL = f.baseURL
-	}
 	return cfg, nil
 }
 
@@ -264,59 +265,70 @@ func versionLine() string { return formatVersion(version, debug.ReadBuildInfo) }
 
 func formatVersion(v string, readBuildInfo func() (*debug.BuildInfo, bool)) string {
 	bi, ok := readBuildInfo()
-	if !ok {
+	if !ok && revision == "" {
 		return "resourced " + v
 	}
 	var details []string
-	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
-	}
-	if rev := settings["vcs.revision"]; rev != "" {
+	rev, date, modified := vcsInfo(readBuildInfo)
+	if rev != "" {
 		details = append(details, "revision "+rev)
 	}
-	if t := settings["vcs.time"]; t != "" {
-		details = append(details, t)
+	if date != "" {
+		details = append(details, date)
 	}
-	if settings["vcs.modified"] == "true" {
+	if modified {
 		details = append(details, "modified")
 	}
-	details = append(details, bi.GoVersion)
+	goVersion := runtime.Version()
+	if ok {
+		goVersion = bi.GoVersion
+	}
+	details = append(details, goVersion)
 	return fmt.Sprintf("resourced %s (%s)", v, strings.Join(details, ", "))
 }
 
-// loadConfig parses serve's flags: the config file named by --config or
-// RESOURCED_CONFIG (none: defaults), then environment and flag overrides;
-// and validates the result.
-func loadConfig(cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) (*config.Config, error) {
-	fs := newFlagSet("serve", "resourced [serve] [flags]",
-		"Runs the server: MCP at POST /mcp, signed links, uploads, /healthz, /readyz, /metrics.\n"+
-			"On its first start with no key configured it creates the token key in the data directory\n"+
-			"and prints one token for tenant \"default\". With a gateway: section in the config it runs\n"+
-			"the gateway too (resourced gateway --help).")
-	if cmd == "gateway" {
+// loadConfig parses the flags of serve (cmd "serve"), gateway or config
+// check: the config file named by --config or RESOURCED_CONFIG (none:
+// defaults), then environment and flag overrides; and validates the
+// result. A configuration that does not load or validate is a usageError
+// (exit 2).
+// more, when not nil, adds the command's own flags.
+func loadConfig(cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer, more func(*flag.FlagSet)) (*config.Config, error) {
+	var fs *flag.FlagSet
+	switch cmd {
+	case "gateway":
 		fs = newFlagSet("gateway", "resourced gateway [flags]", gatewayAbout)
+	case "config check":
+		fs = newFlagSet("config check", "resourced config check [--syntax-only] [serve's flags]", configCheckAbout)
+	default:
+		fs = newFlagSet("serve", "resourced [serve] [flags]",
+			"Runs the server: MCP at POST /mcp, signed links, uploads, /healthz, /readyz, /metrics.\n"+
+				"On its first start with no key configured it creates the token key in the data directory\n"+
+				"and prints one token for tenant \"default\". With a gateway: section in the config it runs\n"+
+				"the gateway too (resourced gateway --help).")
 	}
 	sf := addServerFlags(fs, getenv)
-	var logLevel string
-	fs.StringVar(&logLevel, "log-level", "", "debug, info, warn or error")
+	fs.StringVar(&sf.o.Backend, "backend", "", "storage backend: bbolt, s3 or memory")
+	fs.StringVar(&sf.o.LogLevel, "log-level", "", "debug, info, warn or error")
 	fixtures := fs.Bool("fixtures", false, "add the fixture tools for testing MCP hosts (docs/fixtures.md); same as fixtures: true")
+	if more != nil {
+		more(fs)
+	}
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return nil, err
 	}
-	sf.o.LogLevel = logLevel
 	cfg, err := sf.load(getenv)
 	if err != nil {
-		return nil, err
+		return nil, invalidConfig(err)
 	}
 	if *fixtures {
 		cfg.Fixtures = true
 	}
 	if err := validate(cfg); err != nil {
-		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+		return nil, invalidConfig(fmt.Errorf("invalid configuration:\n%w", err))
 	}
 	if cmd == "gateway" && cfg.Gateway == nil {
-		return nil, errors.New("invalid configuration:\ngateway.upstreams: resourced gateway needs a gateway: section with at least one upstream (docs/gateway.md)")
+		return nil, invalidConfig(errors.New("invalid configuration:\ngateway.upstreams: resourced gateway needs a gateway: section with at least one upstream (docs/gateway.md)"))
 	}
 	return cfg, nil
 }
@@ -402,22 +414,30 @@ func schemes(cfg *config.Config) []server.Scheme {
 // serveAs runs the server for cmd, "serve" or "gateway" (which requires
 // a gateway section; serve runs one when the config has it).
 func serveAs(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(cmd, args, getenv, stdout, stderr)
+	cfg, err := loadConfig(cmd, args, getenv, stdout, stderr, nil)
 	if err != nil {
 		return err
 	}
 	log, logw := newLogger(stderr, cfg.LogLevel)
 	defer logw.Flush()
+	// Bind before anything is created: a taken port leaves no data
+	// directory, database or key behind.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on an early return; Serve closes it otherwise
 	gw, err := startGateway(cfg, getenv, log)
 	if err != nil {
 		return err
 	}
-	var metrics *prometheus.Registry
+	metrics := newRegistry()
 	var front *gateway.FrontOptions
 	if gw != nil {
 		defer gw.pool.Close() // on every return; the shutdown below closes it first
 		metrics, front = gw.metrics, gw.front
 	}
+	metrics.MustRegister(buildInfo())
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
@@ -430,15 +450,14 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		defer admin.stop()
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
 	if cfg.BaseURL == "" {
 		// The canonical URL is where we really listen (also for port 0).
 		cfg.BaseURL = "http://" + ln.Addr().String()
 	}
 	admin.setVerifier(issuer(cfg), audiences(cfg)[0], cfg.CanonicalBaseURL()) // for resourced token
+	if err := recordServed(cfg, ln.Addr().String()); err != nil {
+		log.Warn("could not record the URL served in the data directory; resourced token will not know it when no server runs", "err", err)
+	}
 	authn, closeAuth, err := authenticator(ctx, cfg, log, stdout)
 	if err != nil {
 		return err
@@ -500,15 +519,17 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	go func() { errc <- hs.Serve(ln) }()
 	go srv.Run(ctx)
 	go reconcileEvery(ctx, st, cfg.Quota.ReconcileInterval.Std(), log)
-	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
-		"backend", cfg.Store.Backend, "auth", cfg.Auth.Mode, "version", version)
+	// At every log level: scripts and the harness wait for this line
+	// (docs/CONTRACT.md §8).
+	announcer(logw).Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
+		"baseURL", cfg.CanonicalBaseURL(), "backend", cfg.Store.Backend, "auth", cfg.Auth.Mode, "version", version)
 
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.Std().String())
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.Std().Seconds())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Std())
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
