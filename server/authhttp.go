@@ -161,7 +161,7 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []m
 		}
 		rerr := rpcError(code, err.Error(), nil)
 		s.recordOutcome(r.Context(), m.method, m.tool, nil, rerr)
-		s.writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == "2026-07-28", m.id, rerr)
+		s.writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == versionModern, m.id, rerr)
 		return true
 	}
 	return false

@@ -194,16 +194,10 @@ func parseFastMeta(v []byte, m *fastReadRequest) bool {
 // its answer is written here, whatever it is.
 func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, msgs []message) bool {
 	c := s.calls
-	if c == nil || s.noFastCall || len(msgs) != 1 || msgs[0].method != "tools/call" || !msgs[0].hasID {
+	if c == nil || s.noFastCall || !fastGate(r, body, msgs, "tools/call") {
 		return false
 	}
 	if _, own := c.tools[msgs[0].tool]; !own {
-		return false
-	}
-	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
-		return false
-	}
-	if len(r.Header.Values("Last-Event-ID")) > 0 || len(r.Header.Values("Mcp-Session-Id")) > 0 {
 		return false
 	}
 	for k := range r.Header {
@@ -211,28 +205,12 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 			return false // go-sdk checks x-mcp-header parameters; ours have none
 		}
 	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	if !jsonwire.Shallow(body, maxFastDepth) {
-		return false
-	}
 	req, ok := parseFastCall(body)
 	if !ok || req.Name != msgs[0].tool || !numbersFit(req.RawMeta) {
 		return false // go-sdk decodes _meta into a map of any on both versions
 	}
-	modern := false
-	switch r.Header.Get("MCP-Protocol-Version") {
-	case "2026-07-28":
-		if !s.modernMetaOK(r, "tools/call", req.Name, &req.Meta) || !numbersFit(req.Args) {
-			return false
-		}
-		modern = true
-	case "2025-11-25":
-		if req.Meta.ProtocolVersion != nil {
-			return false // a per-request version on a legacy request: go-sdk decides
-		}
-	default:
+	modern, ok := fastVersion(r, "tools/call", req.Name, &req.Meta)
+	if !ok || modern && !numbersFit(req.Args) {
 		return false
 	}
 

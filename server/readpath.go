@@ -102,13 +102,6 @@ func parseFastParams(v []byte, req *fastReadRequest) bool {
 	return err == nil && haveURI
 }
 
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-)
-
 // fastRead is the read stage: it answers r itself when r is a
 // resources/read that go-sdk would dispatch to readResource unchanged — a
 // single request, in the plainest form, on 2026-07-28 or 2025-11-25, with
@@ -117,43 +110,15 @@ const (
 // a read costs one resolution whichever way it goes; anything else falls
 // through to go-sdk untouched. body is the request body, msgs its envelope.
 func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte, msgs []message) bool {
-	if s.noFastRead || len(msgs) != 1 || msgs[0].method != "resources/read" || !msgs[0].hasID {
-		return false
-	}
-	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
-		return false
-	}
-	// Headers go-sdk acts on beyond the ones checked here: Last-Event-ID
-	// (refused on a POST), Mcp-Session-Id (read in a compatibility mode).
-	// Their requests are go-sdk's to answer.
-	if len(r.Header.Values("Last-Event-ID")) > 0 || len(r.Header.Values("Mcp-Session-Id")) > 0 {
-		return false
-	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	if !jsonwire.Shallow(body, maxFastDepth) {
+	if s.noFastRead || !fastGate(r, body, msgs, "resources/read") {
 		return false
 	}
 	req, ok := parseFastRead(body)
 	if !ok || s.ext != nil && s.ext.OwnsURI(req.URI) {
-		return false // an upstream's URI is the gateway's (gateway.go)
+		return false // an upstream's URI is the extension's
 	}
-	modern := false
-	switch r.Header.Get("MCP-Protocol-Version") {
-	case "2026-07-28":
-		if !s.modernMetaOK(r, "resources/read", req.URI, &req) {
-			return false
-		}
-		modern = true
-	case "2025-11-25":
-		if req.ProtocolVersion != nil {
-			return false // a per-request version on a legacy request: go-sdk decides
-		}
-	default:
-		return false
-	}
-	if !p.Has(auth.ScopeRead) {
+	modern, ok := fastVersion(r, "resources/read", req.URI, &req)
+	if !ok || !p.Has(auth.ScopeRead) {
 		return false
 	}
 	ctx := r.Context()
@@ -177,6 +142,43 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return true
 }
 
+// fastGate is the one gate of both fast paths, before either parses the
+// body: a single request of method with an id, a JSON Content-Type and an
+// Accept go-sdk takes, no header go-sdk acts on beyond those
+// (Last-Event-ID, refused on a POST; Mcp-Session-Id, read in a
+// compatibility mode), and a body that is an object nested at most
+// maxFastDepth deep. Everything it refuses is go-sdk's to answer.
+func fastGate(r *http.Request, body []byte, msgs []message, method string) bool {
+	if len(msgs) != 1 || msgs[0].method != method || !msgs[0].hasID {
+		return false
+	}
+	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	if len(r.Header.Values("Last-Event-ID")) > 0 || len(r.Header.Values("Mcp-Session-Id")) > 0 {
+		return false
+	}
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	return jsonwire.Shallow(body, maxFastDepth)
+}
+
+// fastVersion is the gate's second half, once the body is parsed: the
+// protocol version (sdkmirror.go) and, on the modern one, go-sdk's checks
+// of the headers against the body and of the _meta triple (modernMetaOK).
+// name is what Mcp-Name must say. It reports whether the request is
+// modern, and false in ok for anything go-sdk decides.
+func fastVersion(r *http.Request, method, name string, meta *fastReadRequest) (modern, ok bool) {
+	switch r.Header.Get("MCP-Protocol-Version") {
+	case versionModern:
+		return true, modernMetaOK(r, method, name, meta)
+	case versionLegacy:
+		return false, meta.ProtocolVersion == nil // a per-request version on a legacy request: go-sdk decides
+	}
+	return false, false
+}
+
 // modernMetaOK repeats go-sdk's checks of a 2026-07-28 request: headers
 // that match the body, and a well-formed _meta triple. It is stricter than
 // go-sdk where that is simpler: a clientCapabilities member that is not an
@@ -185,8 +187,8 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 //
 // method and name are what Mcp-Method and Mcp-Name must say: the read's
 // URI, the call's tool name.
-func (s *Server) modernMetaOK(r *http.Request, method, name string, req *fastReadRequest) bool {
-	if string(req.ProtocolVersion) != `"2026-07-28"` || !objectOf(req.ClientCapabilities, '{') {
+func modernMetaOK(r *http.Request, method, name string, req *fastReadRequest) bool {
+	if string(req.ProtocolVersion) != `"`+versionModern+`"` || !objectOf(req.ClientCapabilities, '{') {
 		return false
 	}
 	if r.Header.Get("Mcp-Method") != method || r.Header.Get("Mcp-Name") != name || name == "" {
