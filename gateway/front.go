@@ -218,7 +218,7 @@ func tenantOf(ctx context.Context) (auth.Principal, bool) {
 }
 
 // session returns the upstream's session for the caller, bounded by its
-// CallTimeout, with the caller's cancellation (inflight.go) attached.
+// CallTimeout, with the caller's cancellation (front_inflight.go) attached.
 func (f *Front) session(ctx context.Context, up string) (context.Context, context.CancelFunc, *mcp.ClientSession, error) {
 	u := f.ups[up]
 	cctx, cancel := f.calls.context(ctx)

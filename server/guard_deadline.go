@@ -40,7 +40,7 @@ const (
 // connection's deadline is set again (each set costs a timer update).
 const deadlineStep = time.Second
 
-// budgetDefaults fills in the zero fields of b.
+// applyDefaults fills in the zero fields of b.
 func (b *Budgets) applyDefaults() {
 	if b.BodyMinRate <= 0 {
 		b.BodyMinRate = DefaultBodyMinRate

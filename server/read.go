@@ -23,16 +23,15 @@ import (
 
 // The read path: one resolution and one renderer for resources/read.
 //
-// resolveRead is the only place that decides whether a caller may read a URI.
-// It validates the URI, then decides from the object's metadata alone —
-// before a byte of the body is copied, so that another tenant's private
-// object costs what a URI that never existed costs — and only then opens
-// the body. Both ways a read arrives use it: the read stage (readpath.go),
-// which answers the plainest requests itself, and go-sdk's dispatch
-// (readResource below), which answers everything else.
+// Whether a caller may read a URI is the service's decision
+// (service/resolve.go: Resolve, then View on the metadata alone, before a
+// byte of the body is copied). resolveRead asks it and keeps the
+// rendering choices. Both ways a read arrives use it: the read stage
+// (readpath.go), which answers the plainest requests itself, and go-sdk's
+// dispatch (readResource below), which answers everything else.
 //
 // What it gives back is a readView, which renderRead writes as the
-// JSON-RPC response and sdkResult turns into go-sdk's result. Both take
+// JSON-RPC response and readResource turns into go-sdk's result. Both take
 // the _meta members of a content item from one ordered list (eachMeta), so
 // the two answers cannot drift apart; server/readpath_test.go holds them
 // byte for byte equal.

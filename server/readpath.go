@@ -24,11 +24,11 @@ import (
 //
 // The wire stays what go-sdk produces (server/readpath_test.go sends the
 // same randomized requests through both paths and compares the JSON):
-// only requests that pass every check go-sdk makes take this path, and
-// only when the read succeeds. Everything else — other methods, batches,
-// unusual headers or params, errors of any kind — falls through to
-// go-sdk with the body untouched, so every error still comes from one
-// place.
+// only requests that pass every check go-sdk makes take this path
+// (fastGate, fastVersion). It then answers every outcome of the read, a
+// miss included, with the bytes go-sdk would write (writeRPCError);
+// everything else — other methods, batches, unusual headers or params —
+// falls through to go-sdk with the body untouched.
 
 // fastReadRequest is what the fast path needs of a resources/read: the
 // raw id, the URI, and the raw values of the _meta members go-sdk checks.
