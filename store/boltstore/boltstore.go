@@ -1104,12 +1104,10 @@ func (s *Driver) Check() error { return s.CheckEncoded(nil) }
 // CheckEncoded is Check, and it also calls verify with the metadata, the
 // encoded form and the body of every record that has an encoded form
 // (store.Object.Encoded; the store cannot judge one, its writer can). A
-// verify error is reported with the record's key.
-//
-// It is long on purpose (gocyclo 41): one read transaction walks the tree
-// once and checks, record by record, every invariant the package doc
-// states (sizes, hashes, the three indexes, usage), so that fsck reads a
-// large file once; each branch is one of those checks, in the doc's order.
+// verify error is reported with the record's key. One read transaction
+// walks the tree once, so that fsck reads a large file once: bbolt's own
+// check, then each invariant of the package doc in its order (the public
+// index, the expiry index, the records, usage).
 func (s *Driver) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		var first error
@@ -1129,123 +1127,149 @@ func (s *Driver) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) e
 		if err != nil {
 			return fmt.Errorf("boltstore: check: %w", err)
 		}
-		// record returns the stored value at k, or nil.
-		record := func(k store.Key) []byte {
-			if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
-				if sb := tb.Bucket([]byte(k.Scheme())); sb != nil {
-					return sb.Get([]byte(k.Path()))
-				}
-			}
-			return nil
-		}
-		// Every index entry names a public listed object...
-		err = idx.ForEach(func(ik, v []byte) error {
-			k, err := parseIndexKey(ik)
-			if err != nil {
-				return fmt.Errorf("boltstore: check: %w", err)
-			}
-			if v == nil || len(v) != 0 {
-				return fmt.Errorf("boltstore: check: public index entry %s: not an empty value", k)
-			}
-			rec := record(k)
-			if rec == nil {
-				return fmt.Errorf("boltstore: check: public index entry %s: no such object", k)
-			}
-			if m, err := decodeMeta(rec); err == nil && !indexed(&m) {
-				return fmt.Errorf("boltstore: check: public index entry %s: the object is not public and listed", k)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		// ...every expiry index entry names an object with that expiry...
-		err = exp.ForEach(func(ek, v []byte) error {
-			at, k, err := parseExpiryKey(ek)
-			if err != nil {
-				return fmt.Errorf("boltstore: check: %w", err)
-			}
-			if v == nil || len(v) != 0 {
-				return fmt.Errorf("boltstore: check: expiry index entry %s: not an empty value", k)
-			}
-			rec := record(k)
-			if rec == nil {
-				return fmt.Errorf("boltstore: check: expiry index entry %s at %v: no such object", k, at)
-			}
-			if m, err := decodeMeta(rec); err == nil && !m.Expires.Equal(at) {
-				return fmt.Errorf("boltstore: check: expiry index entry %s at %v: the object expires at %v", k, at, m.Expires)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		// ...and every public listed object, every object with an expiry
-		// has its entry, and the usage bucket holds the sums (below).
-		sums := map[string]store.Usage{}
-		err = r.ForEachBucket(func(tenant []byte) error {
-			tb := r.Bucket(tenant)
-			return tb.ForEachBucket(func(scheme []byte) error {
-				return tb.Bucket(scheme).ForEach(func(p, v []byte) error {
-					if v == nil {
-						return fmt.Errorf("boltstore: check %s://%s/%s: unexpected bucket", scheme, tenant, p)
-					}
-					m, err := decodeMeta(v)
-					if err == nil {
-						rec, _ := splitRecord(v)
-						switch {
-						case store.Sum(rec.body) != m.SHA256:
-							err = errors.New("body does not match its sha256")
-						case verify != nil && rec.encoded != nil:
-							if k, kerr := store.NewKey(string(tenant), string(scheme), string(p)); kerr == nil {
-								m.Key = k
-							}
-							if verr := verify(&m, rec.encoded, rec.body); verr != nil {
-								err = fmt.Errorf("encoded form: %w", verr)
-							}
-						}
-					}
-					if err != nil {
-						return fmt.Errorf("boltstore: check %s://%s/%s: %w", scheme, tenant, p, err)
-					}
-					if ik := indexKey(string(tenant), string(scheme), string(p)); indexed(&m) && !hasKey(idx, ik) {
-						return fmt.Errorf("boltstore: check %s://%s/%s: public and listed, but not in the public index", scheme, tenant, p)
-					}
-					if ek := expiryKey(m.Expires, string(tenant), string(scheme), string(p)); !m.Expires.IsZero() && !hasKey(exp, ek) {
-						return fmt.Errorf("boltstore: check %s://%s/%s: expires at %v, but not in the expiry index", scheme, tenant, p, m.Expires)
-					}
-					u := sums[string(tenant)]
-					u.Bytes += m.Size
-					u.Objects++
-					sums[string(tenant)] = u
-					return nil
-				})
-			})
-		})
-		if err != nil {
-			return err
-		}
-		err = ub.ForEach(func(tenant, v []byte) error {
-			if v == nil {
-				return fmt.Errorf("boltstore: check: usage of tenant %q: a bucket, not a value", tenant)
-			}
-			got, err := decodeUsage(v)
-			if err != nil {
-				return fmt.Errorf("boltstore: check: usage of tenant %q: %w", tenant, err)
-			}
-			if want := sums[string(tenant)]; got != want {
-				return fmt.Errorf("boltstore: check: usage of tenant %q is %d bytes in %d objects; it stores %d bytes in %d objects", tenant, got.Bytes, got.Objects, want.Bytes, want.Objects)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for tenant, want := range sums {
-			if ub.Get([]byte(tenant)) == nil {
-				return fmt.Errorf("boltstore: check: tenant %q stores %d bytes in %d objects, but has no usage entry", tenant, want.Bytes, want.Objects)
+		c := &treeCheck{r: r, idx: idx, exp: exp, ub: ub, verify: verify, sums: map[string]store.Usage{}}
+		for _, step := range []func() error{c.publicIndex, c.expiryIndex, c.records, c.usage} {
+			if err := step(); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+// treeCheck is one CheckEncoded: the buckets of its transaction, and the
+// usage it sums from the records.
+type treeCheck struct {
+	r, idx, exp, ub *bolt.Bucket
+	verify          func(m *store.Meta, encoded, body []byte) error
+	sums            map[string]store.Usage
+}
+
+// record returns the stored value at k, or nil.
+func (c *treeCheck) record(k store.Key) []byte {
+	if tb := c.r.Bucket([]byte(k.Tenant())); tb != nil {
+		if sb := tb.Bucket([]byte(k.Scheme())); sb != nil {
+			return sb.Get([]byte(k.Path()))
+		}
+	}
+	return nil
+}
+
+// publicIndex: every public index entry names a public listed object.
+func (c *treeCheck) publicIndex() error {
+	// Every index entry names a public listed object...
+	return c.idx.ForEach(func(ik, v []byte) error {
+		k, err := parseIndexKey(ik)
+		if err != nil {
+			return fmt.Errorf("boltstore: check: %w", err)
+		}
+		if v == nil || len(v) != 0 {
+			return fmt.Errorf("boltstore: check: public index entry %s: not an empty value", k)
+		}
+		rec := c.record(k)
+		if rec == nil {
+			return fmt.Errorf("boltstore: check: public index entry %s: no such object", k)
+		}
+		if m, err := decodeMeta(rec); err == nil && !indexed(&m) {
+			return fmt.Errorf("boltstore: check: public index entry %s: the object is not public and listed", k)
+		}
+		return nil
+	})
+}
+
+// expiryIndex: every expiry index entry names an object with that expiry.
+func (c *treeCheck) expiryIndex() error {
+	// ...every expiry index entry names an object with that expiry...
+	return c.exp.ForEach(func(ek, v []byte) error {
+		at, k, err := parseExpiryKey(ek)
+		if err != nil {
+			return fmt.Errorf("boltstore: check: %w", err)
+		}
+		if v == nil || len(v) != 0 {
+			return fmt.Errorf("boltstore: check: expiry index entry %s: not an empty value", k)
+		}
+		rec := c.record(k)
+		if rec == nil {
+			return fmt.Errorf("boltstore: check: expiry index entry %s at %v: no such object", k, at)
+		}
+		if m, err := decodeMeta(rec); err == nil && !m.Expires.Equal(at) {
+			return fmt.Errorf("boltstore: check: expiry index entry %s at %v: the object expires at %v", k, at, m.Expires)
+		}
+		return nil
+	})
+}
+
+// records: every record matches its sha256 (and verify), every public
+// listed object and every object with an expiry has its index entry; the
+// usage of each tenant is summed for usage.
+func (c *treeCheck) records() error {
+	r, idx, exp, verify, sums := c.r, c.idx, c.exp, c.verify, c.sums
+	// ...and every public listed object, every object with an expiry
+	// has its entry, and the usage bucket holds the sums (below).
+	return r.ForEachBucket(func(tenant []byte) error {
+		tb := r.Bucket(tenant)
+		return tb.ForEachBucket(func(scheme []byte) error {
+			return tb.Bucket(scheme).ForEach(func(p, v []byte) error {
+				if v == nil {
+					return fmt.Errorf("boltstore: check %s://%s/%s: unexpected bucket", scheme, tenant, p)
+				}
+				m, err := decodeMeta(v)
+				if err == nil {
+					rec, _ := splitRecord(v)
+					switch {
+					case store.Sum(rec.body) != m.SHA256:
+						err = errors.New("body does not match its sha256")
+					case verify != nil && rec.encoded != nil:
+						if k, kerr := store.NewKey(string(tenant), string(scheme), string(p)); kerr == nil {
+							m.Key = k
+						}
+						if verr := verify(&m, rec.encoded, rec.body); verr != nil {
+							err = fmt.Errorf("encoded form: %w", verr)
+						}
+					}
+				}
+				if err != nil {
+					return fmt.Errorf("boltstore: check %s://%s/%s: %w", scheme, tenant, p, err)
+				}
+				if ik := indexKey(string(tenant), string(scheme), string(p)); indexed(&m) && !hasKey(idx, ik) {
+					return fmt.Errorf("boltstore: check %s://%s/%s: public and listed, but not in the public index", scheme, tenant, p)
+				}
+				if ek := expiryKey(m.Expires, string(tenant), string(scheme), string(p)); !m.Expires.IsZero() && !hasKey(exp, ek) {
+					return fmt.Errorf("boltstore: check %s://%s/%s: expires at %v, but not in the expiry index", scheme, tenant, p, m.Expires)
+				}
+				u := sums[string(tenant)]
+				u.Bytes += m.Size
+				u.Objects++
+				sums[string(tenant)] = u
+				return nil
+			})
+		})
+	})
+}
+
+// usage: the usage bucket holds each tenant's sums, and nothing else.
+func (c *treeCheck) usage() error {
+	ub, sums := c.ub, c.sums
+	err := ub.ForEach(func(tenant, v []byte) error {
+		if v == nil {
+			return fmt.Errorf("boltstore: check: usage of tenant %q: a bucket, not a value", tenant)
+		}
+		got, err := decodeUsage(v)
+		if err != nil {
+			return fmt.Errorf("boltstore: check: usage of tenant %q: %w", tenant, err)
+		}
+		if want := sums[string(tenant)]; got != want {
+			return fmt.Errorf("boltstore: check: usage of tenant %q is %d bytes in %d objects; it stores %d bytes in %d objects", tenant, got.Bytes, got.Objects, want.Bytes, want.Objects)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for tenant, want := range sums {
+		if ub.Get([]byte(tenant)) == nil {
+			return fmt.Errorf("boltstore: check: tenant %q stores %d bytes in %d objects, but has no usage entry", tenant, want.Bytes, want.Objects)
+		}
+	}
+	return nil
 }
