@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
-	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
@@ -32,7 +30,7 @@ func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	boolp := func(b bool) *bool { return &b }
 	return toolDef{
 		scope: auth.ScopeRead,
-		fn:    s.readResourceTool,
+		fn:    tool(s.readResourceTool),
 		tool: &mcp.Tool{
 			Name:  "read_resource",
 			Title: "Read a stored resource in windows",
@@ -49,16 +47,12 @@ func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 	}
 }
 
-func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.ReadArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
+func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, a *toolapi.ReadArgs) (*toolValue, *service.Failure) {
 	link := func(m *store.Meta, ttl time.Duration) toolapi.DownloadLink { return s.links.Link(m, p.Tenant, ttl) }
 	if s.links == nil {
 		link = nil
 	}
-	w, terr := s.svc.ReadWindow(ctx, p.Tenant, &a, link)
+	w, terr := s.svc.ReadWindow(ctx, p.Tenant, a, link)
 	if terr != nil {
 		return nil, terr
 	}

@@ -249,7 +249,7 @@ func (s *Server) toolDefs() []toolDef {
 	return append([]toolDef{
 		{
 			scope: auth.ScopeWrite,
-			fn:    s.saveSearchSnapshot,
+			fn:    savedTool(s, (*service.Service).SaveSnapshot),
 			tool: &mcp.Tool{
 				Name:  "save_search_snapshot",
 				Title: "Save a search result snapshot",
@@ -262,7 +262,7 @@ func (s *Server) toolDefs() []toolDef {
 		},
 		{
 			scope: auth.ScopeWrite,
-			fn:    s.saveReport,
+			fn:    savedTool(s, (*service.Service).SaveReport),
 			tool: &mcp.Tool{
 				Name:  "save_report",
 				Title: "Save a report",
@@ -275,7 +275,7 @@ func (s *Server) toolDefs() []toolDef {
 		},
 		{
 			scope: auth.ScopeRead,
-			fn:    s.statResource,
+			fn:    savedTool(s, (*service.Service).StatResource),
 			tool: &mcp.Tool{
 				Name:         "stat_resource",
 				Title:        "Describe a stored resource",
@@ -287,7 +287,7 @@ func (s *Server) toolDefs() []toolDef {
 		},
 		{
 			scope: auth.ScopeRead,
-			fn:    s.listResourcesTool,
+			fn:    tool(s.listTool),
 			tool: &mcp.Tool{
 				Name:  "list_resources",
 				Title: "List your stored resources",
@@ -300,7 +300,7 @@ func (s *Server) toolDefs() []toolDef {
 		},
 		{
 			scope: auth.ScopeWrite,
-			fn:    s.deleteResource,
+			fn:    valueTool(s, (*service.Service).Delete),
 			tool: &mcp.Tool{
 				Name:         "delete_resource",
 				Title:        "Delete a stored resource",

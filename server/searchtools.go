@@ -1,14 +1,11 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
-	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/toolapi"
 )
@@ -23,7 +20,7 @@ func (s *Server) searchToolDefs(limits map[string]int) []toolDef {
 	return []toolDef{
 		{
 			scope: auth.ScopeRead,
-			fn:    s.grepResource,
+			fn:    valueTool(s, (*service.Service).Grep),
 			tool: &mcp.Tool{
 				Name:  "grep_resource",
 				Title: "Search a stored text body",
@@ -37,7 +34,7 @@ func (s *Server) searchToolDefs(limits map[string]int) []toolDef {
 		},
 		{
 			scope: auth.ScopeRead,
-			fn:    s.queryResource,
+			fn:    valueTool(s, (*service.Service).Query),
 			tool: &mcp.Tool{
 				Name:  "query_resource",
 				Title: "Query a stored JSON body",
@@ -50,28 +47,4 @@ func (s *Server) searchToolDefs(limits map[string]int) []toolDef {
 			},
 		},
 	}
-}
-
-func (s *Server) grepResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.GrepArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
-	v, terr := s.svc.Grep(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
-	}
-	return &toolValue{value: v}, nil
-}
-
-func (s *Server) queryResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.QueryArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
-	v, terr := s.svc.Query(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
-	}
-	return &toolValue{value: v}, nil
 }

@@ -78,73 +78,58 @@ func (s *Server) saved(r *service.Result, p auth.Principal) *toolValue {
 	return &toolValue{value: r.Value, links: []*store.Meta{&r.Meta}}
 }
 
-// The tools below are adapters: decode the arguments (decodeArgs), call
-// the service, render.
-
-func (s *Server) saveSearchSnapshot(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.SearchSnapshotArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
+// tool is the one adapter of a tool body: the arguments decoded strictly
+// into A (mcptool.DecodeArgs: unknown fields and wrong types name the
+// field), then fn.
+func tool[A any](fn func(ctx context.Context, p auth.Principal, a *A) (*toolValue, *service.Failure)) toolFunc {
+	return func(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+		var a A
+		if f := mcptool.DecodeArgs(raw, &a); f != nil {
+			return nil, f
+		}
+		return fn(ctx, p, &a)
 	}
-	r, terr := s.svc.SaveSnapshot(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
-	}
-	return s.saved(r, p), nil
 }
 
-func (s *Server) saveReport(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.ReportArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
-	r, terr := s.svc.SaveReport(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
-	}
-	return s.saved(r, p), nil
+// A serviceCall is a method of the service that serves one tool, taken as
+// a method expression so that the adapter calls the server's service of
+// the moment.
+type serviceCall[A, R any] func(svc *service.Service, ctx context.Context, tenant string, a *A) (R, *service.Failure)
+
+// valueTool is a tool whose service call's value is its result.
+func valueTool[A, R any](s *Server, fn serviceCall[A, R]) toolFunc {
+	return tool(func(ctx context.Context, p auth.Principal, a *A) (*toolValue, *service.Failure) {
+		v, f := fn(s.svc, ctx, p.Tenant, a)
+		if f != nil {
+			return nil, f
+		}
+		return &toolValue{value: v}, nil
+	})
 }
 
-func (s *Server) statResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.StatArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
-	r, terr := s.svc.StatResource(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
-	}
-	return s.saved(r, p), nil
+// savedTool is a tool whose service call saves or finds one resource
+// (save_*, stat_resource): the result with its link (saved).
+func savedTool[A any](s *Server, fn serviceCall[A, *service.Result]) toolFunc {
+	return tool(func(ctx context.Context, p auth.Principal, a *A) (*toolValue, *service.Failure) {
+		r, f := fn(s.svc, ctx, p.Tenant, a)
+		if f != nil {
+			return nil, f
+		}
+		return s.saved(r, p), nil
+	})
 }
 
-func (s *Server) deleteResource(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.DeleteArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
-	v, terr := s.svc.Delete(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
-	}
-	return &toolValue{value: *v}, nil
-}
-
-func (s *Server) listResourcesTool(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
-	var a toolapi.ListArgs
-	if terr := mcptool.DecodeArgs(raw, &a); terr != nil {
-		return nil, terr
-	}
-	l, terr := s.svc.List(ctx, p.Tenant, &a)
-	if terr != nil {
-		return nil, terr
+// listTool is list_resources: the page, a resource_link per item.
+func (s *Server) listTool(ctx context.Context, p auth.Principal, a *toolapi.ListArgs) (*toolValue, *service.Failure) {
+	l, f := s.svc.List(ctx, p.Tenant, a)
+	if f != nil {
+		return nil, f
 	}
 	if len(l.Items) > 0 {
 		l.Value.HowToRead = mcptool.HowToReadEach()
 	}
 	return &toolValue{value: l.Value, links: l.Items}, nil
 }
-
-// truncate cuts s to at most n bytes at a character boundary.
 
 // withDownloadURL adds a signed link to v when ttl > 0.
 func (s *Server) withDownloadURL(v *toolapi.Metadata, m *store.Meta, p auth.Principal, ttl time.Duration) {
