@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/sandbox"
 )
 
 // The pool's tests start this test binary again as a stdio upstream: with
@@ -19,6 +21,9 @@ import (
 const poolUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_UPSTREAM"
 
 func init() {
+	// A sandboxed test upstream is this binary too: first as the sandbox
+	// helper, which execs it again inside the sandbox.
+	sandbox.Main()
 	if os.Getenv(poolUpstreamEnv) == "" {
 		return
 	}
