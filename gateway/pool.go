@@ -125,10 +125,12 @@ type Pool struct {
 	wg     sync.WaitGroup // session watchers, connects, closes, the reaper
 
 	// privateRoot holds the upstreams' private HOME and TMPDIR
-	// directories (privateDirs); removeRoot: made by NewPool, removed by
-	// Close.
-	privateRoot string
-	removeRoot  bool
+	// directories (privateDirs), userRoot those of upstreams with a user;
+	// privateRoots are both; removeDirs were made by NewPool and are
+	// removed by Close.
+	privateRoot, userRoot string
+	privateRoots          []string
+	removeDirs            []string
 
 	mu     sync.Mutex
 	closed bool
@@ -203,6 +205,9 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{p.sessions, p.restarts} {
 			if err := opts.Registerer.Register(c); err != nil {
+				for _, d := range p.removeDirs {
+					_ = os.RemoveAll(d)
+				}
 				return nil, fmt.Errorf("gateway: registering the pool's metrics: %w", err)
 			}
 		}
@@ -992,8 +997,8 @@ func (p *Pool) Close() error {
 			up.mu.Unlock()
 		}
 		p.wg.Wait()
-		if p.removeRoot {
-			_ = os.RemoveAll(p.privateRoot)
+		for _, d := range p.removeDirs {
+			_ = os.RemoveAll(d)
 		}
 	})
 	return nil

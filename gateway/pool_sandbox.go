@@ -93,23 +93,31 @@ func (p *Pool) sandboxSetup() error {
 		if err != nil {
 			return fmt.Errorf("gateway: a directory for the upstreams' private HOME and TMPDIR: %w", err)
 		}
-		root, p.removeRoot = d, true
+		root = d
+		p.removeDirs = append(p.removeDirs, d)
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return fmt.Errorf("gateway: the upstreams' private directory: %w", err)
 	}
-	// Another account must be able to pass through to its own
-	// directories, never to list the others'.
-	mode := os.FileMode(0o700)
+	p.privateRoot = root
+	p.privateRoots = []string{root}
 	for _, up := range p.ups {
-		if up.acct.set {
-			mode = 0o711
+		if up.acct.set && p.userRoot == "" {
+			// Another account must pass through to its own directories
+			// (the data directory, where SandboxDir usually is, is 0700),
+			// never list the others'.
+			d, err := os.MkdirTemp("", "resourced-gateway-users-")
+			if err != nil {
+				return fmt.Errorf("gateway: a directory for the private HOME of upstreams with a user: %w", err)
+			}
+			if err := os.Chmod(d, 0o711); err != nil {
+				return fmt.Errorf("gateway: %w", err)
+			}
+			p.userRoot = d
+			p.removeDirs = append(p.removeDirs, d)
+			p.privateRoots = append(p.privateRoots, d)
 		}
 	}
-	if err := os.Chmod(root, mode); err != nil {
-		return fmt.Errorf("gateway: the upstreams' private directory: %w", err)
-	}
-	p.privateRoot = root
 	return nil
 }
 
@@ -157,7 +165,11 @@ func lookupAccount(name, group string) (account, error) {
 // for a perTenant one, so that one tenant's process never shares a HOME
 // (npx's cache, an upstream's saved state) with another's.
 func (p *Pool) privateDirs(up *upstream, tenant string) (home, tmp string, err error) {
-	base := filepath.Join(p.privateRoot, up.cfg.Name)
+	root := p.privateRoot
+	if up.acct.set {
+		root = p.userRoot
+	}
+	base := filepath.Join(root, up.cfg.Name)
 	dirs := []string{base}
 	if tenant != "" {
 		name := tenant
@@ -214,7 +226,7 @@ func (p *Pool) sandboxedCommand(up *upstream, tenant string, env []string) (*exe
 	}
 	rules, err := sandbox.Plan{
 		Command: path, Args: u.Args, Dir: u.Dir, Allow: allow, Home: home, Tmp: tmp,
-		PATH: getEnv(env, "PATH"), Protected: p.opts.Protected, Private: p.privateRoot,
+		PATH: getEnv(env, "PATH"), Protected: p.opts.Protected, Private: p.privateRoots,
 	}.Rules()
 	if err != nil {
 		return nil, err

@@ -41,8 +41,8 @@ type Allow struct {
 // What resourced keeps to itself (Protected) is never allowed: an
 // explicit allowance that holds one, or any allowance inside one, is
 // refused (CheckExplicit says so at start); a derived one that holds one
-// is allowed entry by entry around it (cut out). Private, the directory
-// that holds every upstream's private HOME and TMPDIR, is cut out of
+// is allowed entry by entry around it (cut out). Private, the directories
+// that hold every upstream's private HOME and TMPDIR, are cut out of
 // everything but this start's own Home and Tmp, so that one upstream
 // (or one tenant's process) cannot read another's.
 type Plan struct {
@@ -55,7 +55,7 @@ type Plan struct {
 	// PATH is the upstream's PATH, where node is looked for.
 	PATH      string
 	Protected []Protected
-	Private   string
+	Private   []string
 }
 
 // maxRules bounds the rules of one start: cutting a protected path out
@@ -134,14 +134,14 @@ func (p Plan) Rules() ([]Rule, error) {
 	for _, q := range prot {
 		cuts = append(cuts, q.Path)
 	}
-	private := ""
-	if p.Private != "" {
-		c, err := canonicalMissing(p.Private)
+	var private []string
+	for _, d := range p.Private {
+		c, err := canonicalMissing(d)
 		if err != nil {
 			return nil, err
 		}
-		private = c
-		cuts = append(cuts, private)
+		private = append(private, c)
+		cuts = append(cuts, c)
 	}
 	var cands []candidate
 	for _, d := range systemDirs {
@@ -202,8 +202,10 @@ func (p Plan) Rules() ([]Rule, error) {
 				return nil, refuse(c.what, c.path, cp, []Protected{q})
 			}
 		}
-		if private != "" && within(cp, private) {
-			return nil, fmt.Errorf("%s %s is inside the gateway's private directory of upstreams %s", c.what, c.path, p.Private)
+		for _, d := range private {
+			if within(cp, d) {
+				return nil, fmt.Errorf("%s %s is inside the gateway's directory of the upstreams' private HOMEs %s", c.what, c.path, d)
+			}
 		}
 		var inside []string
 		for _, cut := range cuts {
