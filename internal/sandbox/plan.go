@@ -34,7 +34,8 @@ type Allow struct {
 //     …/lib/node_modules), read-only;
 //   - the command itself and every argument that is the absolute path of
 //     something that exists (the script it runs, the directories it is
-//     told to serve), read-only;
+//     told to serve), read-only; for a file inside a node_modules
+//     directory, the outermost such directory (the packages it imports);
 //   - Dir, read-only, and Allow as written (explicit allowances);
 //   - Home and Tmp, read-write: its private HOME and TMPDIR.
 //
@@ -157,10 +158,16 @@ func (p Plan) Rules() ([]Rule, error) {
 		cands = append(cands, candidate{path: prefix, what: "node's install prefix"})
 	}
 	cands = append(cands, candidate{path: p.Command, what: "the command"})
+	if nm := nodeModules(p.Command); nm != "" {
+		cands = append(cands, candidate{path: nm, what: "the node_modules of the command"})
+	}
 	for _, a := range p.Args {
 		if filepath.IsAbs(a) {
 			if _, err := os.Stat(a); err == nil {
 				cands = append(cands, candidate{path: a, what: "argument"})
+				if nm := nodeModules(a); nm != "" {
+					cands = append(cands, candidate{path: nm, what: "the node_modules of argument"})
+				}
 			}
 		}
 	}
@@ -268,6 +275,26 @@ func carve(dir string, cuts []string, write bool, add func(Rule) error) error {
 		}
 	}
 	return nil
+}
+
+// nodeModules is the outermost node_modules directory that holds the
+// file p (a script of an installed package imports its dependencies
+// from there, hoisted or not), or "".
+func nodeModules(p string) string {
+	c, err := canonical(p)
+	if err != nil {
+		return ""
+	}
+	if fi, err := os.Stat(c); err != nil || fi.IsDir() {
+		return ""
+	}
+	out := ""
+	for d := filepath.Dir(c); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if filepath.Base(d) == "node_modules" {
+			out = d
+		}
+	}
+	return out
 }
 
 // nodePrefix is the install prefix of the node on PATH (P of P/bin/node
