@@ -32,6 +32,10 @@ type Gateway struct {
 	MaxTenantSessions int `yaml:"maxTenantSessions"`
 	// Upstreams are the servers behind the gateway; at least one.
 	Upstreams []GatewayUpstream `yaml:"upstreams"`
+
+	// ConfigFile is the file this config was read from ("" none), set by
+	// cmd/resourced: upstreams must not see it (ProtectedPaths).
+	ConfigFile string `yaml:"-"`
 }
 
 // GatewayUpstream is one upstream: a stdio command or a Streamable HTTP
@@ -47,6 +51,19 @@ type GatewayUpstream struct {
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
 	Dir     string            `yaml:"dir"`
+	// Sandbox is on (default) or off: a stdio upstream runs confined
+	// (docs/gateway.md, Trust model): it reads the system's paths, its
+	// command, its path arguments, Dir and AllowPaths, writes its private
+	// HOME and TMPDIR, and cannot reach resourced's process, keys or data.
+	Sandbox string `yaml:"sandbox"`
+	// AllowPaths are further paths a sandboxed upstream may use: a path
+	// (read-only) or {path: P, mode: rw}. None may hold or lie inside the
+	// data directory, the config file or a key file.
+	AllowPaths []AllowPath `yaml:"allowPaths"`
+	// User and Group run a sandboxed upstream as another account (names
+	// or ids) when resourced runs as root; Group defaults to User's.
+	User  string `yaml:"user"`
+	Group string `yaml:"group"`
 	// URL is a Streamable HTTP endpoint.
 	URL string `yaml:"url"`
 	// Headers are sent with every request to URL; their values are read
@@ -64,6 +81,70 @@ type GatewayUpstream struct {
 	Required *bool `yaml:"required"`
 	// Offload says when a tools/call result is saved and linked.
 	Offload Offload `yaml:"offload"`
+}
+
+// AllowPath is one of an upstream's allowPaths: a path, read-only, or
+// {path: P, mode: ro|rw}.
+type AllowPath struct {
+	Path string `yaml:"path"`
+	// Mode is "ro" (default) or "rw".
+	Mode string `yaml:"mode"`
+}
+
+// UnmarshalYAML takes a bare path or {path, mode}.
+func (a *AllowPath) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*a = AllowPath{Path: n.Value}
+		return nil
+	}
+	type plain AllowPath
+	var v plain
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*a = AllowPath(v)
+	return nil
+}
+
+// Sandbox modes of an upstream.
+const (
+	SandboxOn  = "on"
+	SandboxOff = "off"
+)
+
+// ProtectedPath is a path resourced keeps to itself, with its key.
+type ProtectedPath struct {
+	Path string
+	What string
+}
+
+// GatewayProtectedPaths are the paths no sandboxed upstream may see: the
+// data directory, the bbolt file, the config file, every key file, the
+// upload spool and the files of HTTP upstreams' header values.
+func (c *Config) GatewayProtectedPaths() []ProtectedPath {
+	var out []ProtectedPath
+	add := func(what, p string) {
+		if p != "" {
+			out = append(out, ProtectedPath{Path: p, What: what})
+		}
+	}
+	add("the data directory", c.DataDir)
+	add("store.bbolt.path", c.Store.Bbolt.Path)
+	add("store.s3.spoolDir", c.Store.S3.SpoolDir)
+	add("auth.hmacSecretFile", c.Auth.HMACSecretFile)
+	for _, f := range c.Auth.PublicKeyFiles {
+		add("auth.publicKeyFiles", f)
+	}
+	add("links.keyFile", c.Links.KeyFile)
+	if c.Gateway != nil {
+		add("the config file", c.Gateway.ConfigFile)
+		for i, u := range c.Gateway.Upstreams {
+			for _, name := range sortedKeys(u.Headers) {
+				add(fmt.Sprintf("gateway.upstreams[%d].headers.%s", i, name), u.Headers[name].File)
+			}
+		}
+	}
+	return out
 }
 
 // HeaderValue says where a header's value comes from: exactly one of an
@@ -264,6 +345,14 @@ func (c *Config) applyGatewayDefaults() {
 		if u.CallTimeout == 0 {
 			u.CallTimeout = defaultUpstreamCall
 		}
+		if u.Command != "" && u.Sandbox == "" {
+			u.Sandbox = SandboxOn
+		}
+		for j := range u.AllowPaths {
+			if u.AllowPaths[j].Mode == "" {
+				u.AllowPaths[j].Mode = "ro"
+			}
+		}
 		if u.Required == nil {
 			t := true
 			u.Required = &t
@@ -360,6 +449,7 @@ func validateUpstream(p *problems, key string, u *GatewayUpstream) {
 		if len(u.Headers) > 0 {
 			p.bad(key+".headers", "only for a url upstream; a stdio upstream gets env")
 		}
+		validateSandbox(p, key, u)
 	default:
 		if pu, err := url.Parse(u.URL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			p.bad(key+".url", "want an http:// or https:// URL, got %q", u.URL)
@@ -369,7 +459,8 @@ func validateUpstream(p *problems, key string, u *GatewayUpstream) {
 		for _, k := range []struct {
 			name string
 			set  bool
-		}{{"args", len(u.Args) > 0}, {"env", len(u.Env) > 0}, {"dir", u.Dir != ""}} {
+		}{{"args", len(u.Args) > 0}, {"env", len(u.Env) > 0}, {"dir", u.Dir != ""}, {"sandbox", u.Sandbox != ""},
+			{"allowPaths", len(u.AllowPaths) > 0}, {"user", u.User != ""}, {"group", u.Group != ""}} {
 			if k.set {
 				p.bad(key+"."+k.name, "only for a command upstream")
 			}
@@ -417,6 +508,44 @@ func validateUpstream(p *problems, key string, u *GatewayUpstream) {
 		} else if o := u.Offload.Tools[tool]; o.Mode == OffloadSize && o.Threshold <= 0 {
 			p.bad(key+".offload.tools."+tool, "a size must be positive (or: always, never)")
 		}
+	}
+}
+
+// validateSandbox checks a stdio upstream's sandbox keys. Whether an
+// allowed path holds a protected one, and whether the kernel has
+// Landlock, are checked at start (gateway.NewPool), where the paths are
+// resolved.
+func validateSandbox(p *problems, key string, u *GatewayUpstream) {
+	switch u.Sandbox {
+	case SandboxOn:
+	case SandboxOff:
+		for _, k := range []struct {
+			name string
+			set  bool
+		}{{"allowPaths", len(u.AllowPaths) > 0}, {"user", u.User != ""}, {"group", u.Group != ""}} {
+			if k.set {
+				p.bad(key+"."+k.name, "only with sandbox: on")
+			}
+		}
+	default:
+		p.bad(key+".sandbox", "want on or off, got %q", u.Sandbox)
+	}
+	for j, a := range u.AllowPaths {
+		akey := fmt.Sprintf("%s.allowPaths[%d]", key, j)
+		switch {
+		case a.Path == "":
+			p.bad(akey, "a path is required")
+		case !strings.HasPrefix(a.Path, "/"):
+			p.bad(akey, "want an absolute path, got %q", a.Path)
+		case strings.ContainsRune(a.Path, 0):
+			p.bad(akey, "must not contain a NUL byte")
+		}
+		if a.Mode != "ro" && a.Mode != "rw" {
+			p.bad(akey+".mode", "want ro or rw, got %q", a.Mode)
+		}
+	}
+	if u.Group != "" && u.User == "" {
+		p.bad(key+".group", "only with user")
 	}
 }
 

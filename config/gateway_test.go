@@ -224,3 +224,81 @@ func TestGatewayBadSchemeIsReportedOnce(t *testing.T) {
 		t.Fatalf("Validate = %v, want the bad name under gateway.scheme only", err)
 	}
 }
+
+func TestGatewaySandboxKeys(t *testing.T) {
+	c, err := Decode(strings.NewReader(`
+dataDir: /var/lib/resourced
+links: {keyFile: /etc/resourced/links.key}
+auth: {hmacSecretFile: /etc/resourced/auth.key}
+gateway:
+  upstreams:
+    - name: fs
+      command: npx
+      allowPaths: [/srv/docs, {path: /srv/out, mode: rw}]
+      user: mcp
+    - {name: raw, command: x, sandbox: off}
+    - name: web
+      url: http://127.0.0.1/mcp
+      headers: {X-Key: {file: /etc/resourced/web.key}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	fs, raw, web := c.Gateway.Upstreams[0], c.Gateway.Upstreams[1], c.Gateway.Upstreams[2]
+	if fs.Sandbox != SandboxOn || raw.Sandbox != SandboxOff || web.Sandbox != "" {
+		t.Errorf("sandbox: fs %q, raw %q, web %q; want on (the default), off, nothing (a url upstream)", fs.Sandbox, raw.Sandbox, web.Sandbox)
+	}
+	want := []AllowPath{{Path: "/srv/docs", Mode: "ro"}, {Path: "/srv/out", Mode: "rw"}}
+	if diff := cmp.Diff(want, fs.AllowPaths); diff != "" || fs.User != "mcp" {
+		t.Errorf("fs allowPaths (-want +got):\n%s user %q", diff, fs.User)
+	}
+	c.Gateway.ConfigFile = "/etc/resourced/resourced.yaml"
+	got := map[string]string{}
+	for _, p := range c.GatewayProtectedPaths() {
+		got[p.What] = p.Path
+	}
+	for what, path := range map[string]string{
+		"the data directory": "/var/lib/resourced", "links.keyFile": "/etc/resourced/links.key",
+		"auth.hmacSecretFile": "/etc/resourced/auth.key", "the config file": "/etc/resourced/resourced.yaml",
+		"gateway.upstreams[2].headers.X-Key": "/etc/resourced/web.key",
+	} {
+		if got[what] != path {
+			t.Errorf("GatewayProtectedPaths: %s = %q, want %q (all: %v)", what, got[what], path, got)
+		}
+	}
+
+	c, err = Decode(strings.NewReader(`
+gateway:
+  upstreams:
+    - {name: a, command: x, sandbox: maybe}
+    - {name: b, command: x, sandbox: off, allowPaths: [/x], user: u}
+    - {name: c, command: x, allowPaths: [relative, {path: /y, mode: wx}, {mode: rw}], group: g}
+    - {name: d, url: "http://127.0.0.1/mcp", sandbox: on, allowPaths: [/z], user: u}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted bad sandbox keys")
+	}
+	for _, want := range []string{
+		`gateway.upstreams[0].sandbox: want on or off, got "maybe"`,
+		"gateway.upstreams[1].allowPaths: only with sandbox: on",
+		"gateway.upstreams[1].user: only with sandbox: on",
+		`gateway.upstreams[2].allowPaths[0]: want an absolute path, got "relative"`,
+		`gateway.upstreams[2].allowPaths[1].mode: want ro or rw, got "wx"`,
+		"gateway.upstreams[2].allowPaths[2]: a path is required",
+		"gateway.upstreams[2].group: only with user",
+		"gateway.upstreams[3].sandbox: only for a command upstream",
+		"gateway.upstreams[3].allowPaths: only for a command upstream",
+		"gateway.upstreams[3].user: only for a command upstream",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() lacks %q; got:\n%v", want, err)
+		}
+	}
+}

@@ -55,6 +55,9 @@ type Upstream struct {
 	Args    []string
 	Env     map[string]string
 	Dir     string
+	// Sandbox confines a stdio upstream (docs/gateway.md, "Trust model");
+	// the zero value is on, with nothing allowed beyond what Plan derives.
+	Sandbox Sandbox
 	// Isolation is Shared or PerTenant.
 	Isolation Isolation
 	// IdleTimeout closes a PerTenant session unused this long.
@@ -66,6 +69,28 @@ type Upstream struct {
 	Required bool
 	// Offload says when a tools/call result is saved and linked.
 	Offload OffloadPolicy
+}
+
+// Sandbox is how a stdio upstream is confined.
+type Sandbox struct {
+	// Off runs the upstream unconfined: as the gateway's user, able to
+	// read whatever that user can (the gateway's keys and data included).
+	Off bool
+	// AllowPaths are the paths it may use besides the system's, its
+	// command, its path arguments, Dir and its private HOME and TMPDIR:
+	// read-only unless Write. None may hold or lie inside a path
+	// resourced keeps to itself (PoolOptions.Protected).
+	AllowPaths []AllowPath
+	// User and Group run it as another account (names or numeric ids);
+	// only when the gateway runs as root. Group "" is User's primary
+	// group.
+	User, Group string
+}
+
+// AllowPath is one of Sandbox.AllowPaths.
+type AllowPath struct {
+	Path  string
+	Write bool
 }
 
 // NamePattern is the grammar of an upstream name: it cannot contain the

@@ -21,6 +21,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/resourced/resourced/internal/sandbox"
 )
 
 // Defaults of the Pool; PoolOptions and Upstream fields left zero take them.
@@ -72,7 +74,18 @@ type PoolOptions struct {
 	// can keep: 2 × the offload scheme's maxBytes + 1 MiB (0:
 	// DefaultMaxMessageBytes).
 	MaxMessageBytes int64
+	// Protected are the paths resourced keeps to itself (its data
+	// directory, config file, key files, header secret files): no
+	// sandboxed upstream may see them. An upstream whose dir or
+	// allowPaths holds one, or lies inside one, is refused by NewPool.
+	Protected []sandbox.Protected
+	// SandboxDir holds the private HOME and TMPDIR of each sandboxed
+	// upstream (and perTenant tenant), kept across restarts (npx's
+	// cache); "" is a temporary directory that Close removes.
+	SandboxDir string
 
+	// landlockABI replaces sandbox.ABI, for tests.
+	landlockABI func() int
 	// Backoff of restarts, for tests (zero: the constants above).
 	backoffBase, backoffMax, healthyAfter time.Duration
 	// terminate is how long a stdio upstream gets after its stdin closes
@@ -110,6 +123,14 @@ type Pool struct {
 	ctx    context.Context // canceled by Close: aborts connects under way
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // session watchers, connects, closes, the reaper
+
+	// privateRoot holds the upstreams' private HOME and TMPDIR
+	// directories (privateDirs), userRoot those of upstreams with a user;
+	// privateRoots are both; removeDirs were made by NewPool and are
+	// removed by Close.
+	privateRoot, userRoot string
+	privateRoots          []string
+	removeDirs            []string
 
 	mu     sync.Mutex
 	closed bool
@@ -166,6 +187,9 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := p.sandboxSetup(); err != nil {
+		return nil, err
+	}
 	p.sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "resourced_gateway_upstream_sessions",
 		Help: "Open upstream sessions (stdio processes or HTTP sessions) by upstream.",
@@ -181,6 +205,9 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{p.sessions, p.restarts} {
 			if err := opts.Registerer.Register(c); err != nil {
+				for _, d := range p.removeDirs {
+					_ = os.RemoveAll(d)
+				}
 				return nil, fmt.Errorf("gateway: registering the pool's metrics: %w", err)
 			}
 		}
@@ -220,7 +247,8 @@ func checkUpstream(u *Upstream) error {
 
 // upstream is one configured upstream and its sessions.
 type upstream struct {
-	cfg Upstream
+	cfg  Upstream
+	acct account // a sandboxed upstream's user and group (sandboxSetup)
 
 	mu      sync.Mutex
 	shared  *slot            // Shared isolation
@@ -711,19 +739,33 @@ func tooLargeHTTP(resp *http.Response, id []byte, limit int64) *http.Response {
 
 // command is the exec.Cmd of a stdio upstream: its environment is PATH
 // and HOME of the gateway's plus the configured Env, never the rest of
-// the gateway's environment (which may hold keys); its stderr goes to the
-// log line by line; it leads a process group of its own so that Close can
-// stop its children too.
+// the gateway's environment (which may hold keys); sandboxed (the
+// default), it is started through the sandbox helper with a private HOME
+// and TMPDIR (pool_sandbox.go); its stderr goes to the log line by line;
+// it leads a process group of its own so that Close can stop its
+// children too.
 func (p *Pool) command(up *upstream, tenant string) (*exec.Cmd, *os.File, error) {
+	env := childEnv(up.cfg.Env, os.Getenv)
+	var cmd *exec.Cmd
+	if up.cfg.Sandbox.Off {
+		cmd = exec.Command(up.cfg.Command, up.cfg.Args...)
+		cmd.Env = env
+	} else {
+		var err error
+		if cmd, err = p.sandboxedCommand(up, tenant, env); err != nil {
+			return nil, nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("a pipe for its stderr: %w", err)
 	}
-	cmd := exec.Command(up.cfg.Command, up.cfg.Args...)
-	cmd.Env = childEnv(up.cfg.Env, os.Getenv)
 	cmd.Dir = up.cfg.Dir
 	cmd.Stderr = w
 	setProcessGroup(cmd)
+	if up.acct.set {
+		setCredential(cmd, up.acct.uid, up.acct.gid)
+	}
 	attrs := []any{"upstream", up.cfg.Name}
 	if tenant != "" {
 		attrs = append(attrs, "tenant", tenant)
@@ -955,6 +997,9 @@ func (p *Pool) Close() error {
 			up.mu.Unlock()
 		}
 		p.wg.Wait()
+		for _, d := range p.removeDirs {
+			_ = os.RemoveAll(d)
+		}
 	})
 	return nil
 }

@@ -10,3 +10,7 @@ func setProcessGroup(*exec.Cmd) {}
 
 // killGroup does nothing where there are no process groups.
 func killGroup(int) {}
+
+// setCredential does nothing where there are no process credentials;
+// upstreams are never sandboxed there (no Landlock).
+func setCredential(*exec.Cmd, uint32, uint32) {}

@@ -3,11 +3,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,32 +164,45 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 	}
 }
 
+// TestPoolChildEnvIsPathHomeAndEnvOnly: unconfined, a stdio upstream's
+// environment is the gateway's PATH and HOME and its Env; sandboxed (the
+// default), HOME and TMPDIR are its private directories under SandboxDir.
 func TestPoolChildEnvIsPathHomeAndEnvOnly(t *testing.T) {
 	t.Setenv("RESOURCED_POOL_TEST_SECRET", "do-not-leak")
-	up := stdioUpstream(t, "fs", Shared)
-	up.Env["LOG_LEVEL"] = "info"
-	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}})
-	env := callText(t, session(t, p, "fs", ""), "env", nil)
-	got := map[string]string{}
-	for _, kv := range strings.Split(env, "\n") {
-		k, v, _ := strings.Cut(kv, "=")
-		got[k] = v
-	}
-	want := map[string]string{"LOG_LEVEL": "info", poolUpstreamEnv: "1"}
-	for _, k := range []string{"PATH", "HOME"} {
-		if v := os.Getenv(k); v != "" {
-			want[k] = v
-		}
-	}
-	for k, v := range got {
-		if want[k] != v {
-			t.Errorf("the child's environment has %s=%q, which is not PATH, HOME or its Env", k, v)
-		}
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("the child's environment has %s=%q, want %q", k, got[k], v)
-		}
+	for _, off := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sandboxOff=%v", off), func(t *testing.T) {
+			up := stdioUpstream(t, "fs", Shared)
+			up.Env["LOG_LEVEL"] = "info"
+			up.Sandbox.Off = off
+			dir := t.TempDir()
+			p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}, SandboxDir: dir})
+			env := callText(t, session(t, p, "fs", ""), "env", nil)
+			got := map[string]string{}
+			for _, kv := range strings.Split(env, "\n") {
+				k, v, _ := strings.Cut(kv, "=")
+				got[k] = v
+			}
+			want := map[string]string{"LOG_LEVEL": "info", poolUpstreamEnv: "1"}
+			for _, k := range []string{"PATH", "HOME"} {
+				if v := os.Getenv(k); v != "" {
+					want[k] = v
+				}
+			}
+			if !off {
+				want["HOME"] = filepath.Join(dir, "fs", "home")
+				want["TMPDIR"] = filepath.Join(dir, "fs", "tmp")
+			}
+			for k, v := range got {
+				if want[k] != v {
+					t.Errorf("the child's environment has %s=%q, which is not PATH, HOME, TMPDIR or its Env", k, v)
+				}
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("the child's environment has %s=%q, want %q", k, got[k], v)
+				}
+			}
+		})
 	}
 }
 

@@ -20,3 +20,9 @@ func killGroup(pgid int) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 }
+
+// setCredential runs cmd (the sandbox helper, and so the upstream it
+// execs) as uid and gid with no supplementary groups.
+func setCredential(cmd *exec.Cmd, uid, gid uint32) {
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+}

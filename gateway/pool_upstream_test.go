@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/sandbox"
 )
 
 // The pool's tests start this test binary again as a stdio upstream: with
@@ -19,6 +21,9 @@ import (
 const poolUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_UPSTREAM"
 
 func init() {
+	// A sandboxed test upstream is this binary too: first as the sandbox
+	// helper, which execs it again inside the sandbox.
+	sandbox.Main()
 	if os.Getenv(poolUpstreamEnv) == "" {
 		return
 	}
@@ -47,6 +52,11 @@ type injectArgs struct {
 	Token string `json:"token"`
 }
 
+type fileArgs struct {
+	Path string `json:"path"`
+	Text string `json:"text,omitempty"`
+}
+
 type stderrArgs struct {
 	Text string `json:"text"`
 }
@@ -62,7 +72,9 @@ type stderrArgs struct {
 //   - big {n}: returns n bytes of text;
 //   - inject {token}: sends a progress notification with token, which
 //     is not its own call's (another call's, guessed or seen);
-//   - stderr {text}: writes text to stderr as it is.
+//   - stderr {text}: writes text to stderr as it is;
+//   - read {path}: the file at path, or the error reading it;
+//   - write {path, text}: writes text to path, "written" or the error.
 func newTestUpstream() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "pool-test-upstream", Version: "1"}, nil)
 	text := func(format string, a ...any) *mcp.CallToolResult {
@@ -120,6 +132,19 @@ func newTestUpstream() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "stderr"}, func(_ context.Context, _ *mcp.CallToolRequest, a stderrArgs) (*mcp.CallToolResult, any, error) {
 		_, err := os.Stderr.WriteString(a.Text)
 		return text("written"), nil, err
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "read"}, func(_ context.Context, _ *mcp.CallToolRequest, a fileArgs) (*mcp.CallToolResult, any, error) {
+		b, err := os.ReadFile(a.Path)
+		if err != nil {
+			return text("error: %v", err), nil, nil
+		}
+		return text("%s", b), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "write"}, func(_ context.Context, _ *mcp.CallToolRequest, a fileArgs) (*mcp.CallToolResult, any, error) {
+		if err := os.WriteFile(a.Path, []byte(a.Text), 0o600); err != nil {
+			return text("error: %v", err), nil, nil
+		}
+		return text("written"), nil, nil
 	})
 	return s
 }

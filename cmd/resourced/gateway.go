@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/gateway"
+	"github.com/resourced/resourced/internal/sandbox"
 	"github.com/resourced/resourced/server"
 )
 
@@ -49,6 +51,10 @@ func gatewayUpstreams(g *config.Gateway, getenv func(string) string) ([]gateway.
 			Isolation: gateway.Isolation(u.Isolation), IdleTimeout: u.IdleTimeout.Std(), CallTimeout: u.CallTimeout.Std(),
 			Required: u.Required == nil || *u.Required,
 			Offload:  gateway.OffloadPolicy{Threshold: int64(*u.Offload.Threshold)},
+			Sandbox:  gateway.Sandbox{Off: u.Sandbox == config.SandboxOff, User: u.User, Group: u.Group},
+		}
+		for _, a := range u.AllowPaths {
+			up.Sandbox.AllowPaths = append(up.Sandbox.AllowPaths, gateway.AllowPath{Path: a.Path, Write: a.Mode == "rw"})
 		}
 		if len(u.Offload.Tools) > 0 {
 			up.Offload.Tools = map[string]gateway.ToolOffload{}
@@ -149,10 +155,18 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	reg := newRegistry()
+	var protected []sandbox.Protected
+	for _, p := range cfg.GatewayProtectedPaths() {
+		protected = append(protected, sandbox.Protected{Path: p.Path, What: p.What})
+	}
 	pool, err := gateway.NewPool(gateway.PoolOptions{
 		Upstreams: ups, Logger: log, Registerer: reg, Version: version,
 		MaxTenantSessions: cfg.Gateway.MaxTenantSessions,
 		MaxMessageBytes:   cfg.GatewayMaxMessageBytes(),
+		Protected:         protected,
+		// Kept across restarts (npx's cache); inside the data
+		// directory, which no upstream sees but its own HOME.
+		SandboxDir: filepath.Join(cfg.DataDir, "gateway"),
 	})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/sandbox"
 )
 
 // With cmdUpstreamEnv set (through the upstream's env: in the config),
@@ -23,6 +25,7 @@ import (
 const cmdUpstreamEnv = "RESOURCED_CMD_TEST_UPSTREAM"
 
 func init() {
+	sandbox.Main() // the sandboxed upstream starts as this binary, as it does as resourced (main)
 	if os.Getenv(cmdUpstreamEnv) == "" {
 		return
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/gateway"
+	"github.com/resourced/resourced/internal/sandbox"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -38,6 +39,13 @@ import (
 var version = ""
 
 func main() {
+	// First: a sandboxed gateway upstream starts as this binary, which
+	// enters the sandbox and execs it (internal/sandbox); then no other
+	// process of this user can read our memory, environment or fds.
+	sandbox.Main()
+	if err := sandbox.SetUndumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "resourced: prctl(PR_SET_DUMPABLE, 0):", err)
+	}
 	version = buildVersion(version, debug.ReadBuildInfo)
 	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
@@ -323,6 +331,9 @@ func loadConfig(cmd string, args []string, getenv func(string) string, stdout, s
 	}
 	if *fixtures {
 		cfg.Fixtures = true
+	}
+	if cfg.Gateway != nil {
+		cfg.Gateway.ConfigFile = sf.config // upstreams must not read it
 	}
 	if err := validate(cfg); err != nil {
 		return nil, invalidConfig(fmt.Errorf("invalid configuration:\n%w", err))

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	// Leaves: the standard library only.
 	"grammar":           {},
 	"internal/jsonwire": {},
+	"internal/sandbox":  {},
 	"toolapi":           {},
 	"mcpschema":         {},
 	// The three domain packages never import each other.
@@ -46,11 +47,11 @@ var allowed = map[string][]string{
 	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
-	"gateway": {"auth", "internal/jsonwire", "service", "store"},
+	"gateway": {"auth", "internal/jsonwire", "internal/sandbox", "service", "store"},
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
-	"cmd/resourced": {"auth", "checker", "config", "gateway", "internal/jsonwire", "server", "server/hostrun", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	"cmd/resourced": {"auth", "checker", "config", "gateway", "internal/jsonwire", "internal/sandbox", "server", "server/hostrun", "store", "store/boltstore", "store/memstore", "store/s3store"},
 	// The Go client and what is built on it speak MCP as a client only.
 	"client":                {"toolapi"},
 	"client/clienttest":     {"auth", "server", "store/memstore"},
