@@ -47,7 +47,7 @@ var allowed = map[string][]string{
 	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
-	"gateway": {"auth", "internal/jsonwire", "internal/sandbox", "service", "store"},
+	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
