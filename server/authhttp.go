@@ -55,7 +55,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			msgs, err := parseEnvelope(body)
 			if err != nil {
-				s.refuseEnvelope(w, r, err)
+				refuseEnvelope(w, r, err)
 				return
 			}
 			if s.refuseMessages(w, r, msgs) {
@@ -142,7 +142,7 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []m
 			continue
 		}
 		if len(msgs) > 1 {
-			s.refuseEnvelope(w, r, &errEnvelope{"message " + strconv.Itoa(i) + ": " + err.Error()})
+			refuseEnvelope(w, r, &errEnvelope{"message " + strconv.Itoa(i) + ": " + err.Error()})
 			return true
 		}
 		m := &msgs[0]
@@ -160,8 +160,8 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []m
 			code = jsonrpc.CodeMethodNotFound
 		}
 		rerr := rpcError(code, err.Error(), nil)
-		s.recordOutcome(r.Context(), m.method, m.tool, nil, rerr)
-		s.writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == versionModern, m.id, rerr)
+		recordOutcome(r.Context(), m.method, m.tool, nil, rerr)
+		writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == versionModern, m.id, rerr)
 		return true
 	}
 	return false
@@ -171,7 +171,7 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []m
 // 400 and a JSON-RPC error (-32700 or -32600) without an id: JSON-RPC 2.0
 // would send "id": null, which MCP's schema does not admit (its id is
 // optional, a string or an integer).
-func (s *Server) refuseEnvelope(w http.ResponseWriter, r *http.Request, err error) {
+func refuseEnvelope(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := int64(-32700), "Parse error: the body must be one JSON value"
 	var ee *errEnvelope
 	if errors.As(err, &ee) {

@@ -1,6 +1,12 @@
 package server
 
 import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/resourced/resourced/store"
 )
 
@@ -10,28 +16,36 @@ import (
 // version are jsonwire's (internal/jsonwire/form.go); docs/decisions.md
 // says what it costs.
 
-// formDamaged reports a stored form that failed its checksum and
-// remembers it, so that later reads of the same record encode the body.
-func (s *Server) formDamaged(m *store.Meta) {
-	s.metrics.formsDamaged.Inc()
-	s.log.Error("stored JSON form fails its checksum; serving the body (run resourced fsck)", "uri", m.Key.String())
-	if s.damagedCount.Load() < maxDamagedForms {
-		if _, dup := s.damagedForms.LoadOrStore(damagedKey(m), struct{}{}); !dup {
-			s.damagedCount.Add(1)
-		}
-	}
+// damagedForms remembers records whose stored form failed its checksum,
+// so that later reads of the same record encode the body.
+type damagedForms struct {
+	seen    sync.Map
+	n       atomic.Int64
+	counter prometheus.Counter
+	log     *slog.Logger
 }
 
 // maxDamagedForms bounds the records remembered as damaged: beyond it a
 // damaged large form still never reaches a client whole, its reads are cut.
 const maxDamagedForms = 10000
 
-// knownDamaged reports whether the record m describes had a damaged form.
-func (s *Server) knownDamaged(m *store.Meta) bool {
-	if s.damagedCount.Load() == 0 {
+// add reports a stored form that failed its checksum and remembers it.
+func (d *damagedForms) add(m *store.Meta) {
+	d.counter.Inc()
+	d.log.Error("stored JSON form fails its checksum; serving the body (run resourced fsck)", "uri", m.Key.String())
+	if d.n.Load() < maxDamagedForms {
+		if _, dup := d.seen.LoadOrStore(damagedKey(m), struct{}{}); !dup {
+			d.n.Add(1)
+		}
+	}
+}
+
+// has reports whether the record m describes had a damaged form.
+func (d *damagedForms) has(m *store.Meta) bool {
+	if d.n.Load() == 0 {
 		return false
 	}
-	_, ok := s.damagedForms.Load(damagedKey(m))
+	_, ok := d.seen.Load(damagedKey(m))
 	return ok
 }
 

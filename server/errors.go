@@ -69,7 +69,7 @@ func (s *Server) internal(ctx context.Context, what string, err error) error {
 // request with the raw JSON id, exactly as go-sdk writes one in stateless
 // JSON mode: HTTP 200 on 2025-11-25; on 2026-07-28 (SEP-2575) 400 for
 // -32602, 404 for -32601, 200 otherwise.
-func (s *Server) writeRPCError(w http.ResponseWriter, modern bool, rawID []byte, err error) {
+func writeRPCError(w http.ResponseWriter, modern bool, rawID []byte, err error) {
 	var jerr *jsonrpc.Error
 	if !errors.As(err, &jerr) {
 		jerr = rpcError(jsonrpc.CodeInternalError, "Internal error", nil)

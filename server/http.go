@@ -91,7 +91,7 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 	)
 }
 
-func (s *Server) setOutcome(r *http.Request, outcome string) {
+func setOutcome(r *http.Request, outcome string) {
 	if e := logEntry(r.Context()); e != nil {
 		e.outcome = outcome
 	}

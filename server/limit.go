@@ -198,7 +198,7 @@ func (s *Server) admitUpload(w http.ResponseWriter, r *http.Request, tenant stri
 		return release, s.waitForTokens(w, r, release, wait)
 	}
 	s.metrics.limited.WithLabelValues(reason).Inc()
-	s.setOutcome(r, "limited:"+reason)
+	setOutcome(r, "limited:"+reason)
 	w.Header().Set("Retry-After", retryAfterSeconds(retry))
 	terr := service.Fail(service.KindUnavailable, s.limitMessage(reason, retry)+". Nothing was stored.")
 	writeJSON(w, http.StatusTooManyRequests, terr)
@@ -218,7 +218,7 @@ func (s *Server) waitForTokens(w http.ResponseWriter, r *http.Request, release f
 		return true
 	case <-r.Context().Done():
 		release()
-		s.setOutcome(r, "client_gone")
+		setOutcome(r, "client_gone")
 		w.WriteHeader(http.StatusRequestTimeout)
 		return false
 	}

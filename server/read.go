@@ -137,12 +137,12 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 		}
 		var member []byte
 		switch n := jsonwire.FormLen(encoded); {
-		case n == 0 || s.knownDamaged(m):
+		case n == 0 || s.damaged.has(m):
 		case n <= readChunk:
 			// Small: verified whole, then copied.
 			var ferr error
 			if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
-				s.formDamaged(m)
+				s.damaged.add(m)
 			} else {
 				v.whole = chunkPool.Get().(*[]byte)
 				*v.whole = append((*v.whole)[:0], member...)
@@ -154,7 +154,7 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 			// copied chunk by chunk by copyForm.
 			var ferr error
 			if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
-				s.formDamaged(m)
+				s.damaged.add(m)
 			}
 		}
 		if member == nil && len(body) <= readChunk/8 {
@@ -227,14 +227,14 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 	if v.whole != nil {
 		// One write of the whole response.
 		out := append(head, *v.whole...)
-		out = s.appendReadTail(out, rr, &v.meta)
+		out = appendReadTail(out, rr, &v.meta)
 		*bp = out[:0]
 		h.Set("Content-Length", strconv.Itoa(len(out))) // sets the write deadline (guardHTTP)
 		w.WriteHeader(http.StatusOK)
 		_, err := w.Write(out)
 		return err
 	}
-	tail := s.appendReadTail(nil, rr, &v.meta)
+	tail := appendReadTail(nil, rr, &v.meta)
 	if v.member != nil {
 		h.Set("Content-Length", strconv.Itoa(len(head)+len(v.member)+len(tail)))
 		w.WriteHeader(http.StatusOK)
@@ -257,7 +257,7 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		// Straight from the chunk buffer to the connection: the head
 		// leads the first chunk, the tail follows the last.
 		*bp = head
-		return s.copyForm(ctx, w, bp, v, tail)
+		return copyForm(ctx, w, bp, v, tail)
 	}
 	bw := bufPool.Get().(*bufio.Writer)
 	bw.Reset(w)
@@ -266,7 +266,7 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 	var err error
 	switch {
 	case v.viewer != nil:
-		err = s.copyBody(ctx, bw, bp, v)
+		err = copyBody(ctx, bw, bp, v)
 	default:
 		err = writeMember(bw, bp, v.text, v.body)
 	}
@@ -285,7 +285,7 @@ func sameObject(v *readView, m *store.Meta) bool {
 // copyForm writes the stored form's member of v, readChunk bytes per
 // backend access, then tail; *bp holds what goes before the member (the
 // head). Each chunk goes from the chunk buffer to the connection as it is.
-func (s *Server) copyForm(ctx context.Context, w http.ResponseWriter, bp *[]byte, v *readView, tail []byte) error {
+func copyForm(ctx context.Context, w http.ResponseWriter, bp *[]byte, v *readView, tail []byte) error {
 	for off := 0; off < v.formLen; {
 		start := len(*bp)
 		err := v.viewer.View(ctx, v.meta.Key, func(m *store.Meta, encoded, _ []byte) error {
@@ -313,7 +313,7 @@ func (s *Server) copyForm(ctx context.Context, w http.ResponseWriter, bp *[]byte
 // copyBody writes v's body as its text or blob member, encoding about
 // readChunk/2 body bytes per backend access (text never split inside a
 // character, base64 in whole groups of three bytes).
-func (s *Server) copyBody(ctx context.Context, bw *bufio.Writer, bp *[]byte, v *readView) error {
+func copyBody(ctx context.Context, bw *bufio.Writer, bp *[]byte, v *readView) error {
 	if v.text {
 		bw.WriteString(`"text":"`)
 	} else {
@@ -398,7 +398,7 @@ func (s *Server) appendReadHead(dst []byte, rr *readResponse, m *store.Meta) []b
 // appendReadTail appends the rest of a read response after the contents'
 // text or blob member: the content's _meta (eachMeta), then the result's
 // end.
-func (s *Server) appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []byte {
+func appendReadTail(dst []byte, rr *readResponse, m *store.Meta) []byte {
 	dst = append(dst, `,"_meta":{`...)
 	first := true
 	eachMeta(m, func(name string, str string, t time.Time, n int64, kind metaKind) {

@@ -125,8 +125,8 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	rr := readResponse{id: req.ID, modern: modern, uri: req.URI}
 	v, err := s.resolveRead(ctx, p, req.URI, false)
 	if err != nil {
-		s.recordOutcome(ctx, "resources/read", "", nil, err)
-		s.writeRPCError(w, modern, req.ID, err)
+		recordOutcome(ctx, "resources/read", "", nil, err)
+		writeRPCError(w, modern, req.ID, err)
 		return true
 	}
 	defer v.release()
@@ -134,10 +134,10 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 		// The status line is out: the response is cut and the client
 		// sees a broken stream. Say why in the log.
 		s.log.InfoContext(ctx, "read response cut", "uri", req.URI, "reason", err.Error())
-		s.recordOutcome(ctx, "resources/read", "", nil, err)
+		recordOutcome(ctx, "resources/read", "", nil, err)
 		return true
 	}
-	s.recordOutcome(ctx, "resources/read", "", nil, nil)
+	recordOutcome(ctx, "resources/read", "", nil, nil)
 	s.metrics.bytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
 	return true
 }

@@ -129,7 +129,7 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
 			tool = p.Name
 		}
-		s.recordOutcome(ctx, method, tool, res, err)
+		recordOutcome(ctx, method, tool, res, err)
 		return res, err
 	}
 }
@@ -137,7 +137,7 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 // recordOutcome notes what one MCP request did, for the request log line
 // and the metrics it feeds: the observation hook of go-sdk's dispatch and
 // of the read stage alike.
-func (s *Server) recordOutcome(ctx context.Context, method, tool string, res mcp.Result, err error) {
+func recordOutcome(ctx context.Context, method, tool string, res mcp.Result, err error) {
 	e := logEntry(ctx)
 	if e == nil {
 		return

@@ -22,8 +22,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -160,10 +158,9 @@ type Server struct {
 	noFastCall bool
 	// serverInfoMeta is the result _meta go-sdk adds on 2026-07-28.
 	serverInfoMeta []byte
-	// damagedForms remembers records whose stored form failed its
-	// checksum (encoded.go), damagedCount how many.
-	damagedForms sync.Map
-	damagedCount atomic.Int64
+	// damaged remembers records whose stored form failed its checksum
+	// (encoded.go).
+	damaged *damagedForms
 	// ext is the mounted extension (extension.go); nil: none.
 	ext Extension
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
@@ -224,6 +221,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
+	s.damaged = &damagedForms{counter: s.metrics.formsDamaged, log: s.log}
 	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on
 	s.sweepInterval, s.sweepBatch = opts.SweepInterval, opts.SweepBatch
 	if s.sweepInterval <= 0 {
@@ -306,7 +304,7 @@ func New(opts Options) (*Server, error) {
 			"Save with save_search_snapshot or save_report, which return a resource_link; read it back with resources/read. " +
 			"Hosts that cannot read resources can call read_resource, which returns the body in windows.",
 		Capabilities:       caps,
-		SetCacheable:       s.setCacheable,
+		SetCacheable:       setCacheable,
 		SubscribeHandler:   s.notify.Subscribe,
 		UnsubscribeHandler: s.notify.Unsubscribe,
 	})
@@ -357,7 +355,7 @@ func New(opts Options) (*Server, error) {
 		mux.Handle(edge.MetadataPath, s.bearer.Metadata())
 		mux.Handle(edge.MetadataPath+"/mcp", s.bearer.Metadata())
 	}
-	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	s.handler = s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux))))
@@ -392,13 +390,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // setCacheable decides ttlMs/cacheScope of results the SDK builds itself
 // (server/discover, tools/list, templates/list): they hold no tenant data.
 // resources/read and resources/list set their own before this runs.
-func (s *Server) setCacheable(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+func setCacheable(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 	if c.CacheScope == "" {
 		c.CacheScope = "public"
 	}
 }
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintln(w, "ok")
 }

@@ -104,7 +104,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // uploadFailure answers a failed upload with the tool failure value.
 func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *service.Failure) {
-	s.setOutcome(r, terr.ErrorKind)
+	setOutcome(r, terr.ErrorKind)
 	if terr.ErrorKind == service.KindUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
@@ -143,7 +143,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPut {
 		terr := service.Fail(service.KindValidation, "uploads are PUT /v1/resources/<scheme>/<path> with the body as the request body")
-		s.setOutcome(r, terr.ErrorKind)
+		setOutcome(r, terr.ErrorKind)
 		w.Header().Set("Allow", "PUT")
 		writeJSON(w, http.StatusMethodNotAllowed, terr)
 		return
@@ -216,7 +216,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	v := service.MetaValue(status, &m)
 	s.withDownloadURL(&v, &m, p, req.LinkTTL)
 	v.HowToRead = mcptool.HowToRead(v.URI, v.DownloadURLExpiresAt) // as save_report's value says
-	s.setOutcome(r, "ok")
+	setOutcome(r, "ok")
 	w.Header().Set("ETag", `"`+m.SHA256+`"`)
 	writeJSON(w, code, v)
 }
@@ -243,7 +243,7 @@ func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *S
 	if isSlowBody(err) {
 		s.log.InfoContext(r.Context(), "upload body too slow; dropped", "err", err)
 		terr := service.Fail(service.KindValidation, s.slowBodyMessage())
-		s.setOutcome(r, "slow_body")
+		setOutcome(r, "slow_body")
 		w.Header().Set("Connection", "close")
 		writeJSON(w, http.StatusRequestTimeout, terr)
 		return
@@ -256,7 +256,7 @@ func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *S
 // below 500 so the request log does not report a server failure.
 func (s *Server) uploadAbandoned(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.InfoContext(r.Context(), "upload abandoned: the client closed the connection before it was stored", "err", err)
-	s.setOutcome(r, "client_gone")
+	setOutcome(r, "client_gone")
 	writeJSON(w, http.StatusBadRequest, service.Fail(service.KindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again."))
 }
 
@@ -273,7 +273,7 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), boo
 	default:
 	}
 	s.metrics.limited.WithLabelValues(limitUploads).Inc()
-	s.setOutcome(r, "limited:"+limitUploads)
+	setOutcome(r, "limited:"+limitUploads)
 	w.Header().Set("Retry-After", "1")
 	writeJSON(w, http.StatusServiceUnavailable, service.Fail(service.KindUnavailable,
 		fmt.Sprintf("the server is receiving %d uploads, the most it takes at once; nothing was stored. Retry in a second.", cap(s.uploadSlots))))
