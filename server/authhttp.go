@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/envelope"
 )
 
 // This file is the HTTP face of auth: DNS-rebinding protection (Origin and
@@ -26,7 +27,7 @@ import (
 // its body, read once, and its envelope.
 type mcpRequest struct {
 	body []byte
-	msgs []message
+	msgs []envelope.Message
 }
 
 type mcpRequestKey struct{}
@@ -53,7 +54,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.bodyReadFailed(w, r, err)
 				return
 			}
-			msgs, err := parseEnvelope(body)
+			msgs, err := envelope.Parse(body)
 			if err != nil {
 				refuseEnvelope(w, r, err)
 				return
@@ -80,9 +81,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // refuseScope answers a caller whose token lacks scope for m: 403 with
 // the RFC 6750 insufficient_scope challenge. The request log names m's
 // method and tool (an upload, with no message, named itself already).
-func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope string, m message) {
-	if e := logEntry(r.Context()); e != nil && m.method != "" {
-		e.method, e.tool = m.method, m.tool
+func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope string, m envelope.Message) {
+	if e := logEntry(r.Context()); e != nil && m.Method != "" {
+		e.method, e.tool = m.Method, m.Tool
 	}
 	s.bearer.RefuseScope(w, r, scope)
 }
@@ -123,31 +124,31 @@ func (s *Server) scopeFor(method, tool string) string {
 
 // missingScope returns the first scope that one of msgs needs and p
 // lacks, and that message, or "".
-func missingScope(s *Server, msgs []message, p auth.Principal) (string, message) {
+func missingScope(s *Server, msgs []envelope.Message, p auth.Principal) (string, envelope.Message) {
 	for _, m := range msgs {
-		if sc := s.scopeFor(m.method, m.tool); sc != "" && !p.Has(sc) {
+		if sc := s.scopeFor(m.Method, m.Tool); sc != "" && !p.Has(sc) {
 			return sc, m
 		}
 	}
-	return "", message{}
+	return "", envelope.Message{}
 }
 
 // refuseMessages answers, in JSON-RPC, a request for a method go-sdk does
 // not serve or with params its method cannot take (checkMessage), and
 // reports whether it did. A batch with such a message is refused whole.
-func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []message) bool {
+func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []envelope.Message) bool {
 	for i := range msgs {
-		err := checkMessage(&msgs[i])
+		err := envelope.Check(&msgs[i])
 		if err == nil {
 			continue
 		}
 		if len(msgs) > 1 {
-			refuseEnvelope(w, r, &errEnvelope{"message " + strconv.Itoa(i) + ": " + err.Error()})
+			refuseEnvelope(w, r, &envelope.Error{Reason: "message " + strconv.Itoa(i) + ": " + err.Error()})
 			return true
 		}
 		m := &msgs[0]
-		var em *errMethod
-		if errors.As(err, &em) && !m.hasID {
+		var em *envelope.MethodError
+		if errors.As(err, &em) && !m.HasID {
 			// An unknown notification: JSON-RPC answers none.
 			if e := logEntry(r.Context()); e != nil {
 				e.method, e.outcome = "other", "ignored"
@@ -160,8 +161,8 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []m
 			code = jsonrpc.CodeMethodNotFound
 		}
 		rerr := rpcError(code, err.Error(), nil)
-		recordOutcome(r.Context(), m.method, m.tool, nil, rerr)
-		writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == versionModern, m.id, rerr)
+		recordOutcome(r.Context(), m.Method, m.Tool, nil, rerr)
+		writeRPCError(w, r.Header.Get("MCP-Protocol-Version") == versionModern, m.ID, rerr)
 		return true
 	}
 	return false
@@ -173,9 +174,9 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []m
 // optional, a string or an integer).
 func refuseEnvelope(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := int64(-32700), "Parse error: the body must be one JSON value"
-	var ee *errEnvelope
+	var ee *envelope.Error
 	if errors.As(err, &ee) {
-		code, msg = -32600, "Invalid Request: "+ee.reason
+		code, msg = -32600, "Invalid Request: "+ee.Reason
 	}
 	if e := logEntry(r.Context()); e != nil {
 		e.outcome = strconv.FormatInt(code, 10)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/envelope"
 )
 
 // The fast call path.
@@ -192,12 +193,12 @@ func parseFastMeta(v []byte, m *fastReadRequest) bool {
 // own tools in the plainest form (see the file comment), and reports
 // whether it did. Every check is made before the tool runs; once it runs,
 // its answer is written here, whatever it is.
-func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, msgs []message) bool {
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, msgs []envelope.Message) bool {
 	c := s.calls
 	if c == nil || s.noFastCall || !fastGate(r, body, msgs, "tools/call") {
 		return false
 	}
-	if _, own := c.tools[msgs[0].tool]; !own {
+	if _, own := c.tools[msgs[0].Tool]; !own {
 		return false
 	}
 	for k := range r.Header {
@@ -206,7 +207,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 		}
 	}
 	req, ok := parseFastCall(body)
-	if !ok || req.Name != msgs[0].tool || !numbersFit(req.RawMeta) {
+	if !ok || req.Name != msgs[0].Tool || !numbersFit(req.RawMeta) {
 		return false // go-sdk decodes _meta into a map of any on both versions
 	}
 	modern, ok := fastVersion(r, "tools/call", req.Name, &req.Meta)

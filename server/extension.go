@@ -69,18 +69,18 @@ func (s *Server) extensionStage(next, sse http.Handler) http.Handler {
 		ctx := r.Context()
 		for _, m := range req.msgs {
 			switch {
-			case m.method == "notifications/cancelled" && !m.hasID:
-				if id := memberOf(m.params, "requestId"); id != nil {
+			case m.Method == "notifications/cancelled" && !m.HasID:
+				if id := memberOf(m.Params, "requestId"); id != nil {
 					s.ext.Cancel(p.Tenant, id)
 				}
-			case m.method == "tools/call" && m.hasID:
+			case m.Method == "tools/call" && m.HasID:
 				var done func()
-				ctx, done = s.ext.Track(ctx, p.Tenant, m.id)
+				ctx, done = s.ext.Track(ctx, p.Tenant, m.ID)
 				defer done()
 			}
 		}
 		r = r.WithContext(ctx)
-		if len(req.msgs) == 1 && req.msgs[0].method == "tools/call" && hasProgressToken(req.msgs[0].params) && acceptsEventStream(r) {
+		if len(req.msgs) == 1 && req.msgs[0].Method == "tools/call" && hasProgressToken(req.msgs[0].Params) && acceptsEventStream(r) {
 			// The stream carries progress for as long as the call runs:
 			// each write gets the write grace, not the response as a whole.
 			streamResponse(w)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/envelope"
 	"github.com/resourced/resourced/service"
 )
 
@@ -169,13 +170,13 @@ func (s *Server) limitMessage(reason string, retry time.Duration) string {
 // tenant with messages msgs. It returns the release to call when the
 // request is done, or false after answering 429. It also gives a
 // subscriptions/listen its per-write deadlines.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, tenant string, body []byte, msgs []message) (func(), bool) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, tenant string, body []byte, msgs []envelope.Message) (func(), bool) {
 	saves, listen := 0, false
 	for _, m := range msgs {
 		switch {
-		case m.method == "tools/call" && saveTools[m.tool]:
+		case m.Method == "tools/call" && saveTools[m.Tool]:
 			saves++
-		case m.method == "subscriptions/listen":
+		case m.Method == "subscriptions/listen":
 			listen = true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/envelope"
 )
 
 // The fast read path.
@@ -109,7 +110,7 @@ func parseFastParams(v []byte, req *fastReadRequest) bool {
 // every outcome of such a read, found or not, through resolve (read.go), so
 // a read costs one resolution whichever way it goes; anything else falls
 // through to go-sdk untouched. body is the request body, msgs its envelope.
-func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte, msgs []message) bool {
+func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte, msgs []envelope.Message) bool {
 	if s.noFastRead || !fastGate(r, body, msgs, "resources/read") {
 		return false
 	}
@@ -148,8 +149,8 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 // (Last-Event-ID, refused on a POST; Mcp-Session-Id, read in a
 // compatibility mode), and a body that is an object nested at most
 // maxFastDepth deep. Everything it refuses is go-sdk's to answer.
-func fastGate(r *http.Request, body []byte, msgs []message, method string) bool {
-	if len(msgs) != 1 || msgs[0].method != method || !msgs[0].hasID {
+func fastGate(r *http.Request, body []byte, msgs []envelope.Message, method string) bool {
+	if len(msgs) != 1 || msgs[0].Method != method || !msgs[0].HasID {
 		return false
 	}
 	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {

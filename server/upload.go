@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/envelope"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
@@ -116,7 +117,7 @@ func (s *Server) uploadFailure(w http.ResponseWriter, r *http.Request, terr *ser
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, scope string) (auth.Principal, bool) {
 	p, ok := s.bearer.Principal(w, r)
 	if ok && !p.Has(scope) {
-		s.refuseScope(w, r, scope, message{})
+		s.refuseScope(w, r, scope, envelope.Message{})
 		return p, false
 	}
 	return p, ok

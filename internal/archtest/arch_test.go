@@ -36,15 +36,16 @@ var allowed = map[string][]string{
 	// tokens (it takes a tenant, never an auth.Principal).
 	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
 	// Transports over the service.
-	"server/internal/mcptool": {"auth", "internal/jsonwire", "service", "store"},
-	"server/fixtures":         {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
-	"server/hostrun":          {"auth", "server/fixtures"},
-	"server/internal/links":   {"internal/jsonwire", "service", "store", "toolapi"},
-	"server/internal/edge":    {"auth"},
-	"server/internal/notify":  {"auth", "server/internal/mcptool", "service", "store"},
+	"server/internal/mcptool":  {"auth", "internal/jsonwire", "service", "store"},
+	"server/fixtures":          {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	"server/hostrun":           {"auth", "server/fixtures"},
+	"server/internal/links":    {"internal/jsonwire", "service", "store", "toolapi"},
+	"server/internal/edge":     {"auth"},
+	"server/internal/envelope": {"internal/jsonwire", "server/internal/mcptool", "service"},
+	"server/internal/notify":   {"auth", "server/internal/mcptool", "service", "store"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},

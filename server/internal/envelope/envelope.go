@@ -1,4 +1,15 @@
-package server
+// Package envelope is the JSON-RPC envelope check that runs on every /mcp
+// POST before go-sdk sees the body. go-sdk v1.8.0 decodes only the first JSON value of a body (answering
+// "{…} trailing" and dropping a second message), reads ids as float64
+// (1.5 becomes 1, 2^53+1 becomes 2^53, 1e30 becomes -2^63), and takes a
+// message with an id and no method for a response (202, no answer). And
+// encoding/json would read "METHOD" as "method" where go-sdk does not, so
+// the scope check must see the keys exactly as go-sdk will. So: the body
+// must be one JSON value; every message's members are read with their
+// exact names, none twice; an id is a string or an integer JSON can carry
+// exactly (|n| < 2^53); a message with an id has a method, a result or an
+// error.
+package envelope
 
 import (
 	"bytes"
@@ -14,19 +25,6 @@ import (
 	"github.com/resourced/resourced/service"
 )
 
-// The envelope check runs on every /mcp POST before go-sdk sees the body.
-// go-sdk v1.8.0 decodes only the first JSON value of a body (answering
-// "{…} trailing" and dropping a second message), reads ids as float64
-// (1.5 becomes 1, 2^53+1 becomes 2^53, 1e30 becomes -2^63), and takes a
-// message with an id and no method for a response (202, no answer). And
-// encoding/json would read "METHOD" as "method" where go-sdk does not, so
-// the scope check must see the keys exactly as go-sdk will. So: the body
-// must be one JSON value; every message's members are read with their
-// exact names, none twice; an id is a string or an integer JSON can carry
-// exactly (|n| < 2^53); a message with an id has a method, a result or an
-// error.
-
-//
 // Beyond that, what go-sdk would answer with Go's words (a params value of
 // the wrong type: "into a *mcp.ReadResourceParams"; a method that is not a
 // string: "jsonrpc2.wireDecode"; an unknown method: a text/plain 400) is
@@ -37,37 +35,37 @@ import (
 // present, decode into what the method takes, else -32602 naming the
 // member and the JSON type it needs.
 
-// message is what the envelope check reads of one JSON-RPC message.
-type message struct {
-	method, tool string
-	hasID        bool
-	hasMethod    bool
-	id           []byte // raw JSON; nil when absent
-	params       []byte // raw JSON; nil when absent
+// Message is what the envelope check reads of one JSON-RPC message.
+type Message struct {
+	Method, Tool string
+	HasID        bool
+	HasMethod    bool
+	ID           []byte // raw JSON; nil when absent
+	Params       []byte // raw JSON; nil when absent
 }
 
-// errEnvelope is a body that is not acceptable JSON-RPC; its text is the
+// Error is a body that is not acceptable JSON-RPC; its text is the
 // reason given to the client.
-type errEnvelope struct{ reason string }
+type Error struct{ Reason string }
 
-func (e *errEnvelope) Error() string { return e.reason }
+func (e *Error) Error() string { return e.Reason }
 
-// parseEnvelope checks body and returns its messages. jsonwire.ErrSyntax means the
+// Parse checks body and returns its messages. jsonwire.ErrSyntax means the
 // body is not one JSON value; *errEnvelope that it is not valid JSON-RPC.
-func parseEnvelope(body []byte) ([]message, error) {
+func Parse(body []byte) ([]Message, error) {
 	if !json.Valid(body) {
 		return nil, jsonwire.ErrSyntax
 	}
 	if err := jsonwire.UniqueMembers(body); err != nil {
 		var de *jsonwire.DuplicateError
 		if errors.As(err, &de) {
-			return nil, &errEnvelope{de.Error()}
+			return nil, &Error{de.Error()}
 		}
 		return nil, err
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
-		var msgs []message
+		var msgs []Message
 		err := jsonwire.Elements(body, func(_ int, v []byte) error {
 			m, err := parseMessage(v)
 			msgs = append(msgs, m)
@@ -82,17 +80,17 @@ func parseEnvelope(body []byte) ([]message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []message{m}, nil
+	return []Message{m}, nil
 }
 
 // maxSafeID is the largest integer id every JSON implementation carries
 // exactly (2^53 - 1).
 const maxSafeID = 1<<53 - 1
 
-func parseMessage(data []byte) (message, error) {
-	var m message
+func parseMessage(data []byte) (Message, error) {
+	var m Message
 	if d := bytes.TrimLeft(data, " \t\r\n"); len(d) == 0 || d[0] != '{' {
-		return m, &errEnvelope{"a JSON-RPC message is an object (a batch, an array of them)"}
+		return m, &Error{"a JSON-RPC message is an object (a batch, an array of them)"}
 	}
 	var hasMethod, hasResult, versionOK bool
 	err := jsonwire.Members(data, func(name string, v []byte) error {
@@ -103,27 +101,27 @@ func parseMessage(data []byte) (message, error) {
 			if string(v) == "null" {
 				return nil // go-sdk answers a null id itself
 			}
-			m.hasID, m.id = true, v
+			m.HasID, m.ID = true, v
 			if v[0] == '"' {
 				return nil
 			}
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n > maxSafeID || n < -maxSafeID {
-				return &errEnvelope{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + service.Truncate(string(v), 40)}
+				return &Error{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + service.Truncate(string(v), 40)}
 			}
 		case "method":
-			hasMethod, m.hasMethod = true, true
+			hasMethod, m.HasMethod = true, true
 			var ok bool
-			if m.method, ok = jsonwire.View(v); !ok {
-				return &errEnvelope{"the method must be a string"}
+			if m.Method, ok = jsonwire.View(v); !ok {
+				return &Error{"the method must be a string"}
 			}
 		case "result", "error":
 			hasResult = true
 		case "params":
-			m.params = v
+			m.Params = v
 			return jsonwire.Members(v, func(name string, pv []byte) error {
 				if name == "name" {
-					m.tool, _ = jsonwire.View(pv)
+					m.Tool, _ = jsonwire.View(pv)
 				}
 				return nil
 			})
@@ -134,10 +132,10 @@ func parseMessage(data []byte) (message, error) {
 		return m, err
 	}
 	if !versionOK {
-		return m, &errEnvelope{`the jsonrpc member must be "2.0"`}
+		return m, &Error{`the jsonrpc member must be "2.0"`}
 	}
-	if m.hasID && !hasMethod && !hasResult {
-		return m, &errEnvelope{"a message with an id needs a method (a request) or a result or error (a response)"}
+	if m.HasID && !hasMethod && !hasResult {
+		return m, &Error{"a message with an id needs a method (a request) or a result or error (a response)"}
 	}
 	return m, nil
 }
@@ -171,39 +169,39 @@ var serverMethods = map[string]func() any{
 	"notifications/progress":           func() any { return new(mcp.ProgressNotificationParams) },
 }
 
-// errMethod is a request for a method go-sdk does not serve.
-type errMethod struct{ method string }
+// MethodError is a request for a method go-sdk does not serve.
+type MethodError struct{ Method string }
 
-func (e *errMethod) Error() string { return "Method not found: " + e.method }
+func (e *MethodError) Error() string { return "Method not found: " + e.Method }
 
-// errParams is a request whose params do not fit its method; the text is
+// ParamsError is a request whose params do not fit its method; the text is
 // the message for the client.
-type errParams struct{ msg string }
+type ParamsError struct{ Msg string }
 
-func (e *errParams) Error() string { return e.msg }
+func (e *ParamsError) Error() string { return e.Msg }
 
-// checkMessage checks the method and params of a request or notification
+// Check checks the method and params of a request or notification
 // (responses pass): *errMethod for a method go-sdk does not serve,
 // *errParams for params it would refuse.
-func checkMessage(m *message) error {
-	if !m.hasMethod {
+func Check(m *Message) error {
+	if !m.HasMethod {
 		return nil // a response: go-sdk takes it as one
 	}
-	newParams, known := serverMethods[m.method]
+	newParams, known := serverMethods[m.Method]
 	if !known {
-		return &errMethod{m.method}
+		return &MethodError{m.Method}
 	}
-	p := bytes.TrimSpace(m.params)
+	p := bytes.TrimSpace(m.Params)
 	if len(p) == 0 || string(p) == "null" {
 		return nil // go-sdk decides whether the method needs params
 	}
 	if p[0] != '{' {
-		return &errParams{"Invalid params: params must be an object"}
+		return &ParamsError{"Invalid params: params must be an object"}
 	}
 	if newParams == nil {
-		return checkKinds(p, kindsOf[m.method]) // inputResponses too, in the same pass
+		return checkKinds(p, kindsOf[m.Method]) // inputResponses too, in the same pass
 	}
-	if inputResponsesOf[m.method] {
+	if inputResponsesOf[m.Method] {
 		if err := checkInputResponses(p); err != nil {
 			return err
 		}
@@ -214,11 +212,11 @@ func checkMessage(m *message) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &te) && te.Field != "":
-		return &errParams{"Invalid params: " + te.Field + " must be " + mcptool.DescribeType(te.Type)}
+		return &ParamsError{"Invalid params: " + te.Field + " must be " + mcptool.DescribeType(te.Type)}
 	case errors.As(err, &te):
-		return &errParams{"Invalid params: a value must be " + mcptool.DescribeType(te.Type)}
+		return &ParamsError{"Invalid params: a value must be " + mcptool.DescribeType(te.Type)}
 	default:
-		return &errParams{"Invalid params: they do not fit " + m.method}
+		return &ParamsError{"Invalid params: they do not fit " + m.Method}
 	}
 }
 
@@ -248,7 +246,7 @@ func checkInputResponses(p []byte) error {
 	})
 }
 
-var errInputResponses = &errParams{"Invalid params: inputResponses must be an object whose values are input responses (objects)"}
+var errInputResponses = &ParamsError{"Invalid params: inputResponses must be an object whose values are input responses (objects)"}
 
 // checkInputResponsesValue checks the value of an inputResponses member.
 func checkInputResponsesValue(v []byte) error {
@@ -280,7 +278,7 @@ func checkKinds(p []byte, kinds map[string]byte) error {
 			if kind == '"' {
 				what = "a string"
 			}
-			return &errParams{"Invalid params: " + want + " must be " + what}
+			return &ParamsError{"Invalid params: " + want + " must be " + what}
 		}
 		return nil
 	})
