@@ -89,7 +89,7 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		}
 		return sch
 	}
-	e.failure = compile("https://fuzz.test/failure.json", []byte(failureSchema))
+	e.failure = compile("https://fuzz.test/failure.json", []byte(mcptool.FailureSchema))
 	for _, d := range e.defs {
 		out, ok := d.tool.OutputSchema.(json.RawMessage)
 		if !ok {

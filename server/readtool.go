@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
@@ -41,8 +42,8 @@ func (s *Server) readResourceToolDef(limits map[string]int) toolDef {
 				"(truncated: true) and you continue with offset: nextOffset or startLine: nextLine; both are absent at the end. "+
 				"A single line longer than the limit comes in parts with nextOffset only. Text windows never split a UTF-8 character.", s.limits.MaxReadChars),
 			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-			InputSchema:  inputSchemaOf[toolapi.ReadArgs](limits),
-			OutputSchema: outputSchemaOf(successSchema[toolapi.ReadResult](limits, []string{"ok"})),
+			InputSchema:  mcptool.InputSchema[toolapi.ReadArgs](limits),
+			OutputSchema: mcptool.OutputSchemaOf(mcptool.SuccessSchema[toolapi.ReadResult](limits, []string{"ok"})),
 		},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/toolapi"
 )
@@ -28,8 +29,8 @@ func (s *Server) searchToolDefs(limits map[string]int) []toolDef {
 					"with line numbers, byte offsets and context lines. At most maxMatches matches and %d characters per result: "+
 					"when more follow, truncated is true and you continue with afterOffset: nextAfterOffset. Binary bodies: use read_resource.", s.limits.MaxReadChars),
 				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[toolapi.GrepArgs](limits),
-				OutputSchema: outputSchemaOf(successSchema[toolapi.GrepResult](limits, []string{"ok"})),
+				InputSchema:  mcptool.InputSchema[toolapi.GrepArgs](limits),
+				OutputSchema: mcptool.OutputSchemaOf(mcptool.SuccessSchema[toolapi.GrepResult](limits, []string{"ok"})),
 			},
 		},
 		{
@@ -42,8 +43,8 @@ func (s *Server) searchToolDefs(limits map[string]int) []toolDef {
 					"and returns each with its normalized path, in path order. At most maxMatches values and %d characters per result: "+
 					"when more follow, truncated is true and you continue with startIndex: nextIndex; a value too large alone is omitted (query below it).", s.limits.MaxReadChars),
 				Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolp(false)},
-				InputSchema:  inputSchemaOf[toolapi.QueryArgs](limits),
-				OutputSchema: outputSchemaOf(successSchema[toolapi.QueryResult](limits, []string{"ok"})),
+				InputSchema:  mcptool.InputSchema[toolapi.QueryArgs](limits),
+				OutputSchema: mcptool.OutputSchemaOf(mcptool.SuccessSchema[toolapi.QueryResult](limits, []string{"ok"})),
 			},
 		},
 	}
