@@ -96,7 +96,19 @@ func (s *idScanner) write(p []byte) {
 	}
 }
 
+// step reads one byte: the id's bytes while capturing, then either a byte
+// inside a string or a structural one.
 func (s *idScanner) step(c byte) {
+	s.capture(c)
+	if s.inString {
+		s.stringByte(c)
+		return
+	}
+	s.structural(c)
+}
+
+// capture keeps the bytes of the id's value, and sees where it ends.
+func (s *idScanner) capture(c byte) {
 	if s.capturing && !s.inString && s.depth == 1 && (c == ',' || c == '}' || len(s.id) > 0 && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
 		s.capturing, s.idDone = false, true
 	}
@@ -107,37 +119,42 @@ func (s *idScanner) step(c byte) {
 			s.bad = true
 		}
 	}
-	if s.inString {
-		switch {
-		case s.escape:
-			s.escape = false
-		case c == '\\':
-			s.escape = true
-		case c == '"':
-			s.inString = false
-			if s.inKey {
-				s.inKey = false
-				s.lastKey = ""
-				if !s.keyLong {
-					s.lastKey = string(s.key)
-				}
-				if s.lastKey == "method" {
-					s.hasMethod = true
-				}
-			} else if s.capturing && s.depth == 1 {
-				s.capturing, s.idDone = false, true
-			}
-			return
-		}
+}
+
+// stringByte reads a byte inside a string: a key's, the id's, any other.
+func (s *idScanner) stringByte(c byte) {
+	switch {
+	case s.escape:
+		s.escape = false
+	case c == '\\':
+		s.escape = true
+	case c == '"':
+		s.inString = false
 		if s.inKey {
-			if len(s.key) < 8 {
-				s.key = append(s.key, c)
-			} else {
-				s.keyLong = true
+			s.inKey = false
+			s.lastKey = ""
+			if !s.keyLong {
+				s.lastKey = string(s.key)
 			}
+			if s.lastKey == "method" {
+				s.hasMethod = true
+			}
+		} else if s.capturing && s.depth == 1 {
+			s.capturing, s.idDone = false, true
 		}
 		return
 	}
+	if s.inKey {
+		if len(s.key) < 8 {
+			s.key = append(s.key, c)
+		} else {
+			s.keyLong = true
+		}
+	}
+}
+
+// structural reads a byte outside strings: nesting, members, the id's start.
+func (s *idScanner) structural(c byte) {
 	switch c {
 	case ' ', '\t', '\r', '\n':
 		return
