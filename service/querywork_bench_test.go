@@ -8,7 +8,10 @@ import (
 )
 
 func BenchmarkQueryWorkBudget(b *testing.B) {
-	for _, tc := range []struct{ name, q string; n int }{
+	for _, tc := range []struct {
+		name, q string
+		n       int
+	}{
 		{"count-4000", `$..[?count($..*) > 0]`, 4000},
 		{"count-83000", `$..[?count($..*) > 0]`, 83_000},
 		{"exists-4000", `$..[?$..[?$..*]]`, 4000},

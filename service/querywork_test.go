@@ -188,4 +188,3 @@ func TestQuerySlotsPerTenant(t *testing.T) {
 }
 
 func sp(s string) *string { return &s }
-
