@@ -69,30 +69,17 @@ func queryArgs(uri, path string) []byte {
 	return b.Bytes()
 }
 
-// answerOf is a tools/call answer in a few words: ok, or the errorKind and
-// the start of the message.
+// answerOf is a tools/call answer in a few words: "ok", or the start of
+// its first text item (a failure's "<errorKind>: <message>").
 func answerOf(x exchange) string {
-	switch {
-	case x.err != "":
-		return "error: " + x.err
-	case x.status != http.StatusOK:
-		return fmt.Sprintf("HTTP %d", x.status)
+	if x.err == "" && x.status == http.StatusOK {
+		return "ok"
 	}
-	s := string(x.body)
-	if i := strings.Index(s, `errorKind\":\"`); i >= 0 {
-		rest := s[i+len(`errorKind\":\"`):]
-		kind, _, _ := strings.Cut(rest, `\"`)
-		msg := ""
-		if j := strings.Index(s, `message\":\"`); j >= 0 {
-			msg = s[j+len(`message\":\"`):]
-			msg = msg[:min(len(msg), 90)]
-		}
-		return kind + ": " + msg
+	s := x.err
+	if _, rest, ok := strings.Cut(s, `"text":"`); ok {
+		s = rest
 	}
-	if strings.Contains(s, `"isError":true`) {
-		return "isError"
-	}
-	return "ok"
+	return s[:min(len(s), 160)]
 }
 
 func abuseQuery(o *abuseOptions, stderr io.Writer) (*QueryResult, error) {
