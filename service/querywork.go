@@ -22,7 +22,7 @@ import (
 // An evaluation that reaches it stops there and the call is refused; on
 // this project's reference machine the whole budget is under a second of
 // CPU (docs/decisions.md, "query work").
-const MaxQueryWork = 8_000_000
+const MaxQueryWork = 5_000_000
 
 const (
 	// queryCtxEvery is how many units of work pass between two looks at
