@@ -116,38 +116,47 @@ func abuseQuery(o *abuseOptions, stderr io.Writer) (*QueryResult, error) {
 			return nil, err
 		}
 		h := HeavyQuery{Objects: n, BodyBytes: len(body), Concur: 2}
-		fmt.Fprintf(stderr, "query: tenant A runs 2 × the quadratic query over %d objects; tenant B runs $.a[0]\n", n)
-		cpu0, _ := procCPU(strconv.Itoa(o.pid))
-		tA := newTarget("tenantA", o.url, 2, o.timeout)
-		start := time.Now()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		for i, w := range newWorkers(2) {
-			w.id += 1<<10 + i<<8
-			wg.Go(func() {
-				x := w.do(tA, mA, &fixedCall{m: mA, name: "query_resource", args: queryArgs(uA, `$..[?count($..*) > 0]`)})
-				mu.Lock()
-				h.Answers = append(h.Answers, answerOf(x))
-				mu.Unlock()
-			})
-		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		s := runSliceUntil(tB, mB, probeB, wsB, done, o.d)
-		wg.Wait()
-		h.Seconds = time.Since(start).Seconds()
-		if loaded == nil {
-			loaded = s
-		} else {
-			loaded.merge(s)
-		}
-		if o.pid > 0 {
-			if c, err := procCPU(strconv.Itoa(o.pid)); err == nil {
-				a := round2(c - cpu0)
-				h.CPUUntilAnswer = &a
+		// A's two queries alone (the server's CPU is theirs), then again
+		// while B's probe runs (B's latencies).
+		for _, withB := range []bool{false, true} {
+			fmt.Fprintf(stderr, "query: tenant A runs 2 × the quadratic query over %d objects (tenant B probing: %v)\n", n, withB)
+			cpu0, _ := procCPU(strconv.Itoa(o.pid))
+			tA := newTarget("tenantA", o.url, 2, o.timeout)
+			start := time.Now()
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var answers []string
+			for i, w := range newWorkers(2) {
+				w.id += 1<<10 + i<<8
+				wg.Go(func() {
+					x := w.do(tA, mA, &fixedCall{m: mA, name: "query_resource", args: queryArgs(uA, `$..[?count($..*) > 0]`)})
+					mu.Lock()
+					answers = append(answers, answerOf(x))
+					mu.Unlock()
+				})
 			}
-			c := waitCPUIdle(o.pid, cpu0, time.Now().Add(o.timeout))
-			h.CPUSeconds = &c
+			if withB {
+				done := make(chan struct{})
+				go func() { wg.Wait(); close(done) }()
+				s := runSliceUntil(tB, mB, probeB, wsB, done, o.d)
+				if loaded == nil {
+					loaded = s
+				} else {
+					loaded.merge(s)
+				}
+				wg.Wait()
+				continue
+			}
+			wg.Wait()
+			h.Answers, h.Seconds = answers, time.Since(start).Seconds()
+			if o.pid > 0 {
+				if c, err := procCPU(strconv.Itoa(o.pid)); err == nil {
+					a := round2(c - cpu0)
+					h.CPUUntilAnswer = &a
+				}
+				c := waitCPUIdle(o.pid, cpu0, time.Now().Add(o.timeout))
+				h.CPUSeconds = &c
+			}
 		}
 		slices.Sort(h.Answers)
 		res.Heavy = append(res.Heavy, h)
