@@ -2,13 +2,14 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/service"
@@ -19,12 +20,17 @@ import (
 // exceed its upstream's threshold (or its tool's override) has each part
 // larger than the preview saved through the service, under the caller's
 // tenant, unlisted, in the gateway's scheme, at
-// <tenant>/<upstream>/<tool>/<ulid>/<n> (n is the part's index in
-// content, "structuredContent" for that). The part is replaced by a
-// resource_link and, for text, a preview of its first PreviewChars
-// characters; one text item before the rest says how large the result was
-// and how to read the parts. Every part is saved, or none: a failed save
-// removes the parts already saved and answers its failure.
+// <tenant>/<upstream>/<tool>/<sha>/<n>: sha is the first 32 hex digits of
+// the part's sha256 and n its index in content ("structuredContent" for
+// that). The key follows from the bytes, so a re-issued call finds its
+// parts saved already: a part is saved create-only, and a part that exists
+// with the same sha256 is the same link, neither stored nor counted
+// again. The part is replaced by a resource_link and, for text, a preview
+// of its first PreviewChars characters; one text item before the rest
+// says how large the result was and how to read the parts. Every part is
+// saved, or none: a failed save removes the parts this call created (never
+// one it found saved, which another call may be returning) and answers its
+// failure (docs/decisions.md, "idempotent offload").
 //
 // The outputSchema decision: a large structuredContent is replaced by
 // {"resourced":{uri,size,sha256,mimeType}} whether or not the tool
@@ -94,7 +100,12 @@ type savedPart struct {
 	uri, mimeType string
 	size          int64
 	preview       bool
+	created       bool // by this call: false when it was found saved
 }
+
+// partSHA is how many hex digits of a part's sha256 its key holds (128
+// bits: no two bodies a tenant saves share them).
+const partSHA = 32
 
 // offload saves the large parts of res, a result of upstream's tool
 // (frontName as the caller named it), when its policy says so.
@@ -111,7 +122,7 @@ func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontNa
 	if !shouldOffload(f.ups[up].Offload, tool, total) {
 		return offloaded{}, nil
 	}
-	o := offloadRun{f: f, ctx: ctx, p: p, base: up + "/" + pathSegment(tool) + "/" + ulid.Make().String(), tool: frontName, total: total}
+	o := offloadRun{f: f, ctx: ctx, p: p, base: up + "/" + pathSegment(tool), tool: frontName, total: total}
 	out := *res
 	out.Content = make([]mcp.Content, 0, len(res.Content)+2)
 	for i, c := range res.Content {
@@ -146,11 +157,11 @@ type offloadRun struct {
 	f     *Front
 	ctx   context.Context
 	p     auth.Principal
-	base  string
+	base  string // <upstream>/<tool>
 	tool  string // the tool as the caller named it
 	total int64  // the result's content bytes
 	saved []savedPart
-	bytes int64
+	bytes int64 // of the parts this call stored
 }
 
 // part returns what replaces content item i: itself when it is small,
@@ -209,9 +220,9 @@ func (o *offloadRun) blob(n string, c mcp.Content, data []byte, mimeType, what s
 	return []mcp.Content{link(r)}, nil
 }
 
-// save stores one part. A media type the service refuses is saved as
-// text/plain or application/octet-stream: the bytes matter more than the
-// label.
+// save stores one part, or finds it stored by an earlier call with the
+// same bytes. A media type the service refuses is saved as text/plain or
+// application/octet-stream: the bytes matter more than the label.
 func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what string) (*service.Result, *service.Failure) {
 	if service.CheckMIMEType("mimeType", mimeType) != nil {
 		mimeType = "application/octet-stream"
@@ -219,20 +230,67 @@ func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what strin
 			mimeType = textMIME
 		}
 	}
-	r, fail := o.f.svc.Save(o.ctx, o.p.Tenant, service.SaveRequest{
-		Path:     o.base + "/" + n,
+	sum := sha256.Sum256(body)
+	sha := hex.EncodeToString(sum[:])
+	path := o.base + "/" + sha[:partSHA] + "/" + n
+	req := service.SaveRequest{
+		Path:     path,
 		MIMEType: mimeType,
-		Title:    service.Truncate(what+" of "+o.base[:strings.LastIndexByte(o.base, '/')], 200),
+		Title:    service.Truncate(what+" of "+o.base, 200),
 		Body:     body,
 		Cond:     store.CreateOnly(),
 		Scheme:   o.f.scheme,
-	})
+	}
+	var (
+		r       *service.Result
+		fail    *service.Failure
+		created bool
+	)
+	for attempt := 0; ; attempt++ {
+		r, fail = o.f.svc.Save(o.ctx, o.p.Tenant, req)
+		if created = fail == nil; created || fail.ErrorKind != service.KindConflict && fail.ErrorKind != service.KindQuota {
+			break
+		}
+		// It exists (or the quota is full, which a driver may judge
+		// before the existence): the same part, when it has these bytes.
+		saveFail := fail
+		r, fail = o.found(path, sha)
+		if fail == nil {
+			break
+		}
+		if saveFail.ErrorKind == service.KindQuota {
+			fail = saveFail
+			break
+		}
+		if fail.ErrorKind != service.KindNotFound || attempt > 0 {
+			break
+		}
+		// Removed between the save and the look (another call's
+		// rollback, or its expiry): save it once more.
+	}
 	if fail != nil {
 		return nil, o.failure(fail, int64(len(body)))
 	}
-	o.saved = append(o.saved, savedPart{key: r.Meta.Key, uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text})
-	o.bytes += r.Meta.Size
+	o.saved = append(o.saved, savedPart{key: r.Meta.Key, uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text, created: created})
+	if created {
+		o.bytes += r.Meta.Size
+	}
 	return r, nil
+}
+
+// found is the part at path that a create-only save found there: the
+// same part when its sha256 is sha, not_found when it is gone.
+func (o *offloadRun) found(path, sha string) (*service.Result, *service.Failure) {
+	m, fail := o.f.svc.Stat(o.ctx, o.p.Tenant, o.f.scheme+"://"+o.p.Tenant+"/"+path)
+	switch {
+	case fail != nil:
+		return nil, fail
+	case m.SHA256 != sha:
+		// 128 bits of the sha256 agree and the bodies do not: not a
+		// thing that happens, but never a link to other bytes.
+		return nil, service.Fail(service.KindUnavailable, "an offloaded part's key holds other bytes")
+	}
+	return &service.Result{Meta: m, Value: service.MetaValue("found", &m)}, nil
 }
 
 // failure is the caller's text for a part of size bytes that could not be
@@ -266,11 +324,15 @@ func (o *offloadRun) failure(fail *service.Failure, size int64) *service.Failure
 	return &f
 }
 
-// rollback removes the parts already saved: a result is offloaded whole
-// or not at all.
+// rollback removes the parts this call saved: a result is offloaded whole
+// or not at all. A part it found saved stays: the call that saved it, or
+// another that found it too, may be returning its link.
 func (o *offloadRun) rollback() {
 	ctx := context.WithoutCancel(o.ctx)
 	for _, s := range o.saved {
+		if !s.created {
+			continue
+		}
 		if fail := o.f.svc.DeleteKey(ctx, s.key); fail != nil {
 			o.f.log.WarnContext(ctx, "removing an offloaded part after a failed save", "uri", s.uri, "errorKind", fail.ErrorKind)
 		}

@@ -2,15 +2,24 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/memstore"
 )
 
 func TestPreviewNeverSplitsACharacter(t *testing.T) {
@@ -192,5 +201,98 @@ func TestListedOutputSchema(t *testing.T) {
 	got = f.listedOutputSchema("fs", &mcp.Tool{Name: "t", OutputSchema: withID}).(map[string]any)
 	if got["$defs"] != nil || got["anyOf"].([]any)[0].(map[string]any)["$defs"] == nil {
 		t.Errorf("a schema with $id was taken apart: %v", got)
+	}
+}
+
+// offloadFront is a Front over a memstore service with the gateway's
+// scheme "gw", a preview of 10 characters and one upstream "fs" whose
+// every result is offloaded.
+func offloadFront(t *testing.T, quota store.Quota) (*Front, store.Backend) {
+	t.Helper()
+	st := memstore.New(memstore.Options{})
+	svc, err := service.New(service.Options{Store: st, Quota: quota, Schemes: []service.Scheme{
+		{Name: "gw", Kind: service.KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Front{svc: svc, scheme: "gw", preview: 10, log: slog.New(slog.DiscardHandler),
+		ups: map[string]Upstream{"fs": {Name: "fs", Offload: OffloadPolicy{Threshold: 1}}}}, st
+}
+
+// links is the resource_link URIs of res.
+func links(res *mcp.CallToolResult) []string {
+	var out []string
+	for _, c := range res.Content {
+		if l, ok := c.(*mcp.ResourceLink); ok {
+			out = append(out, l.URI)
+		}
+	}
+	return out
+}
+
+func bigResult(parts ...string) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{}
+	for _, p := range parts {
+		res.Content = append(res.Content, &mcp.TextContent{Text: p})
+	}
+	return res
+}
+
+// TestOffloadIsIdempotent: a re-issued call's parts come back as the same
+// links, stored and counted once (issue 24: a retry saved new parts under
+// a new ULID and took the quota again); another tenant's are its own.
+func TestOffloadIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	part := strings.Repeat("x", 2000)
+	f, st := offloadFront(t, store.Quota{Bytes: 3000})
+	alice := auth.Principal{Tenant: "alice"}
+	first, fail := f.offload(ctx, alice, "fs", "read_file", "fs__read_file", bigResult(part))
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	again, fail := f.offload(ctx, alice, "fs", "read_file", "fs__read_file", bigResult(part))
+	if fail != nil {
+		t.Fatalf("the re-issued call: %v (stored twice?)", fail)
+	}
+	if a, b := links(first.result), links(again.result); len(a) != 1 || !cmp.Equal(a, b) {
+		t.Fatalf("links %v, then %v; want the same one link", a, b)
+	}
+	if first.bytes != 2000 || again.bytes != 0 || again.parts != 1 {
+		t.Errorf("stored %d bytes, then %d bytes in %d parts; want 2000, then 0 in 1", first.bytes, again.bytes, again.parts)
+	}
+	if u, err := st.Usage(ctx, "alice"); err != nil || u.Bytes != 2000 || u.Objects != 1 {
+		t.Errorf("alice's usage = %+v, %v; want 2000 bytes in 1 object", u, err)
+	}
+	wantPrefix := "gw://alice/fs/read_file/" + fmt.Sprintf("%x", sha256.Sum256([]byte(part)))[:partSHA] + "/0"
+	if got := links(first.result)[0]; got != wantPrefix {
+		t.Errorf("link %s, want %s", got, wantPrefix)
+	}
+	bob, fail := f.offload(ctx, auth.Principal{Tenant: "bob"}, "fs", "read_file", "fs__read_file", bigResult(part))
+	if fail != nil || !strings.HasPrefix(links(bob.result)[0], "gw://bob/") || bob.bytes != 2000 {
+		t.Fatalf("bob's call = %v, %v; want his own part", links(bob.result), fail)
+	}
+}
+
+// TestOffloadRollbackKeepsFoundParts: a call that fails part-way removes
+// the parts it stored, never one it found stored by an earlier call.
+func TestOffloadRollbackKeepsFoundParts(t *testing.T) {
+	ctx := context.Background()
+	f, st := offloadFront(t, store.Quota{Bytes: 3000})
+	p := auth.Principal{Tenant: "alice"}
+	a, b, c := strings.Repeat("a", 1000), strings.Repeat("b", 1500), strings.Repeat("c", 1500)
+	earlier, fail := f.offload(ctx, p, "fs", "t", "fs__t", bigResult(a))
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	// a is found, b is stored (2500 bytes), c takes the quota over.
+	if _, fail := f.offload(ctx, p, "fs", "t", "fs__t", bigResult(a, b, c)); fail == nil || fail.ErrorKind != service.KindQuota {
+		t.Fatalf("offload over the quota = %v, want quota_exceeded", fail)
+	}
+	if _, fail := f.svc.Stat(ctx, "alice", links(earlier.result)[0]); fail != nil {
+		t.Errorf("the earlier call's part is gone after another call's rollback: %v", fail)
+	}
+	if u, _ := st.Usage(ctx, "alice"); u.Bytes != 1000 || u.Objects != 1 {
+		t.Errorf("usage after the rollback = %+v, want the earlier part only", u)
 	}
 }

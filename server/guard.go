@@ -67,7 +67,8 @@ type Budgets struct {
 	SaveWait time.Duration
 	// MaxUploads caps the uploads spooling their bodies at once, over all
 	// tenants (each holds a connection and a temporary file; default 64;
-	// negative: no cap). Past it: 503 with Retry-After.
+	// negative: no cap). Past it: 503 with Retry-After. One tenant holds
+	// at most a quarter of them (at least one); past its share: 429.
 	MaxUploads int
 	// StorePanicHold is how long /readyz answers 503 after the storage
 	// backend panicked (recovered); after it, readiness returns with the

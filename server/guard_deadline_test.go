@@ -157,7 +157,7 @@ func TestUploadSlots(t *testing.T) {
 	e := newGuardEnv(t, nil, Budgets{MaxUploads: 1})
 	first := e.rawRequest("PUT /v1/resources/report/one HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tenant: t1\r\nContent-Length: 6\r\n\r\n", "abc")
 	waitFor(t, func() bool { return len(e.s.uploadSlots) == 1 })
-	code, hdr := putUpload(t, e, "two", "x")
+	code, hdr := putUpload(t, e, "two", "x", "X-Tenant", "t2")
 	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
 		t.Errorf("upload past the spool cap = %d, Retry-After %q", code, hdr.Get("Retry-After"))
 	}
@@ -165,8 +165,42 @@ func TestUploadSlots(t *testing.T) {
 	if code, _ := statusWithin(t, first, 5*time.Second); code != http.StatusCreated {
 		t.Errorf("first upload = %d", code)
 	}
-	if code, _ := putUpload(t, e, "two", "x"); code != http.StatusCreated {
+	if code, _ := putUpload(t, e, "two", "x", "X-Tenant", "t2"); code != http.StatusCreated {
 		t.Errorf("upload after the slot freed = %d", code)
+	}
+}
+
+// TestUploadShare: one tenant's slow uploads hold at most its share of
+// the upload spools (the rest answered 429 at once), so another tenant's
+// upload is stored meanwhile (issue 24: 80 slow uploads made it 503).
+func TestUploadShare(t *testing.T) {
+	e := newGuardEnv(t, nil, Budgets{})
+	const slow = 80
+	answered := make(chan int, slow)
+	for i := range slow {
+		c := e.rawRequest(fmt.Sprintf("PUT /v1/resources/report/slow%d HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Tenant: t1\r\nContent-Length: 1000\r\n\r\n", i), "abc")
+		go func() {
+			c.SetReadDeadline(time.Now().Add(time.Minute))
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+				answered <- resp.StatusCode
+			}
+		}()
+	}
+	refused := 0
+	waitFor(t, func() bool {
+		for len(answered) > 0 {
+			if code := <-answered; code != http.StatusTooManyRequests && code != http.StatusServiceUnavailable {
+				t.Fatalf("a slow upload was answered %d before its body came", code)
+			}
+			refused++
+		}
+		return refused > 0 && refused+len(e.s.uploadSlots) == slow
+	})
+	if held := len(e.s.uploadSlots); held != uploadShare(DefaultMaxUploads) {
+		t.Errorf("t1 holds %d upload slots, want its share %d", held, uploadShare(DefaultMaxUploads))
+	}
+	if code, _ := putUpload(t, e, "other", "hello world", "X-Tenant", "t2"); code != http.StatusCreated {
+		t.Fatalf("t2's 11-byte upload while t1 holds its uploads = %d, want 201", code)
 	}
 }
 
@@ -175,6 +209,10 @@ func putUpload(t *testing.T, e *guardEnv, path, body string, hdr ...string) (int
 	req, _ := http.NewRequest(http.MethodPut, e.url+"/v1/resources/report/"+path, strings.NewReader(body))
 	req.Header.Set("X-Tenant", "t1")
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "X-Tenant" {
+			req.Header.Set(hdr[i], hdr[i+1])
+			continue
+		}
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -39,6 +39,8 @@ const (
 	limitInflight = "inflight"
 	limitSaveRate = "save_rate"
 	limitUploads  = "uploads"
+	// limitTenantUploads: a tenant holding its share of the upload slots.
+	limitTenantUploads = "tenant_uploads"
 	// limitConnections: a connection past the server's cap (Listener).
 	limitConnections = "connections"
 )
@@ -58,6 +60,7 @@ type tenantLimiter struct {
 	rate        rate.Limit // rate.Inf: no save limit
 	burst       int
 	maxWait     time.Duration // a save that would get a token within this waits for it
+	uploadShare int           // upload slots one tenant may hold; <= 0: no cap
 	now         func() time.Time
 
 	mu      sync.Mutex
@@ -66,12 +69,23 @@ type tenantLimiter struct {
 
 type tenantState struct {
 	inflight int
+	uploads  int
 	saves    *rate.Limiter
+}
+
+// uploadShare is how many of maxUploads upload slots one tenant may hold:
+// a quarter, at least one, so that three other tenants always find one
+// (docs/decisions.md, "upload share").
+func uploadShare(maxUploads int) int {
+	if maxUploads <= 0 {
+		return 0
+	}
+	return max(1, maxUploads/4)
 }
 
 func newTenantLimiter(b *Budgets, now func() time.Time) *tenantLimiter {
 	l := &tenantLimiter{maxInflight: b.MaxInflight, rate: rate.Limit(b.SaveRate), burst: b.SaveBurst, maxWait: b.SaveWait,
-		now: now, tenants: map[string]*tenantState{}}
+		uploadShare: uploadShare(b.MaxUploads), now: now, tenants: map[string]*tenantState{}}
 	if b.SaveRate < 0 {
 		l.rate = rate.Inf
 	}
@@ -134,10 +148,38 @@ func (l *tenantLimiter) acquire(tenant string, saves int, inflight bool) (releas
 	}, wait, 0, "", true
 }
 
-// dropIdle forgets tenant when it holds nothing: no request in flight and
-// a full bucket. l.mu is held.
+// acquireUpload takes one of tenant's share of the upload slots, or
+// reports false when it holds its share already.
+func (l *tenantLimiter) acquireUpload(tenant string) (release func(), ok bool) {
+	if l.uploadShare <= 0 {
+		return func() {}, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.tenants[tenant]
+	if st == nil {
+		st = &tenantState{}
+		l.tenants[tenant] = st
+	}
+	if st.uploads >= l.uploadShare {
+		return nil, false
+	}
+	st.uploads++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			st.uploads--
+			l.dropIdle(tenant, st, l.now())
+		})
+	}, true
+}
+
+// dropIdle forgets tenant when it holds nothing: no request in flight, no
+// upload slot and a full bucket. l.mu is held.
 func (l *tenantLimiter) dropIdle(tenant string, st *tenantState, now time.Time) {
-	if st.inflight == 0 && (st.saves == nil || l.rate == rate.Inf || st.saves.TokensAt(now) >= float64(l.burst)) {
+	if st.inflight == 0 && st.uploads == 0 && (st.saves == nil || l.rate == rate.Inf || st.saves.TokensAt(now) >= float64(l.burst)) {
 		delete(l.tenants, tenant)
 	}
 }
@@ -201,6 +243,7 @@ func (s *Server) admitUpload(w http.ResponseWriter, r *http.Request, tenant stri
 	s.metrics.limited.WithLabelValues(reason).Inc()
 	setOutcome(r, "limited:"+reason)
 	w.Header().Set("Retry-After", retryAfterSeconds(retry))
+	w.Header().Set("Connection", "close") // as uploadSlot: answer before the body
 	terr := service.Fail(service.KindUnavailable, s.limitMessage(reason, retry)+". Nothing was stored.")
 	writeJSON(w, http.StatusTooManyRequests, terr)
 	return nil, false

@@ -44,8 +44,9 @@ import (
 // 412 (conflict), 413 (too_large), 507 (quota_exceeded) or 503
 // (unavailable, with Retry-After); authentication failures are the same
 // 401/403/503 answers as /mcp. A body slower than the body budget is 408
-// (guard_deadline.go), a tenant past its save rate or in-flight cap 429,
-// and an upload past the server's cap on concurrent upload spools 503,
+// (guard_deadline.go), a tenant past its save rate, in-flight cap or share
+// of the upload spools 429, and an upload past the server's cap on
+// concurrent upload spools 503,
 // each with Retry-After. An upload whose client goes away is logged at info
 // as the client's doing.
 
@@ -179,7 +180,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		s.uploadFailure(w, r, terr)
 		return
 	}
-	freeSlot, ok := s.uploadSlot(w, r)
+	freeSlot, ok := s.uploadSlot(w, r, p.Tenant)
 	if !ok {
 		return
 	}
@@ -261,21 +262,38 @@ func (s *Server) uploadAbandoned(w http.ResponseWriter, r *http.Request, err err
 	writeJSON(w, http.StatusBadRequest, service.Fail(service.KindValidation, "the connection closed before the upload was stored; nothing was stored. Send it again."))
 }
 
-// uploadSlot takes one of the server's upload spool slots, or answers 503
-// with Retry-After when all are taken: the limit is the server's, not the
-// tenant's (that is 429), and clears as other uploads finish.
-func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), bool) {
+// uploadSlot takes one of tenant's share of the upload spool slots and one
+// of the server's: a tenant holding its share (a quarter of
+// Budgets.MaxUploads) is answered 429, its own limit; a server with every
+// slot taken 503. Both carry Retry-After and clear as uploads finish, and
+// close the connection: net/http would otherwise read the unsent body
+// (up to 256 KiB) before it sent the answer, so a slow client would hold
+// its refusal, and the connection, until its body deadline.
+func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request, tenant string) (func(), bool) {
 	if s.uploadSlots == nil {
 		return func() {}, true
 	}
+	mine, ok := s.limiter.acquireUpload(tenant)
+	if !ok {
+		s.metrics.limited.WithLabelValues(limitTenantUploads).Inc()
+		setOutcome(r, "limited:"+limitTenantUploads)
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close") // answer now: net/http would first wait for the body
+		writeJSON(w, http.StatusTooManyRequests, service.Fail(service.KindUnavailable,
+			fmt.Sprintf("Too many requests: your tenant is sending %d uploads, its share of the %d this server receives at once; nothing was stored. Retry when one of them ends.",
+				s.limiter.uploadShare, cap(s.uploadSlots))))
+		return nil, false
+	}
 	select {
 	case s.uploadSlots <- struct{}{}:
-		return func() { <-s.uploadSlots }, true
+		return func() { <-s.uploadSlots; mine() }, true
 	default:
 	}
+	mine()
 	s.metrics.limited.WithLabelValues(limitUploads).Inc()
 	setOutcome(r, "limited:"+limitUploads)
 	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Connection", "close")
 	writeJSON(w, http.StatusServiceUnavailable, service.Fail(service.KindUnavailable,
 		fmt.Sprintf("the server is receiving %d uploads, the most it takes at once; nothing was stored. Retry in a second.", cap(s.uploadSlots))))
 	return nil, false

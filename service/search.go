@@ -46,16 +46,15 @@ const (
 	// normalized paths, so memory grows with values times depth.
 	MaxQueryDepth  = 64
 	MaxQueryValues = 250_000
-	// querySlots is how many queries evaluate at once in one process
-	// (each may hold a decoded body and its selected nodes).
-	querySlots = 2
+	// querySlots is how many queries that may do more than one pass over
+	// their body evaluate at once in one Service, and queryTenantSlots
+	// how many of them one tenant may hold (tenantSlots).
+	querySlots       = 2
+	queryTenantSlots = 1
 )
 
 // searchTimeout is SearchTimeout; tests shorten it.
 var searchTimeout = SearchTimeout
-
-// querySem holds a slot per query being evaluated.
-var querySem = make(chan struct{}, querySlots)
 
 // readFailure maps an error met while reading an opened body.
 func (s *Service) readFailure(ctx context.Context, raw string, err error) *Failure {
@@ -409,6 +408,11 @@ func (s *Service) Query(ctx context.Context, tenant string, a *toolapi.QueryArgs
 	if f != nil {
 		return nil, f
 	}
+	qs, err := compileQuery(path)
+	if err != nil {
+		s.log.WarnContext(ctx, "query_resource: a parsed query could not be prepared for a bounded evaluation", "err", err)
+		return nil, InvalidField("path", "uses a form of JSONPath this server cannot evaluate within its work bounds; rewrite it (for example without that filter)")
+	}
 	m, body, f := s.Open(ctx, tenant, a.URI)
 	if f != nil {
 		return nil, f
@@ -426,7 +430,7 @@ func (s *Service) Query(ctx context.Context, tenant string, a *toolapi.QueryArgs
 	if why != "" {
 		return nil, InvalidField("uri", fmt.Sprintf("the body of %s (%s) is not JSON: %s; query_resource needs a JSON body (use grep_resource or read_resource)", a.URI, m.MIMEType, why))
 	}
-	nodes, f := s.selectNodes(ctx, path, doc)
+	nodes, f := s.selectNodes(ctx, tenant, qs, doc)
 	if f != nil {
 		return nil, f
 	}
@@ -458,36 +462,37 @@ func (s *Service) Query(ctx context.Context, tenant string, a *toolapi.QueryArgs
 	return v, nil
 }
 
-// selectNodes evaluates path over doc, sorted by normalized path, in one
-// of querySlots slots and within SearchTimeout. The evaluation cannot be
-// interrupted (filters may run regular expressions over every string), so
-// a query past the time limit fails at once and keeps its slot until it
-// ends: at most querySlots run at a time, whatever callers do.
-func (s *Service) selectNodes(ctx context.Context, path *jsonpath.Path, doc any) ([]*spec.LocatedNode, *Failure) {
+// selectNodes evaluates qs over doc, sorted by normalized path, within
+// maxQueryWork units of work and SearchTimeout, both checked inside the
+// evaluation, so a refused query stops at once. A query that may do more
+// than one pass over the body (a descendant segment or a filter) first
+// takes one of the tenant's query slots (tenantSlots).
+func (s *Service) selectNodes(ctx context.Context, tenant string, qs *querySpec, doc any) ([]*spec.LocatedNode, *Failure) {
 	ctx, cancel := context.WithTimeout(ctx, searchTimeout)
 	defer cancel()
-	select {
-	case querySem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, Fail(KindUnavailable, "the server is busy with other queries; retry the same call later")
-	}
-	done := make(chan []*spec.LocatedNode, 1)
-	go func() {
-		defer func() { <-querySem }()
-		nodes := path.SelectLocated(doc)
-		slices.SortStableFunc(nodes, func(x, y *spec.LocatedNode) int { return x.Path.Compare(y.Path) })
-		done <- nodes
-	}()
-	select {
-	case nodes := <-done:
-		return nodes, nil
-	case <-ctx.Done():
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, InvalidField("path", fmt.Sprintf("the query did not finish within the %s limit of one call: "+
-				"narrow it (fewer descendants, simpler filters or regular expressions), or use grep_resource", searchTimeout))
+	if !qs.cheap {
+		release, err := s.queries.acquire(ctx, tenant)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, Fail(KindUnavailable, "this tenant's query slots are busy with its other queries; retry the same call later")
+			}
+			return nil, s.Unavailable(ctx, "query", err)
 		}
-		return nil, s.Unavailable(ctx, "query", ctx.Err())
+		defer release()
 	}
+	nodes, _, err := evaluateQuery(ctx, qs, doc, maxQueryWork)
+	switch {
+	case errors.Is(err, errQueryWork):
+		return nil, InvalidField("path", fmt.Sprintf("the query needs more than the %d units of work one call may do over this body (about one a node it looks at): "+
+			"narrow it (fewer descendant segments, no query over the whole document inside a filter), or use grep_resource", maxQueryWork))
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return nil, InvalidField("path", fmt.Sprintf("the query did not finish within the %s limit of one call: "+
+			"narrow it (fewer descendants, simpler filters or regular expressions), or use grep_resource", searchTimeout))
+	case err != nil:
+		return nil, s.Unavailable(ctx, "query", err)
+	}
+	slices.SortStableFunc(nodes, func(x, y *spec.LocatedNode) int { return x.Path.Compare(y.Path) })
+	return nodes, nil
 }
 
 // jsonShape returns the deepest nesting of the JSON text raw and how many

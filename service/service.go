@@ -54,6 +54,7 @@ type Service struct {
 	ids      *idSource
 	onChange func(store.Key)
 	onSaved  func(string, int64)
+	queries  *tenantSlots // query_resource evaluations (selectNodes)
 }
 
 // New checks opts and builds a Service.
@@ -68,6 +69,7 @@ func New(opts Options) (*Service, error) {
 		store: opts.Store, schemes: make(map[string]*Scheme, len(opts.Schemes)),
 		limits: opts.Limits.WithDefaults(), quota: opts.Quota, links: opts.Links,
 		now: opts.Now, log: opts.Logger, onChange: opts.OnChange, onSaved: opts.OnSaved,
+		queries: newTenantSlots(querySlots, queryTenantSlots),
 	}
 	if s.now == nil {
 		s.now = time.Now

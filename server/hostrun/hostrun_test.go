@@ -564,3 +564,47 @@ func TestRefusedCallsAndHeadRequestsDoNotScore(t *testing.T) {
 		t.Errorf("a HEAD counted as %d fetches of the body by signed link", n)
 	}
 }
+
+// TestMarkdownEscapesCallerFields: link, image, autolink, HTML and code
+// syntax in any field a caller supplies (a host name typed on the page, a
+// client's name, a URI) is text in sheet.md, never markup (issue 24).
+func TestMarkdownEscapesCallerFields(t *testing.T) {
+	evil := []string{"[x](javascript:alert(1))", "![](http://tracker.example/p.gif)", "<http://a.example>", "<img src=x onerror=alert(1)>",
+		"`code`", "a|b", `\[y](javascript:z)`, "line\n# heading"}
+	rep := &Report{Rereads: []Reread{{URI: evil[1], CacheScope: evil[0], Reads: 2}}}
+	for i, k := range conditionKeys {
+		rep.Conditions = append(rep.Conditions, Condition{Key: k, Value: evil[i%len(evil)]})
+	}
+	rep.Rows = []Row{{ID: "T01", Kind: KindNormative, Check: evil[2], ServerSaw: evil[0], Result: ResultPass, Note: evil[6]}}
+	var b strings.Builder
+	if err := rep.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	// Outside the yaml block (inert), every special character of a value is
+	// escaped: an odd run of backslashes before it.
+	_, rest, _ := strings.Cut(out, "```\n\n## Tests")
+	head, _, _ := strings.Cut(out, "## Run conditions")
+	for _, part := range []string{head, rest} {
+		for _, v := range evil {
+			if strings.Contains(part, v) {
+				t.Errorf("sheet.md holds %q as it came", v)
+			}
+		}
+		for i := 0; i < len(part); i++ {
+			if !strings.ContainsRune("[]()!<>`", rune(part[i])) {
+				continue
+			}
+			n := 0
+			for j := i - 1; j >= 0 && part[j] == '\\'; j-- {
+				n++
+			}
+			if n%2 == 0 {
+				t.Errorf("unescaped %q at %d: %q", part[i], i, part[max(0, i-30):min(len(part), i+30)])
+			}
+		}
+	}
+	if got := mdCell(`\[y](z)`); got != `\\\[y\]\(z\)` {
+		t.Errorf("mdCell of a backslash before a bracket = %s", got)
+	}
+}

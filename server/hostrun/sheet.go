@@ -483,14 +483,26 @@ func shortMarks(ms []string) string {
 	return strings.Join(out, " ")
 }
 
-// mdCell escapes a value for a Markdown table cell.
+// mdCell escapes a value for a Markdown table cell or heading: every
+// character that could open a link, an image, an autolink, raw HTML, code
+// or emphasis, or end a cell, is backslash-escaped (CommonMark lets any
+// ASCII punctuation be), the backslash itself first, so that no value a
+// caller supplied (a host name, a client's User-Agent, a URI) renders as
+// anything but its text. Line breaks become spaces.
 func mdCell(s string) string {
 	if s == "" {
 		return " "
 	}
-	s = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;").Replace(s)
-	return s
+	return mdEscaper.Replace(s)
 }
+
+var mdEscaper = func() *strings.Replacer {
+	pairs := []string{"\n", " ", "\r", " "}
+	for _, c := range "\\[]()!<>`|*_~" {
+		pairs = append(pairs, string(c), "\\"+string(c))
+	}
+	return strings.NewReplacer(pairs...)
+}()
 
 // yamlString quotes s as the sheet's run conditions do ("…").
 func yamlString(s string) string { return strconv.Quote(s) }
@@ -519,13 +531,13 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| id | kind | check | server saw | model reported | missing | result | note |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.Kind, mdCell(r.Check), mdCell(r.ServerSaw),
-			shortMarks(r.Reported), shortMarks(r.Missing), r.Result, mdCell(r.Note))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(r.ID), mdCell(r.Kind), mdCell(r.Check), mdCell(r.ServerSaw),
+			mdCell(shortMarks(r.Reported)), mdCell(shortMarks(r.Missing)), mdCell(r.Result), mdCell(r.Note))
 	}
 	if len(rep.Rereads) > 0 {
 		b.WriteString("\n## Resources read more than once\n\n| uri | cacheScope | ttlMs | reads | within ttlMs |\n|---|---|---|---|---|\n")
 		for _, rr := range rep.Rereads {
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d |\n", mdCell(rr.URI), rr.CacheScope, rr.TTLMs, rr.Reads, rr.WithinTTL)
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d |\n", mdCell(rr.URI), mdCell(rr.CacheScope), rr.TTLMs, rr.Reads, rr.WithinTTL)
 		}
 	}
 	b.WriteString("\n## Record per host\n\n| host_product | host_version | model_and_settings | protocol_version_on_wire | resource_read_route |")
@@ -533,14 +545,14 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	for _, r := range rep.Rows {
 		if r.Kind == KindNormative {
 			cols = append(cols, r)
-			fmt.Fprintf(&b, " %s |", r.ID)
+			fmt.Fprintf(&b, " %s |", mdCell(r.ID))
 		}
 	}
 	b.WriteString(" executed_at_utc |\n|" + strings.Repeat("---|", 6+len(cols)) + "\n")
 	fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", mdCell(cond["host_product"]), mdCell(cond["host_version"]), mdCell(cond["model_and_settings"]),
 		mdCell(cond["protocol_version_on_wire"]), mdCell(cond["resource_read_route"]))
 	for _, r := range cols {
-		fmt.Fprintf(&b, " %s |", r.Result)
+		fmt.Fprintf(&b, " %s |", mdCell(r.Result))
 	}
 	fmt.Fprintf(&b, " %s |\n", mdCell(cond["executed_at_utc"]))
 	_, err := io.WriteString(w, b.String())

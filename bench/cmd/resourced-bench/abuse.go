@@ -34,8 +34,10 @@ import (
 //	listen        one subscriptions/listen naming one 16 MiB resource many times
 //	noisy-tenant  tenant A saturates saves while tenant B reads 1 KiB, B quiet vs under the noise
 //	timing        tenant B reads tenant A's private 15 MiB report and a URI that never existed
+//	query         tenant A runs 2 quadratic JSONPath queries (N=4000, the value cap); tenant B runs $.a[0]
+//	uploads       tenant A holds -conns slow uploads; tenant B uploads 11 bytes
 
-var abuseScenarios = []string{"slowbody", "noread", "listen", "noisy-tenant", "timing"}
+var abuseScenarios = []string{"slowbody", "noread", "listen", "noisy-tenant", "timing", "query", "uploads"}
 
 type abuseOptions struct {
 	scenario                   string
@@ -78,6 +80,14 @@ var abuseDefaults = map[string][2]map[string]string{
 	"timing": {
 		{"samples": "300", "size": "15MiB", "probe-timeout": "30s"},
 		{"samples": "20", "size": "1MiB", "probe-timeout": "10s"},
+	},
+	"query": {
+		{"d": "2s", "probe-timeout": "30s", "timeout": "5m"},
+		{"d": "200ms", "probe-timeout": "10s", "timeout": "30s"},
+	},
+	"uploads": {
+		{"conns": "80", "content-length": "1MiB", "settle": "3s", "probe-timeout": "30s"},
+		{"conns": "8", "content-length": "1MiB", "settle": "500ms", "probe-timeout": "10s"},
 	},
 }
 
@@ -181,7 +191,9 @@ func parseAbuseFlags(args []string, stderr io.Writer) (*abuseOptions, error) {
 		return nil, errors.New("-samples must be at least 1")
 	case o.scenario == "noisy-tenant" && (o.c < 1 || o.readC < 1 || o.d <= 0):
 		return nil, errors.New("noisy-tenant: -c, -read-c and -d must be positive")
-	case (o.scenario == "noisy-tenant" || o.scenario == "timing") && o.tokenB == "":
+	case o.scenario == "uploads" && o.conns < 1:
+		return nil, errors.New("-conns: uploads needs at least one slow upload")
+	case (o.scenario == "noisy-tenant" || o.scenario == "timing" || o.scenario == "query" || o.scenario == "uploads") && o.tokenB == "":
 		return nil, errors.New(o.scenario + " needs tenant B's token: -token-b or $RESOURCED_TOKEN_B")
 	}
 	if o.tenantA == "" {
@@ -194,7 +206,7 @@ func parseAbuseFlags(args []string, stderr io.Writer) (*abuseOptions, error) {
 			o.tenantB = o.tenantA
 		}
 	}
-	if (o.scenario == "noisy-tenant" || o.scenario == "timing") && o.tenantA == o.tenantB {
+	if (o.scenario == "noisy-tenant" || o.scenario == "timing" || o.scenario == "query" || o.scenario == "uploads") && o.tenantA == o.tenantB {
 		return nil, fmt.Errorf("%s: -token and -token-b are both tenant %q; want two tenants", o.scenario, o.tenantA)
 	}
 	o.runID = randomHex(4)
@@ -219,6 +231,10 @@ func runAbuse(args []string, stdout, stderr io.Writer) (int, error) {
 		res, err = abuseNoisyTenant(o, stderr)
 	case "timing":
 		res, err = abuseTiming(o, stderr)
+	case "query":
+		res, err = abuseQuery(o, stderr)
+	case "uploads":
+		res, err = abuseUploads(o, stderr)
 	}
 	if err != nil {
 		return 1, fmt.Errorf("abuse %s: %w", o.scenario, err)

@@ -67,6 +67,8 @@ func TestAbuseScenarios(t *testing.T) {
 		"listen":       {"-repeat", "20", "-size", "64KiB", "-timeout", "5s"},
 		"noisy-tenant": {"-c", "4", "-read-c", "1", "-d", "200ms", "-warmup", "50ms"},
 		"timing":       {"-samples", "5", "-size", "64KiB"},
+		"query":        {"-d", "100ms"},
+		"uploads":      {"-conns", "4", "-settle", "300ms"},
 	}
 	for _, name := range abuseScenarios {
 		t.Run(name, func(t *testing.T) {
@@ -86,6 +88,7 @@ func TestAbuseScenarios(t *testing.T) {
 				t.Errorf("scenario %v", res["scenario"])
 			}
 			checkAbuse(t, name, stdout.Bytes())
+			checkBounds(t, name, stdout.Bytes())
 		})
 	}
 }
@@ -125,6 +128,24 @@ func checkAbuse(t *testing.T, name string, out []byte) {
 		var r TimingResult
 		mustJSON(t, out, &r)
 		if r.Foreign.Errors != 0 || r.Never.Errors != 0 || r.Foreign.MedianMs <= 0 || r.Never.MedianMs <= 0 || !r.SameErrorBytes {
+			t.Errorf("%+v", r)
+		}
+	}
+}
+
+func checkBounds(t *testing.T, name string, out []byte) {
+	t.Helper()
+	switch name {
+	case "query":
+		var r QueryResult
+		mustJSON(t, out, &r)
+		if len(r.Heavy) != 2 || len(r.Heavy[0].Answers) != 2 || r.BQuiet.OK == 0 || r.BLoaded.OK == 0 {
+			t.Errorf("%+v", r)
+		}
+	case "uploads":
+		var r UploadsResult
+		mustJSON(t, out, &r)
+		if r.Slow.Opened != 4 || r.BStatus == 0 {
 			t.Errorf("%+v", r)
 		}
 	}
