@@ -68,6 +68,8 @@
 #   abuse-listen        one subscriptions/listen naming one 16 MiB resource 2000 times; server CPU
 #   abuse-noisy-tenant  tenant A saturating saves; tenant B's 1 KiB read p50/p99, quiet vs noisy
 #   abuse-timing        tenant B reading A's private 15 MiB report vs a never-existed URI
+#   abuse-query         two quadratic JSONPath queries of tenant A; tenant B's $.a[0] meanwhile (issue 24)
+#   abuse-uploads       80 slow uploads of tenant A; tenant B's 11-byte upload meanwhile (issue 24)
 #
 # Exit status: 0 when every scenario ran; non-zero when the build, the server
 # or the tool failed (never because a figure is slow).
@@ -342,7 +344,7 @@ abuse() {
 	[ -n "$SERVER_PID" ] || start_server
 }
 
-ABUSE_ALL="slowbody noread listen noisy-tenant timing"
+ABUSE_ALL="slowbody noread listen noisy-tenant timing query uploads"
 
 # gateway_bench LABEL N LARGE_N starts server-everything (Streamable HTTP on
 # 127.0.0.1, held there by the loopback preload) and `resourced gateway`

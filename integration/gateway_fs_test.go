@@ -76,7 +76,7 @@ func parseOffloaded(t *testing.T, res *mcp.CallToolResult, tenant, tool string, 
 	}
 	prefix := fmt.Sprintf("result://%s/fs/%s/", tenant, tool)
 	if !strings.HasPrefix(o.link.URI, prefix) || strings.Count(strings.TrimPrefix(o.link.URI, prefix), "/") != 1 {
-		t.Errorf("link uri %s, want %s<ulid>/<n>", o.link.URI, prefix)
+		t.Errorf("link uri %s, want %s<sha256 prefix>/<n>", o.link.URI, prefix)
 	}
 	if o.link.Name == "" || o.link.MIMEType == "" {
 		t.Errorf("link lacks name or mimeType: %+v", o.link)
