@@ -312,6 +312,26 @@ func (run *Run) linkToolsCalled() bool {
 // row scores one case; run.mu is held.
 func (run *Run) row(d rowDef) Row {
 	row := Row{ID: d.id, Kind: d.kind, Check: d.check, Tools: d.tools, Markers: d.markers}
+	reads := run.observe(d, &row)
+	submitted := !run.submitted.IsZero()
+	if submitted {
+		for _, m := range d.markers {
+			if slices.Contains(run.reported, m) {
+				row.Reported = append(row.Reported, m)
+			} else {
+				row.Missing = append(row.Missing, m)
+			}
+		}
+	}
+	ran := row.Calls > 0 || reads > 0 || (d.missing && run.missing.N > 0)
+	row.Result = run.result(d, &row, reads, ran, submitted)
+	row.Note = note(d, &row, reads, ran, submitted)
+	return row
+}
+
+// observe fills in what the server saw of case d (calls, reads of its
+// bodies, reads of the missing URI) and returns the good reads.
+func (run *Run) observe(d rowDef, row *Row) int {
 	var saw []string
 	for _, t := range d.tools {
 		if c := run.calls[t]; c != nil {
@@ -356,56 +376,56 @@ func (run *Run) row(d rowDef) Row {
 		}
 	}
 	row.ServerSaw = strings.Join(saw, "; ")
-	submitted := !run.submitted.IsZero()
-	if submitted {
-		for _, m := range d.markers {
-			if slices.Contains(run.reported, m) {
-				row.Reported = append(row.Reported, m)
-			} else {
-				row.Missing = append(row.Missing, m)
-			}
-		}
-	}
-	ran := row.Calls > 0 || reads > 0 || (d.missing && run.missing.N > 0)
+	return reads
+}
+
+// result is the result of case d: what the server saw, then the markers.
+func (run *Run) result(d rowDef, row *Row, reads int, ran, submitted bool) string {
+	var r string
 	switch {
 	case d.missing:
-		row.Result = ResultNotRun
+		r = ResultNotRun
 		if run.missing.N > 0 {
-			row.Result = ResultFail
+			r = ResultFail
 			for _, e := range run.missingErrors {
 				if strings.HasSuffix(e, "error -32602") || strings.HasSuffix(e, "isError") {
-					row.Result = ResultPass
+					r = ResultPass
 				}
 			}
 		}
 	case !ran && len(row.Reported) == 0:
-		row.Result = ResultNotRun
+		r = ResultNotRun
 	case row.Calls > 0 && row.CallErrors == row.Calls && reads == 0 && !slices.Contains(d.tools, "probe_error"):
 		// Every call failed: whatever the model reported did not come
 		// from this run's results.
-		row.Result = ResultFail
+		r = ResultFail
 	case !submitted:
-		row.Result = ResultAwaiting
+		r = ResultAwaiting
 	case d.kind == KindObservation:
-		row.Result = ResultObserved
+		r = ResultObserved
 	case len(row.Missing) == 0:
-		row.Result = ResultPass
+		r = ResultPass
 	default:
-		row.Result = ResultFail
+		r = ResultFail
 	}
+	return r
+}
+
+// note explains a result the server's view and the markers disagree on.
+func note(d rowDef, row *Row, reads int, ran, submitted bool) string {
 	inline := inlineMarkers(d)
 	linkedReported := slices.ContainsFunc(row.Reported, func(m string) bool { return !slices.Contains(inline, m) })
 	switch {
 	case row.Result == ResultFail && row.Calls > 0 && row.CallErrors == row.Calls && reads == 0:
-		row.Note = "every call of the tool failed (see the requests below): the host's requests were refused, so no marker can have come from this run"
+		return "every call of the tool failed (see the requests below): the host's requests were refused, so no marker can have come from this run"
 	case d.reads != nil && reads == 0 && linkedReported:
-		row.Note = "a body marker was reported but this run saw no read of its URI: the host read it elsewhere (another endpoint, a cache)"
+		return "a body marker was reported but this run saw no read of its URI: the host read it elsewhere (another endpoint, a cache)"
 	case d.reads != nil && reads > 0 && submitted && len(row.Missing) > 0:
-		row.Note = "fetched, but the model did not report every marker: the host did not pass all of it on"
+		return "fetched, but the model did not report every marker: the host did not pass all of it on"
 	case !ran && len(row.Reported) > 0:
-		row.Note = "markers were reported although this run never saw the tool called: the host may have called it on another endpoint"
+		return "markers were reported although this run never saw the tool called: the host may have called it on another endpoint"
 	}
-	return row
+	return ""
 }
 
 // inlineMarkers returns the markers of d that a tool result itself
