@@ -12,6 +12,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/service"
 )
 
@@ -83,7 +84,7 @@ func (s *Server) extensionStage(next, sse http.Handler) http.Handler {
 		if len(req.msgs) == 1 && req.msgs[0].Method == "tools/call" && hasProgressToken(req.msgs[0].Params) && acceptsEventStream(r) {
 			// The stream carries progress for as long as the call runs:
 			// each write gets the write grace, not the response as a whole.
-			streamResponse(w)
+			edge.StreamResponse(w)
 			sse.ServeHTTP(w, r)
 			return
 		}

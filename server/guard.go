@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -81,6 +82,7 @@ type Budgets struct {
 func (s *Server) initGuards(b Budgets, backend store.Backend) {
 	b.applyDefaults()
 	s.budgets = b
+	s.deadlines = &edge.Deadlines{BodyMinRate: b.BodyMinRate, BodyGrace: b.BodyGrace, WriteMinRate: b.WriteMinRate, WriteGrace: b.WriteGrace}
 	s.limiter = newTenantLimiter(&s.budgets, s.now)
 	if b.MaxUploads > 0 {
 		s.uploadSlots = make(chan struct{}, b.MaxUploads)
@@ -138,7 +140,7 @@ const internalErrorBody = `{"jsonrpc":"2.0","error":{"code":-32603,"message":"In
 // (guard_deadline.go), and recovers a panic of any handler below it.
 func (s *Server) guardHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gw := s.newGuardWriter(w, r)
+		gw := s.deadlines.Writer(w)
 		defer func() {
 			v := recover()
 			if v == nil {
@@ -151,7 +153,7 @@ func (s *Server) guardHTTP(next http.Handler) http.Handler {
 			if e := logEntry(r.Context()); e != nil {
 				e.outcome = "panic"
 			}
-			if gw.started {
+			if gw.Started() {
 				// Part of a response is out: all that is left is to make
 				// sure the client does not take it for a whole one.
 				panic(http.ErrAbortHandler)
@@ -170,7 +172,10 @@ func (s *Server) guardHTTP(next http.Handler) http.Handler {
 			}
 			http.Error(gw, "Internal Server Error", http.StatusInternalServerError)
 		}()
-		next.ServeHTTP(gw, s.withDeadlines(gw, r))
+		if bodyDeadline(r) {
+			r = s.deadlines.Body(gw, r)
+		}
+		next.ServeHTTP(gw, r)
 	})
 }
 

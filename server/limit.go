@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/envelope"
 	"github.com/resourced/resourced/service"
 )
@@ -223,7 +224,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, tenant string, bo
 		}
 	}
 	if listen {
-		streamResponse(w)
+		edge.StreamResponse(w)
 	}
 	release, wait, retry, reason, ok := s.limiter.acquire(tenant, saves, !listen)
 	if ok {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -250,7 +251,7 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 	} else {
 		// The escaped length is not known before it is written: announce
 		// a bound, for the write deadline (guardHTTP).
-		extendWrite(w, 2*v.meta.Size+int64(len(head)+len(tail)))
+		edge.ExtendWrite(w, 2*v.meta.Size+int64(len(head)+len(tail)))
 	}
 	w.WriteHeader(http.StatusOK)
 	if v.viewer != nil && v.form {

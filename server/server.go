@@ -137,6 +137,7 @@ type Server struct {
 	// origin and bearer are the HTTP stages of server/internal/edge.
 	origin        *edge.Origin
 	bearer        *edge.Bearer
+	deadlines     *edge.Deadlines // from budgets (guard.go)
 	metrics       *metrics
 	notify        *notify.Hub // change notifications (server/internal/notify)
 	pollInterval  time.Duration

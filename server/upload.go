@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/envelope"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
@@ -242,7 +243,7 @@ func (s *Server) readFailure(ctx context.Context, sc *Scheme, err error) *servic
 // uploadReadFailure answers an upload whose body could not be read: 408
 // when it came too slowly, otherwise what readFailure says.
 func (s *Server) uploadReadFailure(w http.ResponseWriter, r *http.Request, sc *Scheme, err error) {
-	if isSlowBody(err) {
+	if edge.IsSlowBody(err) {
 		s.log.InfoContext(r.Context(), "upload body too slow; dropped", "err", err)
 		terr := service.Fail(service.KindValidation, s.slowBodyMessage())
 		setOutcome(r, "slow_body")
