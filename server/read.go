@@ -188,15 +188,15 @@ func (s *Server) memberView(v *readView, m *store.Meta, body []byte) {
 	case len(body) <= readChunk/8:
 		v.whole = chunkPool.Get().(*[]byte)
 		*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
-	case s.members.fits(m.Size * 2):
+	case s.members.Fits(m.Size * 2):
 		// The member follows from the body and whether its type is
 		// textual (then the body's UTF-8 validity, a function of the
 		// body, decides), so that pair keys it and a hit needs no pass
 		// over the body.
 		tt := jsonwire.TextType(m.MIMEType)
-		if v.member = s.members.get(m.SHA256, tt); v.member == nil {
+		if v.member = s.members.Get(m.SHA256, tt); v.member == nil {
 			v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), tt && utf8.Valid(body), body)
-			s.members.put(m.SHA256, tt, v.member)
+			s.members.Put(m.SHA256, tt, v.member)
 		}
 	default:
 		// Too large to keep encoded: a copy, escaped as it is sent.

@@ -444,9 +444,7 @@ func TestMemberCacheServesTheCurrentBody(t *testing.T) {
 		return []byte(res.Result.Contents[0].Text)
 	}
 	entries := func() int {
-		srv.members.mu.Lock()
-		defer srv.members.mu.Unlock()
-		return len(srv.members.byKey)
+		return srv.members.Len()
 	}
 	a := put(`first "quoted" <body> `)
 	for range 3 {
@@ -463,32 +461,5 @@ func TestMemberCacheServesTheCurrentBody(t *testing.T) {
 	}
 	if n := entries(); n != 2 {
 		t.Fatalf("after a replace the cache has %d entries, want 2", n)
-	}
-}
-
-func TestMemberCacheEvictsLeastRecentlyUsed(t *testing.T) {
-	c := newMemberCache(800)
-	m := func(b byte) []byte { return bytes.Repeat([]byte{b}, 100) }
-	for i := range 8 {
-		c.put(fmt.Sprint(i), true, m(byte('a'+i)))
-	}
-	if c.get("0", true) == nil { // 0 becomes the most recently used
-		t.Fatal("entry 0 evicted before the cache was full")
-	}
-	c.put("8", true, m('z')) // evicts 1, the least recently used
-	if c.get("1", true) != nil || c.get("0", true) == nil || c.get("8", true) == nil {
-		t.Fatal("the wrong entry was evicted")
-	}
-	if c.get("0", false) != nil {
-		t.Fatal("a text member was served as a blob")
-	}
-	c.put("big", true, make([]byte, 101)) // over max/8: not cached
-	if c.get("big", true) != nil || c.size > c.max {
-		t.Fatalf("a member over the share was cached (size %d of %d)", c.size, c.max)
-	}
-	var nilCache *memberCache
-	nilCache.put("x", true, m('x'))
-	if nilCache.get("x", true) != nil || nilCache.fits(1) {
-		t.Fatal("a nil cache cached")
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/server/internal/members"
 	"github.com/resourced/resourced/server/internal/notify"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -168,7 +169,7 @@ type Server struct {
 	budgets Budgets
 	limiter *tenantLimiter
 	// members caches the JSON forms of bodies the backend keeps none of.
-	members     *memberCache
+	members     *members.Cache
 	uploadSlots chan struct{}
 	// runs are the host runs (server/hostrun); nil without fixtures.
 	runs *hostrun.Runs
@@ -218,7 +219,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.links = links.New(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL, s.baseURL, s.now)
 	if !opts.Store.KeepsEncoded() {
-		s.members = newMemberCache(opts.MemberCache)
+		s.members = members.New(opts.MemberCache)
 	}
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)

@@ -41,11 +41,12 @@ var allowed = map[string][]string{
 	"server/hostrun":           {"auth", "server/fixtures"},
 	"server/internal/links":    {"internal/jsonwire", "service", "store", "toolapi"},
 	"server/internal/edge":     {"auth"},
+	"server/internal/members":  {},
 	"server/internal/envelope": {"internal/jsonwire", "server/internal/mcptool", "service"},
 	"server/internal/notify":   {"auth", "server/internal/mcptool", "service", "store"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/members", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},

@@ -1,11 +1,11 @@
-package server
+package members
 
 import (
 	"container/list"
 	"sync"
 )
 
-// memberCache keeps the JSON content members ("text":"…" or "blob":"…")
+// Package members is the cache of JSON content members: Cache keeps the JSON content members ("text":"…" or "blob":"…")
 // of bodies read from a backend that stores no encoded form (s3store), so
 // that a body read again is not escaped again. An entry is keyed by what
 // alone decides the member, the body's SHA-256 and whether its media type
@@ -13,7 +13,7 @@ import (
 // rule, follows from the body), so it is never stale: a replaced object has another digest, and two
 // objects with one body share one entry. Least recently used entries go
 // first once the members exceed max bytes.
-type memberCache struct {
+type Cache struct {
 	max int64
 
 	mu    sync.Mutex
@@ -38,18 +38,18 @@ const maxMemberShare = 8
 
 // newMemberCache returns a cache of max bytes; max <= 0 gives nil, which
 // caches nothing.
-func newMemberCache(max int64) *memberCache {
+func New(max int64) *Cache {
 	if max <= 0 {
 		return nil
 	}
-	return &memberCache{max: max, order: list.New(), byKey: map[memberKey]*list.Element{}}
+	return &Cache{max: max, order: list.New(), byKey: map[memberKey]*list.Element{}}
 }
 
 // fits reports whether a member of about n bytes may be cached.
-func (c *memberCache) fits(n int64) bool { return c != nil && n <= c.max/maxMemberShare }
+func (c *Cache) Fits(n int64) bool { return c != nil && n <= c.max/maxMemberShare }
 
 // get returns the cached member, or nil. The caller must not modify it.
-func (c *memberCache) get(sha256 string, text bool) []byte {
+func (c *Cache) Get(sha256 string, text bool) []byte {
 	if c == nil {
 		return nil
 	}
@@ -64,8 +64,8 @@ func (c *memberCache) get(sha256 string, text bool) []byte {
 }
 
 // put caches member, which the cache owns from now on.
-func (c *memberCache) put(sha256 string, text bool, member []byte) {
-	if !c.fits(int64(len(member))) {
+func (c *Cache) Put(sha256 string, text bool, member []byte) {
+	if !c.Fits(int64(len(member))) {
 		return
 	}
 	k := memberKey{sha256, text}
@@ -84,4 +84,11 @@ func (c *memberCache) put(sha256 string, text bool, member []byte) {
 		delete(c.byKey, ent.key)
 		c.size -= int64(len(ent.member))
 	}
+}
+
+// Len is the number of members held.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byKey)
 }
