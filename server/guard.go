@@ -83,7 +83,8 @@ func (s *Server) initGuards(b Budgets, backend store.Backend) {
 	b.applyDefaults()
 	s.budgets = b
 	s.deadlines = &edge.Deadlines{BodyMinRate: b.BodyMinRate, BodyGrace: b.BodyGrace, WriteMinRate: b.WriteMinRate, WriteGrace: b.WriteGrace}
-	s.limiter = newTenantLimiter(&s.budgets, s.now)
+	s.limiter = edge.NewLimiter(edge.Limits{MaxInflight: b.MaxInflight, SaveRate: b.SaveRate, SaveBurst: b.SaveBurst,
+		SaveWait: b.SaveWait, MaxUploads: b.MaxUploads}, s.now)
 	if b.MaxUploads > 0 {
 		s.uploadSlots = make(chan struct{}, b.MaxUploads)
 	}

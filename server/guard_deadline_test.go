@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
 )
@@ -196,8 +197,8 @@ func TestUploadShare(t *testing.T) {
 		}
 		return refused > 0 && refused+len(e.s.uploadSlots) == slow
 	})
-	if held := len(e.s.uploadSlots); held != uploadShare(DefaultMaxUploads) {
-		t.Errorf("t1 holds %d upload slots, want its share %d", held, uploadShare(DefaultMaxUploads))
+	if held := len(e.s.uploadSlots); held != edge.UploadShare(DefaultMaxUploads) {
+		t.Errorf("t1 holds %d upload slots, want its share %d", held, edge.UploadShare(DefaultMaxUploads))
 	}
 	if code, _ := putUpload(t, e, "other", "hello world", "X-Tenant", "t2"); code != http.StatusCreated {
 		t.Fatalf("t2's 11-byte upload while t1 holds its uploads = %d, want 201", code)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/resourced/resourced/server/internal/edge"
 )
 
 // TestTenantInflightCap: a tenant at its in-flight cap gets 429 with
@@ -61,7 +62,7 @@ func TestTenantInflightCap(t *testing.T) {
 	if got := testutil.ToFloat64(e.s.metrics.limited.WithLabelValues(limitInflight)); got != 1 {
 		t.Errorf("resourced_limited_total{reason=inflight} = %v, want 1", got)
 	}
-	if n := e.s.limiter.size(); n != 0 {
+	if n := e.s.limiter.Size(); n != 0 {
 		t.Errorf("limiter holds %d idle tenants, want 0", n)
 	}
 }
@@ -113,31 +114,31 @@ func TestSaveRateLimit(t *testing.T) {
 // with requests in flight or a bucket not yet refilled.
 func TestTenantLimiterForgetsIdleTenants(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newTenantLimiter(&Budgets{MaxInflight: 1, SaveRate: 10, SaveBurst: 10}, func() time.Time { return now })
+	l := edge.NewLimiter(edge.Limits{MaxInflight: 1, SaveRate: 10, SaveBurst: 10}, func() time.Time { return now })
 	for i := range 100 {
-		rel, _, _, _, ok := l.acquire("t"+strconv.Itoa(i), 0, true)
+		rel, _, _, _, ok := l.Acquire("t"+strconv.Itoa(i), 0, true)
 		if !ok {
 			t.Fatal("refused")
 		}
 		rel()
 		rel() // a second release is harmless
 	}
-	if n := l.size(); n != 0 {
+	if n := l.Size(); n != 0 {
 		t.Errorf("%d tenants kept after reads", n)
 	}
-	rel, _, _, _, _ := l.acquire("s", 1, true)
+	rel, _, _, _, _ := l.Acquire("s", 1, true)
 	rel()
-	if n := l.size(); n != 1 {
+	if n := l.Size(); n != 1 {
 		t.Errorf("%d tenants kept after a save, want 1 (its bucket is not full)", n)
 	}
-	if _, _, _, reason, ok := l.acquire("s", 11, true); ok || reason != limitSaveRate {
+	if _, _, _, reason, ok := l.Acquire("s", 11, true); ok || reason != limitSaveRate {
 		t.Errorf("a request with more saves than the burst = %v %q", ok, reason)
 	}
 	now = now.Add(time.Second)
-	rel, _, _, _, _ = l.acquire("x", 0, true)
+	rel, _, _, _, _ = l.Acquire("x", 0, true)
 	rel()
-	if _, _, _, _, ok := l.acquire("s", 0, false); !ok || l.size() != 0 {
-		t.Errorf("refilled tenant still kept: %d", l.size())
+	if _, _, _, _, ok := l.Acquire("s", 0, false); !ok || l.Size() != 0 {
+		t.Errorf("refilled tenant still kept: %d", l.Size())
 	}
 }
 

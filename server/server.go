@@ -167,7 +167,7 @@ type Server struct {
 	ext Extension
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
 	budgets Budgets
-	limiter *tenantLimiter
+	limiter *edge.Limiter
 	// members caches the JSON forms of bodies the backend keeps none of.
 	members     *members.Cache
 	uploadSlots chan struct{}

@@ -274,7 +274,7 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request, tenant strin
 	if s.uploadSlots == nil {
 		return func() {}, true
 	}
-	mine, ok := s.limiter.acquireUpload(tenant)
+	mine, ok := s.limiter.AcquireUpload(tenant)
 	if !ok {
 		s.metrics.limited.WithLabelValues(limitTenantUploads).Inc()
 		setOutcome(r, "limited:"+limitTenantUploads)
@@ -282,7 +282,7 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request, tenant strin
 		w.Header().Set("Connection", "close") // answer now: net/http would first wait for the body
 		writeJSON(w, http.StatusTooManyRequests, service.Fail(service.KindUnavailable,
 			fmt.Sprintf("Too many requests: your tenant is sending %d uploads, its share of the %d this server receives at once; nothing was stored. Retry when one of them ends.",
-				s.limiter.uploadShare, cap(s.uploadSlots))))
+				edge.UploadShare(cap(s.uploadSlots)), cap(s.uploadSlots))))
 		return nil, false
 	}
 	select {
