@@ -48,18 +48,21 @@ func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeek
 	if err != nil {
 		return store.Meta{}, nil, err
 	}
-	return meta, &reader{s: s, ctx: ctx, k: k, sha: meta.SHA256, size: meta.Size}, nil
+	return meta, &reader{s: s, ctx: ctx, k: k, sha: meta.SHA256, modified: meta.Modified, size: meta.Size}, nil
 }
 
 // reader reads one body, one short View transaction per Read.
 type reader struct {
-	s      *Driver
-	ctx    context.Context
-	k      store.Key
-	sha    string
-	size   int64
-	pos    int64
-	closed bool
+	s   *Driver
+	ctx context.Context
+	k   store.Key
+	sha string
+	// modified ends the read at any replace, the same body's included:
+	// a replace may change who may read it (a public link's download).
+	modified time.Time
+	size     int64
+	pos      int64
+	closed   bool
 }
 
 var errClosedReader = errors.New("read after Close")
@@ -94,7 +97,7 @@ func (r *reader) Read(p []byte) (int, error) {
 		if err != nil {
 			return fmt.Errorf("boltstore: read %s: %w", r.k, err)
 		}
-		if m.SHA256 != r.sha {
+		if m.SHA256 != r.sha || !m.Modified.Equal(r.modified) {
 			return fmt.Errorf("boltstore: read %s: replaced while it was read", r.k)
 		}
 		rec, err := splitRecord(v)

@@ -135,6 +135,11 @@ func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeek
 	return m, &objectReader{s: s, ctx: ctx, k: k, objKey: objKey, etag: h.etag, off: int64(h.hlen), size: m.Size}, nil
 }
 
+// readSpan is the most one ranged GET of an objectReader asks for: each
+// next GET checks the ETag again, so a download in progress stops within
+// readSpan of a replace (one that made a public object private included).
+const readSpan = 4 << 20
+
 // objectReader reads one body with ranged GETs bound to one ETag.
 type objectReader struct {
 	s      *Driver
@@ -147,10 +152,12 @@ type objectReader struct {
 	pos    int64
 	closed bool
 
-	// The open GET, if any: its body, where it is, and the deadline
-	// (a timer canceling its context) armed while a call is in progress.
+	// The open GET, if any: its body, where it is, where its range ends,
+	// and the deadline (a timer canceling its context) armed while a call
+	// is in progress.
 	body    io.ReadCloser
 	bodyPos int64
+	bodyEnd int64
 	cancel  context.CancelFunc
 	timer   *time.Timer
 }
@@ -171,7 +178,7 @@ func (r *objectReader) Read(p []byte) (int, error) {
 		p = p[:rest]
 	}
 	for attempt := 1; ; attempt++ {
-		if r.body != nil && r.bodyPos != r.pos {
+		if r.body != nil && (r.bodyPos != r.pos || r.bodyPos >= r.bodyEnd) {
 			r.closeBody()
 		}
 		if r.body == nil {
@@ -213,10 +220,11 @@ func (r *objectReader) Read(p []byte) (int, error) {
 func (r *objectReader) open() error {
 	ctx, cancel := context.WithCancel(r.ctx)
 	timer := time.AfterFunc(r.s.timeout, cancel)
+	end := min(r.size, r.pos+readSpan)
 	out, err := r.s.client.GetObject(ctx, &s3.GetObjectInput{
 		Bucket:  aws.String(r.s.bucket),
 		Key:     aws.String(r.objKey),
-		Range:   aws.String("bytes=" + strconv.FormatInt(r.off+r.pos, 10) + "-" + strconv.FormatInt(r.off+r.size-1, 10)),
+		Range:   aws.String("bytes=" + strconv.FormatInt(r.off+r.pos, 10) + "-" + strconv.FormatInt(r.off+end-1, 10)),
 		IfMatch: aws.String(r.etag),
 	}, callOptions)
 	timer.Stop()
@@ -234,7 +242,7 @@ func (r *objectReader) open() error {
 		return r.s.fail(r.ctx, "read", r.k, err)
 	}
 	timer.Stop()
-	r.body, r.bodyPos, r.cancel, r.timer = out.Body, r.pos, cancel, timer
+	r.body, r.bodyPos, r.bodyEnd, r.cancel, r.timer = out.Body, r.pos, end, cancel, timer
 	return nil
 }
 

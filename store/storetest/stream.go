@@ -289,6 +289,28 @@ func testStreamChanged(t *testing.T, h *harness) {
 		t.Errorf("reading after a replace returned bytes of another body")
 	}
 
+	// A replace with the same body ends the read too: it may change who
+	// may read the object (a public one made private).
+	same := randomBody(64 << 10)
+	h.put(t, newObj(k, same, h.clock.Now()), store.Cond{Kind: store.Always})
+	_, rc3, err := st.Open(h.ctx, k)
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	defer rc3.Close()
+	if _, err := io.ReadFull(rc3, buf); err != nil {
+		t.Fatalf("first read: %v", err)
+	}
+	h.clock.Advance(time.Second)
+	priv := newObj(k, same, h.clock.Now())
+	priv.Visibility = store.Private
+	h.put(t, priv, store.Cond{Kind: store.Always})
+	// From a fresh position (a driver may finish a request in flight).
+	rc3.Seek(0, io.SeekStart)
+	if got, err := io.ReadAll(rc3); err == nil {
+		t.Errorf("reading after a replace with the same body = %d bytes, nil error; want an error", len(got))
+	}
+
 	_, rc2, err := st.Open(h.ctx, k)
 	if err != nil {
 		t.Fatalf("Open = %v", err)
