@@ -115,15 +115,7 @@ func (s *Service) Open(ctx context.Context, tenant, raw string) (store.Meta, io.
 
 // open is Open of a key; an unreadable object is store.ErrNotFound.
 func (s *Service) open(ctx context.Context, k store.Key, tenant string) (store.Meta, io.ReadSeekCloser, error) {
-	m, r, err := s.store.Open(ctx, k)
-	if err != nil {
-		return store.Meta{}, nil, err
-	}
-	if !Readable(tenant, &m) {
-		r.Close()
-		return store.Meta{}, nil, store.ErrNotFound
-	}
-	return m, r, nil
+	return s.store.OpenIf(ctx, k, func(m *store.Meta) bool { return Readable(tenant, m) })
 }
 
 // errUnreadable stops a View at an object the caller may not read.

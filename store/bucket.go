@@ -449,10 +449,19 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 }
 
 // Open implements Backend: the driver's Open, or the body read whole.
-func (b *Bucket) Open(ctx context.Context, k Key) (_ Meta, _ io.ReadSeekCloser, err error) {
+func (b *Bucket) Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error) {
+	return b.OpenIf(ctx, k, nil)
+}
+
+// OpenIf implements Backend: Open of an object allow accepts (nil: any),
+// decided on its metadata before a body byte is read or copied.
+func (b *Bucket) OpenIf(ctx context.Context, k Key, allow func(*Meta) bool) (_ Meta, _ io.ReadSeekCloser, err error) {
 	defer b.catch(ctx, "open", &err)
+	if allow == nil {
+		allow = func(*Meta) bool { return true }
+	}
 	if b.stream == nil {
-		obj, err := b.Get(ctx, k)
+		obj, err := GetIf(ctx, b, k, allow)
 		if err != nil {
 			return Meta{}, nil, err
 		}
@@ -465,7 +474,7 @@ func (b *Bucket) Open(ctx context.Context, k Key) (_ Meta, _ io.ReadSeekCloser, 
 	if err != nil {
 		return Meta{}, nil, fail("open "+k.String(), err)
 	}
-	if m.Expired(b.now()) {
+	if m.Expired(b.now()) || !allow(&m) {
 		r.Close()
 		return Meta{}, nil, notFound("open", k)
 	}

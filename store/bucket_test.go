@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +180,33 @@ func TestBucketErrorNamesKeyOnce(t *testing.T) {
 	if !errors.Is(err, store.ErrNotFound) || err.Error() != "store: get report://t1/missing: not found" {
 		t.Errorf("Get = %v, want store: get report://t1/missing: not found", err)
 	}
+}
+
+// TestOpenIfDecidesBeforeTheBody: on a driver that does not stream (the
+// Bucket's fallback reads the body whole), an object allow refuses is
+// not found and its body is never copied: ten refusals of a 4 MiB body
+// allocate far less than one copy.
+func TestOpenIfDecidesBeforeTheBody(t *testing.T) {
+	b := store.NewBucket(memstore.NewDriver(), store.Options{})
+	k := store.MustKey("t1", "report", "big")
+	if _, _, err := b.Put(t.Context(), &store.Object{Meta: store.Meta{Key: k}, Body: make([]byte, 4<<20)}, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(*store.Meta) bool { return false }
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, _, err := b.OpenIf(t.Context(), k, refuse); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("OpenIf refused = %v, want ErrNotFound", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("ten refused opens allocated %d bytes: the body was copied before the decision", n)
+	}
+	_, r, err := b.OpenIf(t.Context(), k, func(*store.Meta) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 }

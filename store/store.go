@@ -392,6 +392,11 @@ type Backend interface {
 	// reads the body whole.
 	Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, error)
 
+	// OpenIf is Open of an object allow accepts, decided on its metadata
+	// before a body byte is read or copied (GetIf's rule); an object allow
+	// refuses is ErrNotFound, as a missing one.
+	OpenIf(ctx context.Context, k Key, allow func(*Meta) bool) (Meta, io.ReadSeekCloser, error)
+
 	// Guard installs the panic guard (see Guard); call it before use.
 	Guard(g Guard)
 }
