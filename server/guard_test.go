@@ -339,3 +339,24 @@ func TestJobPanicIsContained(t *testing.T) {
 		t.Errorf("ticks %d, panics %v: the job did not go on after a panic", ticks.Load(), e.panics(panicJob))
 	}
 }
+
+// TestMetricsHostGuard: /metrics answers only the Host names /mcp does on
+// a loopback listener, so a DNS-rebinding page cannot read it (hostile
+// review, finding 10).
+func TestMetricsHostGuard(t *testing.T) {
+	e := newGuardEnv(t, nil, Budgets{})
+	for host, want := range map[string]int{"": 200, "evil.example:80": 403} {
+		req, _ := http.NewRequest(http.MethodGet, e.url+"/metrics", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /metrics with Host %q = %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}

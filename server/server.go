@@ -359,7 +359,8 @@ func New(opts Options) (*Server, error) {
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", s.metrics.handler())
+	// The Host guard: a DNS-rebinding page must not read the metrics.
+	mux.Handle("GET /metrics", s.origin.Wrap(s.metrics.handler()))
 	s.handler = s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux))))
 	return s, nil
 }
