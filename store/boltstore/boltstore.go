@@ -142,6 +142,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/resourced/resourced/store"
 )
@@ -224,6 +225,14 @@ func Open(path string, opts Options) (*Store, error) {
 	return newStore(d, opts), nil
 }
 
+// locked names the likely cause of a lock that timed out.
+func locked(err error) error {
+	if errors.Is(err, berrors.ErrTimeout) {
+		return fmt.Errorf("%w: another process holds the database (a resourced already serving this data directory?); stop it or use another --data-dir", err)
+	}
+	return err
+}
+
 // OpenDriver is Open without the portable store: the driver alone, which
 // a store.Bucket (store.New) must wrap before anything else calls it.
 // opts.Now is the Bucket's, not the driver's.
@@ -239,7 +248,7 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("boltstore: open: %w", err)
 	}
 	if err := quickCheck(path, timeout); err != nil {
-		return nil, err
+		return nil, locked(err)
 	}
 	bo := *bolt.DefaultOptions
 	bo.Timeout = timeout
@@ -249,7 +258,7 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bo)
 	if err != nil {
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		return nil, locked(fmt.Errorf("boltstore: open %s: %w", path, err))
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		r, err := tx.CreateBucketIfNotExists([]byte(rootBucket))

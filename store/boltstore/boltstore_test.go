@@ -137,8 +137,8 @@ func TestOpenLockedTimesOut(t *testing.T) {
 			r.s.Close()
 			t.Fatalf("Open of a locked file = nil error, want a timeout")
 		}
-		if !errors.Is(r.err, berrors.ErrTimeout) {
-			t.Errorf("Open of a locked file = %v, want %v", r.err, berrors.ErrTimeout)
+		if !errors.Is(r.err, berrors.ErrTimeout) || !strings.Contains(r.err.Error(), "another process holds the database") {
+			t.Errorf("Open of a locked file = %v, want %v naming the cause", r.err, berrors.ErrTimeout)
 		}
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("Open of a locked file took %v, want about 200ms", d)
