@@ -40,6 +40,12 @@ func (c *countingStore) View(ctx context.Context, k store.Key, fn func(m *store.
 	return c.Backend.View(ctx, k, fn)
 }
 
+// ReadIf reads a body too (the service's View).
+func (c *countingStore) ReadIf(ctx context.Context, k store.Key, allow func(*store.Meta) bool, fn func(m *store.Meta, encoded, body []byte) error) error {
+	c.views.Add(1)
+	return c.Backend.ReadIf(ctx, k, allow, fn)
+}
+
 type notifyEnv struct {
 	s   *Server
 	st  *countingStore

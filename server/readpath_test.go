@@ -377,6 +377,11 @@ func (c *accessCounter) View(ctx context.Context, k store.Key, fn func(m *store.
 	return c.Backend.View(ctx, k, fn)
 }
 
+func (c *accessCounter) ReadIf(ctx context.Context, k store.Key, allow func(*store.Meta) bool, fn func(m *store.Meta, encoded, body []byte) error) error {
+	c.accesses.Add(1)
+	return c.Backend.ReadIf(ctx, k, allow, fn)
+}
+
 // TestOneStoreAccessPerMissedRead: a read of a URI that does not exist, or
 // that the caller may not read, costs one backend access, whether the read
 // stage or go-sdk's dispatch answers it (before, a miss fell through the

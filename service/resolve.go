@@ -103,7 +103,7 @@ func (s *Service) Open(ctx context.Context, tenant, raw string) (store.Meta, io.
 	if f != nil {
 		return store.Meta{}, nil, f
 	}
-	m, r, err := s.open(ctx, k, tenant)
+	m, r, err := s.store.OpenIf(ctx, k, func(m *store.Meta) bool { return Readable(tenant, m) })
 	switch {
 	case IsNotFound(err):
 		return store.Meta{}, nil, NotFound(raw)
@@ -112,14 +112,6 @@ func (s *Service) Open(ctx context.Context, tenant, raw string) (store.Meta, io.
 	}
 	return m, r, nil
 }
-
-// open is Open of a key; an unreadable object is store.ErrNotFound.
-func (s *Service) open(ctx context.Context, k store.Key, tenant string) (store.Meta, io.ReadSeekCloser, error) {
-	return s.store.OpenIf(ctx, k, func(m *store.Meta) bool { return Readable(tenant, m) })
-}
-
-// errUnreadable stops a View at an object the caller may not read.
-var errUnreadable = errors.New("unreadable")
 
 // View calls fn once with the resource raw names, if tenant may read it:
 // its metadata, its stored encoded form (nil when the backend keeps none)
@@ -133,23 +125,11 @@ func (s *Service) View(ctx context.Context, tenant, raw string, fn func(m *store
 	if f != nil {
 		return f
 	}
-	var err error
-	if s.store.KeepsEncoded() {
-		err = s.store.View(ctx, k, func(m *store.Meta, encoded, body []byte) error {
-			if !Readable(tenant, m) {
-				return errUnreadable
-			}
-			return fn(m, encoded, body)
-		})
-	} else {
-		err = s.store.ReadIf(ctx, k, func(m *store.Meta) bool { return Readable(tenant, m) }, func(m *store.Meta, body []byte) error {
-			return fn(m, nil, body)
-		})
-	}
+	err := s.store.ReadIf(ctx, k, func(m *store.Meta) bool { return Readable(tenant, m) }, fn)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, errUnreadable) || IsNotFound(err):
+	case IsNotFound(err):
 		return NotFound(raw)
 	}
 	return s.Unavailable(ctx, "store view", err)

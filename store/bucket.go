@@ -211,10 +211,23 @@ func (b *Bucket) Get(ctx context.Context, k Key) (_ *Object, err error) {
 // errRefused is how Bucket.ReadIf's gate stops a read allow refused.
 var errRefused = errors.New("refused")
 
-// ReadIf implements Backend: through the driver's ReadGated when it has
-// one, else its Read with the gate in fn.
-func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) (err error) {
+// ReadIf implements Backend: through the driver's View when it keeps
+// encoded forms (the body is in memory there, so the gate costs nothing),
+// its ReadGated when it has one, else its Read with the gate in fn.
+func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, encoded, body []byte) error) (err error) {
 	defer b.catch(ctx, "get", &err)
+	if b.view != nil {
+		err = b.read(ctx, "get", k, b.view, func(m *Meta, encoded, body []byte) error {
+			if !allow(m) {
+				return errRefused
+			}
+			return fn(m, encoded, body)
+		})
+		if errors.Is(err, errRefused) {
+			return notFound("get", k)
+		}
+		return err
+	}
 	if err := b.begin(ctx, "get", k); err != nil {
 		return err
 	}
@@ -233,7 +246,7 @@ func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn f
 	)
 	call := func(m *Meta, body []byte) error {
 		called = true
-		ferr = b.callback(ctx, "get", func() error { return fn(m, body) })
+		ferr = b.callback(ctx, "get", func() error { return fn(m, nil, body) })
 		return ferr
 	}
 	if gd, ok := b.d.(GateDriver); ok {

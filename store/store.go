@@ -313,9 +313,11 @@ type Backend interface {
 	// missing one. allow sees the metadata of the very version whose body
 	// fn gets, so a read decided this way takes one backend access, hit or
 	// miss, and cannot pair one version's metadata with another's body.
-	// body is valid only while fn runs and must not be modified; ReadIf
-	// returns fn's error as it is. GetIf is ReadIf with a copy.
-	ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, body []byte) error) error
+	// encoded is the stored form when the backend keeps one (View's);
+	// encoded and body are valid only while fn runs and must not be
+	// modified; ReadIf returns fn's error as it is. GetIf is ReadIf with
+	// a copy.
+	ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, encoded, body []byte) error) error
 
 	// List returns live objects matching q in (scheme, path) order, strictly
 	// after q.After. Objects deleted between pages are not returned; objects
@@ -404,7 +406,7 @@ type Backend interface {
 // GetIf is b.ReadIf returning a copy of the object, owned by the caller.
 func GetIf(ctx context.Context, b Backend, k Key, allow func(*Meta) bool) (*Object, error) {
 	var obj *Object
-	err := b.ReadIf(ctx, k, allow, func(m *Meta, body []byte) error {
+	err := b.ReadIf(ctx, k, allow, func(m *Meta, _, body []byte) error {
 		obj = &Object{Meta: *m, Body: bytes.Clone(body)}
 		if obj.Body == nil {
 			obj.Body = []byte{}
