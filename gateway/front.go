@@ -247,6 +247,12 @@ type upstreamError struct {
 	// tooLarge: the upstream's answer was over the pool's message limit
 	// (limit.go); the session goes on, and a retry fails the same way.
 	tooLarge *tooLargeData
+	// busy: the answer would have gone over the gateway's in-flight
+	// budget (budget.go); a retry shortly may pass.
+	busy *busyData
+	// bad: the upstream's answer was not JSON (limit.go); the session
+	// goes on.
+	bad bool
 }
 
 // transportCodes are the codes go-sdk's client uses for its own
@@ -274,6 +280,12 @@ func classify(callerCtx context.Context, cctx context.Context, err error) upstre
 		if d, ok := asTooLarge(we.Code, we.Data); ok {
 			return upstreamError{tooLarge: &d, cause: cause}
 		}
+		if d, ok := asBusy(we.Code, we.Data); ok {
+			return upstreamError{busy: &d, cause: cause}
+		}
+		if isBadMessage(we.Code, we.Data) {
+			return upstreamError{bad: true, cause: cause}
+		}
 	}
 	if !errors.Is(err, ErrUnavailable) && !errors.Is(err, mcp.ErrConnectionClosed) && errors.As(err, &we) && !transportCodes[we.Code] {
 		return upstreamError{wire: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}
@@ -291,6 +303,10 @@ func (e upstreamError) outcome() string {
 		return "timeout"
 	case e.tooLarge != nil:
 		return "too_large"
+	case e.busy != nil:
+		return "busy"
+	case e.bad:
+		return "bad_message"
 	}
 	return "unavailable"
 }
@@ -309,6 +325,10 @@ func (e upstreamError) rpcError(up string) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
 			"Upstream %s answered with %s, more than the %s the gateway reads in one message; ask for less",
 			up, e.tooLarge.sizeOrMore(), sizeWords(e.tooLarge.Limit))}
+	case e.busy != nil:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: e.busy.words(up)}
+	case e.bad:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " answered with a message that is not valid JSON; retry later"}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Upstream " + up + " is unavailable; retry later"}
 }
@@ -323,6 +343,13 @@ func (e upstreamError) failure(up, tool string) *service.Failure {
 			"(a narrower query, a smaller range, fewer items), or ask the operator of this gateway to raise the maxBytes "+
 			"of its offload scheme (the limit is twice that and 1 MiB); the same call fails again until then.",
 			tool, up, d.sizeOrMore(), sizeWords(d.Limit)))
+	}
+	if d := e.busy; d != nil {
+		return service.Fail(service.KindUnavailable, d.words(up))
+	}
+	if e.bad {
+		return service.Fail(service.KindUnavailable, "The upstream server "+up+" answered "+tool+" with a message that is not valid JSON, "+
+			"so nothing of it was kept. Retry the same call later; the gateway and its other calls go on.")
 	}
 	if e.timeout {
 		return service.Fail(service.KindUnavailable, "The upstream server "+up+" did not answer in time. Retry the same call later.")
@@ -553,6 +580,11 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	f.ensureListed(ctx, up)
 	cctx, stop, cs, err := f.session(ctx, up)
 	defer stop()
+	// The answer's bytes count against the in-flight budget, and its
+	// large strings wait in the ticket, until this call is answered.
+	t := newTicket(p.Tenant)
+	defer t.release()
+	cctx = withTicket(cctx, t)
 	var res *mcp.CallToolResult
 	if err == nil {
 		args := req.Params.Arguments
@@ -588,7 +620,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		return f.render(e.failure(up, req.Params.Name)), nil
 	}
 	out := f.frontResult(up, res)
-	o, fail := f.offload(ctx, p, up, name, req.Params.Name, out)
+	o, fail := f.offload(ctx, p, up, name, req.Params.Name, out, t)
 	if fail != nil {
 		f.logCall(ctx, up, "tools/call", name, start, "offload:"+fail.ErrorKind, 0, 0)
 		return f.render(fail), nil

@@ -221,19 +221,33 @@ func (s *idScanner) response() []byte {
 	return s.id
 }
 
-// lineGuard sits between a stdio upstream's stdout and go-sdk's reader: it
-// hands go-sdk whole lines of at most limit bytes, and replaces a longer
-// line by the gateway's too-large error for its id (nothing when the line
-// is not a response), reading it to its end without keeping it. dropped is
-// called for each such line, with its size and whether it was answered.
+// lineGuard sits between a stdio upstream's stdout and go-sdk's reader:
+// it hands go-sdk whole lines of at most limit bytes, charged to the
+// in-flight budget as they are read (budget.go), with the large strings
+// of the answers to ticketed calls spilled (spill.go). A line it cannot
+// hand on is replaced by the gateway's error for its id (nothing when
+// the line is not a response), read to its end without keeping it:
+//   - longer than limit: the too-large error (dropped is called);
+//   - over the budget: the busy error;
+//   - not JSON: the bad-message error, so one broken line fails its own
+//     call and not the session every call shares.
 type lineGuard struct {
 	r       *bufio.Reader
 	limit   int64
 	dropped func(size int64, answered bool)
+	// refused is told of a line that was over the budget ("busy") or not
+	// JSON ("bad"), and whether its call was answered.
+	refused func(why string, answered bool)
 
-	line []byte // the line being read
-	out  []byte // what Read hands out next
-	err  error
+	budget  *budget
+	tenant  string   // the session's tenant (perTenant), "" when shared
+	tickets *tickets // the connection's ticketed calls; nil: spill nothing
+	spillAt int
+
+	sc      frameScanner
+	pending charge // the last line's, when no ticket took it: released at the next
+	out     []byte // what Read hands out next
+	err     error
 }
 
 func newLineGuard(r io.Reader, limit int64, dropped func(int64, bool)) *lineGuard {
@@ -254,51 +268,164 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 
 // next reads one line into out.
 func (g *lineGuard) next() {
-	if cap(g.line) > 1<<20 {
-		g.line = nil // do not keep a large message's buffer
-	}
-	g.line = g.line[:0]
-	for {
+	g.pending.release() // go-sdk has the last line: it read all of out
+	g.sc.reset()
+	ch := charge{b: g.budget, tenant: g.tenant}
+	var (
+		size   int64
+		over   bool
+		busy   *busyData
+		peeked bool
+	)
+	for first := true; ; first = false {
 		chunk, err := g.r.ReadSlice('\n')
-		if n := int64(len(g.line) + len(chunk)); n > g.limit && !(n == g.limit+1 && bytes.HasSuffix(chunk, []byte("\n"))) {
-			g.skip(chunk, err) // over the limit, not counting the newline
-			return
+		if first {
+			// Decided once the line has begun: a ticketed call's request
+			// was registered before it was written.
+			g.sc.spillAt = 0
+			if g.tickets.waiting() {
+				g.sc.spillAt = g.spillAt
+			}
 		}
-		g.line = append(g.line, chunk...)
+		body := chunk
+		if err == nil {
+			body = chunk[:len(chunk)-1] // the newline is not the message's
+		}
+		size += int64(len(body))
+		if !over && size > g.limit {
+			over = true
+			g.sc.drop()
+			ch.release()
+		}
+		if !over && busy == nil {
+			if d, ok := ch.add(int64(len(body))); !ok {
+				busy = &d
+				g.sc.drop()
+				ch.release()
+			}
+		}
+		g.sc.write(body)
+		if !peeked && busy == nil && !over && g.sc.idState == idDone {
+			// The call is known: charge its tenant from here on.
+			peeked = true
+			if t := g.tickets.peek(g.sc.responseID()); t != nil {
+				if d, ok := ch.attribute(t.tenant); !ok {
+					busy = &d
+					g.sc.drop()
+					ch.release()
+				}
+			}
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		g.out, g.err = g.line, err
+		g.err = err
+		break
+	}
+	id := g.sc.responseID()
+	switch {
+	case over:
+		if g.dropped != nil {
+			g.dropped(size, id != nil)
+		}
+		if id != nil {
+			g.out = append(tooLargeResponse(id, size, g.limit), '\n')
+		}
 		return
+	case busy != nil:
+		g.refuse("busy", id)
+		if id != nil {
+			g.out = append(busyResponse(id, *busy), '\n')
+		}
+		return
+	}
+	msg := g.sc.out
+	if len(msg) == 0 && size == 0 {
+		return // end of stream, or an empty line
+	}
+	t := g.tickets.take(id)
+	if !json.Valid(msg) || (t != nil && !g.sc.finish()) {
+		ch.release()
+		g.refuse("bad", id)
+		if id != nil {
+			g.out = append(badMessageResponse(id), '\n')
+		}
+		return
+	}
+	if t != nil {
+		if d, ok := ch.attribute(t.tenant); !ok {
+			// Over the tenant's share only now that its call is known
+			// (an answer whose id comes last).
+			ch.release()
+			g.refuse("busy", id)
+			g.out = append(busyResponse(id, d), '\n')
+			return
+		}
+		t.hold(ch, g.sc.spills)
+	} else {
+		msg = unspill(msg, g.sc.spills)
+		g.pending = ch
+	}
+	if g.err == nil {
+		msg = append(msg, '\n')
+	}
+	g.out = msg
+}
+
+func (g *lineGuard) refuse(why string, id []byte) {
+	if g.refused != nil {
+		g.refused(why, id != nil)
 	}
 }
 
-// skip reads the rest of an over-long line (its start is in line, then
-// chunk) and puts the answer in its place.
-func (g *lineGuard) skip(chunk []byte, err error) {
-	var s idScanner
-	s.write(g.line)
-	size := int64(len(g.line))
-	g.line = nil
-	for {
-		s.write(chunk)
-		size += int64(len(chunk))
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			break
+// unspill puts spilled strings back in place of their placeholders (a
+// message no ticket took: its call was made without one).
+func unspill(msg []byte, spills []*spill) []byte {
+	if len(spills) == 0 {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+sumRaw(spills))
+	rest := msg
+	for _, sp := range spills {
+		i := bytes.Index(rest, []byte(sp.key))
+		if i < 0 {
+			continue
 		}
-		chunk, err = g.r.ReadSlice('\n')
+		out = append(append(out, rest[:i]...), sp.raw...)
+		rest = rest[i+len(sp.key):]
 	}
-	g.err = err
-	if bytes.HasSuffix(chunk, []byte("\n")) {
-		size-- // the newline is not the message's
+	return append(out, rest...)
+}
+
+func sumRaw(spills []*spill) int {
+	n := 0
+	for _, sp := range spills {
+		n += len(sp.raw)
 	}
-	id := s.response()
-	if g.dropped != nil {
-		g.dropped(size, id != nil)
-	}
-	if id != nil {
-		g.out = append(tooLargeResponse(id, size, g.limit), '\n')
-	}
+	return n
+}
+
+// badMessageCode is the code of the error the gateway answers in an
+// upstream's place for an answer that is not JSON.
+const (
+	badMessageCode   = -32092
+	badMessageMarker = "resourcedGatewayBadMessage"
+)
+
+func badMessageResponse(id []byte) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": json.RawMessage(id),
+		"error": map[string]any{"code": badMessageCode, "message": "the upstream's answer is not valid JSON",
+			"data": map[string]bool{badMessageMarker: true}},
+	})
+	return b
+}
+
+// isBadMessage reports whether code and data are the gateway's own
+// bad-message error.
+func isBadMessage(code int64, data []byte) bool {
+	var d map[string]bool
+	return code == badMessageCode && json.Unmarshal(data, &d) == nil && d[badMessageMarker]
 }
 
 // limitedJSON is an HTTP upstream's application/json response body: the

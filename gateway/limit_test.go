@@ -92,7 +92,7 @@ func TestLineGuardAnswersALongLineInItsPlace(t *testing.T) {
 	}
 	// Lines within the limit, and a last one without a newline, pass
 	// unchanged, whatever the buffer size.
-	in := strings.Repeat(small, 3) + strings.Repeat("y", 100<<10)
+	in := strings.Repeat(small, 3) + `{"jsonrpc":"2.0","method":"m","params":{"y":"` + strings.Repeat("y", 100<<10) + `"}}`
 	if out, drops := readLines(t, in, 1<<20); out != in || len(drops) != 0 {
 		t.Fatalf("within the limit: %d bytes out of %d, drops %v", len(out), len(in), drops)
 	}
@@ -103,12 +103,33 @@ func TestLineGuardAnswersALongLineInItsPlace(t *testing.T) {
 // again. Within the gateway's limit it passes; over it, the call gets the
 // gateway's too-large error and the session goes on.
 func TestPoolStdioMessageLimit(t *testing.T) {
-	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{stdioUpstream(t, "fs", Shared)}})
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
 	cs := session(t, p, "fs", "")
 	pid := callText(t, cs, "pid", nil)
-	if got := callText(t, cs, "big", map[string]any{"n": 17 << 20}); len(got) != 17<<20 {
-		t.Fatalf("a 17 MiB result came back as %d bytes", len(got))
+	// As the front calls: with a ticket, so that the text is spilled
+	// and go-sdk decodes a small message.
+	start := time.Now()
+	tk := newTicket("")
+	ctx, cancel := context.WithTimeout(withTicket(context.Background(), tk), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"n": 17 << 20}})
+	if err != nil || len(res.Content) != 1 {
+		t.Fatalf("big: %v, %v", res, err)
 	}
+	if got := textLen(tk, res.Content[0].(*mcp.TextContent).Text); got != 17<<20 {
+		t.Fatalf("a 17 MiB result came back as %d bytes", got)
+	}
+	if err := restore(tk, res); err != nil || res.Content[0].(*mcp.TextContent).Text != strings.Repeat("x", 17<<20) {
+		t.Fatalf("restored: %v", err)
+	}
+	if used, _ := p.budget.inUse(""); used < 17<<20 {
+		t.Errorf("%d bytes in flight while the answer is held, want at least 17 MiB", used)
+	}
+	tk.release()
+	if used, _ := p.budget.inUse(""); used != 0 {
+		t.Errorf("%d bytes in flight after the ticket's release", used)
+	}
+	t.Logf("17 MiB through the pool in %s", time.Since(start))
 	if callText(t, cs, "pid", nil) != pid {
 		t.Fatal("the upstream was restarted by a 17 MiB result")
 	}

@@ -47,19 +47,20 @@ const textMIME = "text/plain; charset=utf-8"
 
 // contentBytes is a result's content size: text, decoded image, audio and
 // embedded blobs, embedded text, and the JSON of structuredContent.
-func contentBytes(res *mcp.CallToolResult, structured []byte) int64 {
+// The strings of t (the call's ticket) stand for what they spilled.
+func contentBytes(t *ticket, res *mcp.CallToolResult, structured []byte) int64 {
 	var n int64
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
-			n += int64(len(c.Text))
+			n += int64(textLen(t, c.Text))
 		case *mcp.ImageContent:
-			n += int64(len(c.Data))
+			n += int64(dataLen(t, c.Data))
 		case *mcp.AudioContent:
-			n += int64(len(c.Data))
+			n += int64(dataLen(t, c.Data))
 		case *mcp.EmbeddedResource:
 			if c.Resource != nil {
-				n += int64(len(c.Resource.Text) + len(c.Resource.Blob))
+				n += int64(textLen(t, c.Resource.Text) + dataLen(t, c.Resource.Blob))
 			}
 		}
 	}
@@ -108,21 +109,30 @@ type savedPart struct {
 const partSHA = 32
 
 // offload saves the large parts of res, a result of upstream's tool
-// (frontName as the caller named it), when its policy says so.
-func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontName string, res *mcp.CallToolResult) (offloaded, *service.Failure) {
+// (frontName as the caller named it) read under ticket t, when its policy
+// says so; a result it does not offload gets its spilled strings back.
+func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontName string, res *mcp.CallToolResult, t *ticket) (offloaded, *service.Failure) {
+	o, fail := f.offloadParts(ctx, p, up, tool, frontName, res, t)
+	if fail == nil && o.parts == 0 && restore(t, res) != nil {
+		fail = service.Fail(service.KindUnavailable, "The upstream server "+up+" returned data that does not decode. Retry the same call later.")
+	}
+	return o, fail
+}
+
+func (f *Front) offloadParts(ctx context.Context, p auth.Principal, up, tool, frontName string, res *mcp.CallToolResult, t *ticket) (offloaded, *service.Failure) {
 	var structured []byte
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
+		b, err := structuredJSON(t, res.StructuredContent)
 		if err != nil {
 			return offloaded{}, service.Fail(service.KindUnavailable, "The upstream server "+up+" returned a structuredContent that cannot be encoded. Retry the same call later.")
 		}
 		structured = b
 	}
-	total := contentBytes(res, structured)
+	total := contentBytes(t, res, structured)
 	if !shouldOffload(f.ups[up].Offload, tool, total) {
 		return offloaded{}, nil
 	}
-	o := offloadRun{f: f, ctx: ctx, p: p, base: up + "/" + pathSegment(tool), tool: frontName, total: total}
+	o := offloadRun{f: f, ctx: ctx, p: p, t: t, base: up + "/" + pathSegment(tool), tool: frontName, total: total}
 	out := *res
 	out.Content = make([]mcp.Content, 0, len(res.Content)+2)
 	for i, c := range res.Content {
@@ -157,53 +167,83 @@ type offloadRun struct {
 	f     *Front
 	ctx   context.Context
 	p     auth.Principal
-	base  string // <upstream>/<tool>
-	tool  string // the tool as the caller named it
-	total int64  // the result's content bytes
+	t     *ticket // the call's: its placeholders stand for spilled strings
+	base  string  // <upstream>/<tool>
+	tool  string  // the tool as the caller named it
+	total int64   // the result's content bytes
 	saved []savedPart
 	bytes int64 // of the parts this call stored
 }
 
 // part returns what replaces content item i: itself when it is small,
-// else its link (and a preview for text).
+// else its link (and a preview for text). A small item keeps (gets back)
+// its spilled strings.
 func (o *offloadRun) part(i int, c mcp.Content) ([]mcp.Content, *service.Failure) {
 	n := fmt.Sprint(i)
 	switch c := c.(type) {
 	case *mcp.TextContent:
-		if utf8.RuneCountInString(c.Text) <= o.f.preview {
+		body := spilledText(o.t, c.Text)
+		if utf8.RuneCount(body) <= o.f.preview {
+			c.Text = string(body)
 			return []mcp.Content{c}, nil
 		}
-		r, fail := o.save(n, textMIME, []byte(c.Text), true, "text")
+		r, fail := o.save(n, textMIME, body, true, "text")
 		if fail != nil {
 			return nil, fail
 		}
-		return []mcp.Content{link(r), &mcp.TextContent{Text: preview(c.Text, o.f.preview), Annotations: c.Annotations}}, nil
+		return []mcp.Content{link(r), &mcp.TextContent{Text: previewOf(body, o.f.preview), Annotations: c.Annotations}}, nil
 	case *mcp.ImageContent:
-		return o.blob(n, c, c.Data, c.MIMEType, "image")
+		data, fail := o.data(c.Data)
+		if fail != nil {
+			return nil, fail
+		}
+		c.Data = data
+		return o.blob(n, c, data, c.MIMEType, "image")
 	case *mcp.AudioContent:
-		return o.blob(n, c, c.Data, c.MIMEType, "audio")
+		data, fail := o.data(c.Data)
+		if fail != nil {
+			return nil, fail
+		}
+		c.Data = data
+		return o.blob(n, c, data, c.MIMEType, "audio")
 	case *mcp.EmbeddedResource:
 		if c.Resource == nil {
 			return []mcp.Content{c}, nil
 		}
 		rc := c.Resource
 		if rc.Blob != nil {
-			return o.blob(n, c, rc.Blob, rc.MIMEType, "embedded resource "+rc.URI)
+			data, fail := o.data(rc.Blob)
+			if fail != nil {
+				return nil, fail
+			}
+			rc.Blob = data
+			return o.blob(n, c, data, rc.MIMEType, "embedded resource "+rc.URI)
 		}
-		if utf8.RuneCountInString(rc.Text) <= o.f.preview {
+		body := spilledText(o.t, rc.Text)
+		if utf8.RuneCount(body) <= o.f.preview {
+			rc.Text = string(body)
 			return []mcp.Content{c}, nil
 		}
 		mt := rc.MIMEType
 		if mt == "" {
 			mt = textMIME
 		}
-		r, fail := o.save(n, mt, []byte(rc.Text), true, "embedded resource "+rc.URI)
+		r, fail := o.save(n, mt, body, true, "embedded resource "+rc.URI)
 		if fail != nil {
 			return nil, fail
 		}
-		return []mcp.Content{link(r), &mcp.TextContent{Text: preview(rc.Text, o.f.preview)}}, nil
+		return []mcp.Content{link(r), &mcp.TextContent{Text: previewOf(body, o.f.preview)}}, nil
 	}
 	return []mcp.Content{c}, nil
+}
+
+// data is the decoded data b stands for.
+func (o *offloadRun) data(b []byte) ([]byte, *service.Failure) {
+	d, err := decodeData(o.t, b)
+	if err != nil {
+		return nil, service.Fail(service.KindUnavailable, "The result of "+o.tool+" holds base64 data that does not decode. Retry the same call later.")
+	}
+	return d, nil
 }
 
 func (o *offloadRun) blob(n string, c mcp.Content, data []byte, mimeType, what string) ([]mcp.Content, *service.Failure) {
@@ -352,17 +392,17 @@ func link(r *service.Result) *mcp.ResourceLink {
 	}
 }
 
-// preview is the first n characters of s, never splitting a UTF-8
+// previewOf is the first n characters of b, never splitting a UTF-8
 // character.
-func preview(s string, n int) string {
-	i := 0
-	for j := range s {
+func previewOf(b []byte, n int) string {
+	for i, j := 0, 0; j < len(b); i++ {
 		if i == n {
-			return s[:j]
+			return string(b[:j])
 		}
-		i++
+		_, size := utf8.DecodeRune(b[j:])
+		j += size
 	}
-	return s
+	return string(b)
 }
 
 // pathSegment makes a tool name a path segment of the URI grammar

@@ -25,9 +25,9 @@ import (
 func TestPreviewNeverSplitsACharacter(t *testing.T) {
 	for _, s := range []string{"héllo wörld", "✓✓✓✓✓", "𝄞𝄞𝄞", "abc", ""} {
 		for n := 0; n <= utf8.RuneCountInString(s)+1; n++ {
-			p := preview(s, n)
+			p := previewOf([]byte(s), n)
 			if !utf8.ValidString(p) || !strings.HasPrefix(s, p) || utf8.RuneCountInString(p) != min(n, utf8.RuneCountInString(s)) {
-				t.Errorf("preview(%q, %d) = %q", s, n, p)
+				t.Errorf("previewOf(%q, %d) = %q", s, n, p)
 			}
 		}
 	}
@@ -66,7 +66,7 @@ func TestContentBytesCountsDecodedBytes(t *testing.T) {
 		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{Blob: make([]byte, 7)}},
 		&mcp.ResourceLink{URI: "file:///x"},
 	}}
-	if got := contentBytes(res, []byte(`{"a":1}`)); got != 6+10+20+3+7+7 {
+	if got := contentBytes(nil, res, []byte(`{"a":1}`)); got != 6+10+20+3+7+7 {
 		t.Errorf("contentBytes = %d", got)
 	}
 }
@@ -247,11 +247,11 @@ func TestOffloadIsIdempotent(t *testing.T) {
 	part := strings.Repeat("x", 2000)
 	f, st := offloadFront(t, store.Quota{Bytes: 3000})
 	alice := auth.Principal{Tenant: "alice"}
-	first, fail := f.offload(ctx, alice, "fs", "read_file", "fs__read_file", bigResult(part))
+	first, fail := f.offload(ctx, alice, "fs", "read_file", "fs__read_file", bigResult(part), nil)
 	if fail != nil {
 		t.Fatal(fail)
 	}
-	again, fail := f.offload(ctx, alice, "fs", "read_file", "fs__read_file", bigResult(part))
+	again, fail := f.offload(ctx, alice, "fs", "read_file", "fs__read_file", bigResult(part), nil)
 	if fail != nil {
 		t.Fatalf("the re-issued call: %v (stored twice?)", fail)
 	}
@@ -268,7 +268,7 @@ func TestOffloadIsIdempotent(t *testing.T) {
 	if got := links(first.result)[0]; got != wantPrefix {
 		t.Errorf("link %s, want %s", got, wantPrefix)
 	}
-	bob, fail := f.offload(ctx, auth.Principal{Tenant: "bob"}, "fs", "read_file", "fs__read_file", bigResult(part))
+	bob, fail := f.offload(ctx, auth.Principal{Tenant: "bob"}, "fs", "read_file", "fs__read_file", bigResult(part), nil)
 	if fail != nil || !strings.HasPrefix(links(bob.result)[0], "gw://bob/") || bob.bytes != 2000 {
 		t.Fatalf("bob's call = %v, %v; want his own part", links(bob.result), fail)
 	}
@@ -281,12 +281,12 @@ func TestOffloadRollbackKeepsFoundParts(t *testing.T) {
 	f, st := offloadFront(t, store.Quota{Bytes: 3000})
 	p := auth.Principal{Tenant: "alice"}
 	a, b, c := strings.Repeat("a", 1000), strings.Repeat("b", 1500), strings.Repeat("c", 1500)
-	earlier, fail := f.offload(ctx, p, "fs", "t", "fs__t", bigResult(a))
+	earlier, fail := f.offload(ctx, p, "fs", "t", "fs__t", bigResult(a), nil)
 	if fail != nil {
 		t.Fatal(fail)
 	}
 	// a is found, b is stored (2500 bytes), c takes the quota over.
-	if _, fail := f.offload(ctx, p, "fs", "t", "fs__t", bigResult(a, b, c)); fail == nil || fail.ErrorKind != service.KindQuota {
+	if _, fail := f.offload(ctx, p, "fs", "t", "fs__t", bigResult(a, b, c), nil); fail == nil || fail.ErrorKind != service.KindQuota {
 		t.Fatalf("offload over the quota = %v, want quota_exceeded", fail)
 	}
 	if _, fail := f.svc.Stat(ctx, "alice", links(earlier.result)[0]); fail != nil {

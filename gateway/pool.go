@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -74,6 +75,13 @@ type PoolOptions struct {
 	// can keep: 2 × the offload scheme's maxBytes + 1 MiB (0:
 	// DefaultMaxMessageBytes).
 	MaxMessageBytes int64
+	// MaxBytesInFlight bounds the bytes of upstream answers the gateway
+	// holds at once, read and not yet answered to their callers (0:
+	// 4 × MaxMessageBytes); MaxTenantBytesInFlight bounds one tenant's
+	// (0: half of MaxBytesInFlight). An answer that would go over either
+	// is not read: its call gets the gateway's busy error (budget.go),
+	// retry-safe, and the session goes on.
+	MaxBytesInFlight, MaxTenantBytesInFlight int64
 	// Protected are the paths resourced keeps to itself (its data
 	// directory, config file, key files, header secret files): no
 	// sandboxed upstream may see them. An upstream whose dir or
@@ -119,6 +127,10 @@ type Pool struct {
 
 	sessions *prometheus.GaugeVec
 	restarts *prometheus.CounterVec
+	refused  *prometheus.CounterVec
+
+	budget *budget       // answer bytes in flight (budget.go)
+	keys   *placeholders // of spilled strings (spill.go)
 
 	ctx    context.Context // canceled by Close: aborts connects under way
 	cancel context.CancelFunc
@@ -156,6 +168,16 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if opts.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("gateway: MaxMessageBytes %d is negative", opts.MaxMessageBytes)
 	}
+	if opts.MaxBytesInFlight == 0 {
+		opts.MaxBytesInFlight = 4 * opts.MaxMessageBytes
+	}
+	if opts.MaxTenantBytesInFlight == 0 {
+		opts.MaxTenantBytesInFlight = opts.MaxBytesInFlight / 2
+	}
+	if opts.MaxBytesInFlight < 0 || opts.MaxTenantBytesInFlight < 0 || opts.MaxTenantBytesInFlight > opts.MaxBytesInFlight {
+		return nil, fmt.Errorf("gateway: MaxBytesInFlight %d and MaxTenantBytesInFlight %d: want 0 < tenant ≤ gateway",
+			opts.MaxBytesInFlight, opts.MaxTenantBytesInFlight)
+	}
 	if opts.backoffBase <= 0 {
 		opts.backoffBase = backoffBase
 	}
@@ -169,7 +191,8 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{opts: opts, log: log, byName: map[string]*upstream{}}
+	p := &Pool{opts: opts, log: log, byName: map[string]*upstream{},
+		budget: newBudget(opts.MaxBytesInFlight, opts.MaxTenantBytesInFlight), keys: newPlaceholders()}
 	var errs []error
 	for i, u := range opts.Upstreams {
 		if err := checkUpstream(&u); err != nil {
@@ -198,12 +221,19 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 		Name: "resourced_gateway_upstream_restarts_total",
 		Help: "Connects that replace an upstream session that ended or failed to connect, by upstream.",
 	}, []string{"upstream"})
+	p.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "resourced_gateway_upstream_messages_refused_total",
+		Help: "Upstream messages the gateway did not pass on, by upstream and reason: too_large (over the message limit), busy (over the in-flight budget), bad (not JSON).",
+	}, []string{"upstream", "reason"})
 	for _, up := range p.ups {
 		p.sessions.WithLabelValues(up.cfg.Name)
 		p.restarts.WithLabelValues(up.cfg.Name)
+		for _, r := range []string{"too_large", "busy", "bad"} {
+			p.refused.WithLabelValues(up.cfg.Name, r)
+		}
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.sessions, p.restarts} {
+		for _, c := range []prometheus.Collector{p.sessions, p.restarts, p.refused} {
 			if err := opts.Registerer.Register(c); err != nil {
 				for _, d := range p.removeDirs {
 					_ = os.RemoveAll(d)
@@ -542,7 +572,9 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		// The child has its own copy once started; ours must close so
 		// that logStderr sees the end when the child's side closes.
 		defer stderr.Close()
-		t = &commandTransport{cmd: cmd, terminate: p.opts.terminate, limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant)}
+		t = &commandTransport{cmd: cmd, terminate: p.opts.terminate, limit: p.opts.MaxMessageBytes,
+			dropped: p.dropped(up, tenant), refused: p.refusedBy(up, tenant),
+			budget: p.budget, tenant: tenant, keys: p.keys}
 	} else {
 		t = &mcp.StreamableClientTransport{
 			Endpoint: up.cfg.URL,
@@ -582,6 +614,27 @@ func (p *Pool) dropped(up *upstream, tenant string) func(size int64, answered bo
 			attrs = append(attrs, "tenant", tenant)
 		}
 		p.log.Warn("upstream message over the gateway's limit dropped", attrs...)
+		p.refused.WithLabelValues(up.cfg.Name, "too_large").Inc()
+	}
+}
+
+// refusedBy is what a stdio session's lineGuard reports of a line it did
+// not pass on for the budget or for not being JSON.
+func (p *Pool) refusedBy(up *upstream, tenant string) func(why string, answered bool) {
+	return func(why string, answered bool) {
+		attrs := []any{"upstream", up.cfg.Name, "answered", answered}
+		if tenant != "" {
+			attrs = append(attrs, "tenant", tenant)
+		}
+		switch why {
+		case "busy":
+			used, _ := p.budget.inUse("")
+			p.log.Warn("upstream answer refused: the gateway holds its limit of answer bytes in flight",
+				append(attrs, "inFlight", used, "limit", p.opts.MaxBytesInFlight, "tenantLimit", p.opts.MaxTenantBytesInFlight)...)
+		default:
+			p.log.Warn("upstream message that is not JSON dropped", attrs...)
+		}
+		p.refused.WithLabelValues(up.cfg.Name, why).Inc()
 	}
 }
 
@@ -596,6 +649,10 @@ type commandTransport struct {
 	terminate time.Duration
 	limit     int64
 	dropped   func(size int64, answered bool)
+	refused   func(why string, answered bool)
+	budget    *budget
+	tenant    string
+	keys      *placeholders
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -614,12 +671,36 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if td <= 0 {
 		td = 5 * time.Second
 	}
-	return (&mcp.IOTransport{
+	g := newLineGuard(stdout, t.limit, t.dropped)
+	g.refused, g.budget, g.tenant, g.tickets, g.spillAt = t.refused, t.budget, t.tenant, &tickets{}, defaultSpillAt
+	g.sc.keys = t.keys
+	conn, err := (&mcp.IOTransport{
 		// Closed by closing stdin, not stdout (as go-sdk does).
-		Reader:        io.NopCloser(newLineGuard(stdout, t.limit, t.dropped)),
+		Reader:        io.NopCloser(g),
 		Writer:        &stdinCloser{cmd: t.cmd, stdin: stdin, terminate: td},
 		MaxLineLength: int(min(t.limit+1<<20, math.MaxInt)),
 	}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ticketConn{Connection: conn, tickets: g.tickets}, nil
+}
+
+// ticketConn registers the ticket of each call written with one in its
+// context (budget.go), so that the reader charges and spills its answer
+// for it.
+type ticketConn struct {
+	mcp.Connection
+	tickets *tickets
+}
+
+func (c *ticketConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if t := ticketFrom(ctx); t != nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.tickets.add(req.ID, t)
+		}
+	}
+	return c.Connection.Write(ctx, msg)
 }
 
 // stdinCloser is a stdio upstream's stdin whose Close ends the process as

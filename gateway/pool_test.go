@@ -93,6 +93,14 @@ func stdioUpstream(t *testing.T, name string, iso Isolation) Upstream {
 	}
 }
 
+// rawStdioUpstream is rawUpstream (pool_upstream_test.go) as a stdio
+// upstream.
+func rawStdioUpstream(t *testing.T, name string, iso Isolation) Upstream {
+	u := stdioUpstream(t, name, iso)
+	u.Env = map[string]string{rawUpstreamEnv: "1"}
+	return u
+}
+
 // newTestPool is a pool with short backoffs and a short wait for a stdio
 // upstream to exit after its stdin closes, closed when the test ends.
 func newTestPool(t *testing.T, logs *logRecorder, opts PoolOptions) *Pool {

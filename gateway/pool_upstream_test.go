@@ -1,8 +1,13 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -20,10 +25,91 @@ import (
 // package's other tests may keep a TestMain of their own.
 const poolUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_UPSTREAM"
 
+// rawUpstreamEnv starts rawUpstream instead: an upstream that writes its
+// answers as bytes, as fast as a pipe takes them, so that a test of the
+// gateway's cost of a large answer does not measure a race-instrumented
+// go-sdk server encoding it.
+const rawUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_RAW_UPSTREAM"
+
+// rawUpstream serves JSON-RPC lines on r and w by hand:
+//   - initialize, tools/list, ping: what a server answers;
+//   - tools/call pid: the process id;
+//   - tools/call big {n, id_last}: n bytes of text ("x"), with the id
+//     before the result or, id_last, after it (as the TypeScript SDK
+//     writes);
+//   - tools/call blob {n}: n bytes of image data;
+//   - tools/call bad: a line that is not JSON, with the call's id in it;
+//   - tools/call structured {n}: a text and a structuredContent of n
+//     bytes each.
+func rawUpstream(r io.Reader, w io.Writer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	out := bufio.NewWriterSize(w, 1<<20)
+	reply := func(id json.RawMessage, result string) {
+		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
+		out.Flush()
+	}
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+				Name            string `json:"name"`
+				Arguments       struct {
+					N      int  `json:"n"`
+					IDLast bool `json:"id_last"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			reply(m.ID, `{"protocolVersion":"`+m.Params.ProtocolVersion+`","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+		case "tools/list":
+			reply(m.ID, `{"tools":[{"name":"pid","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}`)
+		case "ping":
+			reply(m.ID, `{}`)
+		default: // server/discover among them: the client falls back to initialize
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", m.ID)
+			out.Flush()
+		case "tools/call":
+			a := m.Params.Arguments
+			switch m.Params.Name {
+			case "pid":
+				reply(m.ID, fmt.Sprintf(`{"content":[{"type":"text","text":"%d"}]}`, os.Getpid()))
+			case "big":
+				body := `{"content":[{"type":"text","text":"` + strings.Repeat("x", a.N) + `"}]}`
+				if a.IDLast {
+					fmt.Fprintf(out, `{"result":%s,"jsonrpc":"2.0","id":%s}`+"\n", body, m.ID)
+					out.Flush()
+				} else {
+					reply(m.ID, body)
+				}
+			case "blob":
+				data := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xfe}, a.N))
+				reply(m.ID, `{"content":[{"type":"image","mimeType":"image/png","data":"`+data+`"}]}`)
+			case "structured":
+				x := strings.Repeat("s", a.N)
+				reply(m.ID, `{"content":[{"type":"text","text":"`+x+`"}],"structuredContent":{"content":"`+x+`","n":1}}`)
+			case "bad":
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"no end`+"\n", m.ID)
+				out.Flush()
+			}
+		}
+	}
+}
+
 func init() {
 	// A sandboxed test upstream is this binary too: first as the sandbox
 	// helper, which execs it again inside the sandbox.
 	sandbox.Main()
+	if os.Getenv(rawUpstreamEnv) != "" {
+		rawUpstream(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
 	if os.Getenv(poolUpstreamEnv) == "" {
 		return
 	}

@@ -1,0 +1,361 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/store"
+)
+
+// scan runs a frameScanner over msg in chunks of n bytes.
+func scan(msg []byte, n, spillAt int) *frameScanner {
+	s := &frameScanner{spillAt: spillAt, keys: newPlaceholders()}
+	s.reset()
+	for len(msg) > 0 {
+		k := min(n, len(msg))
+		s.write(msg[:k])
+		msg = msg[k:]
+	}
+	return s
+}
+
+// respliced is out with each spill put back as a JSON string (texts
+// encoded again): the message go-sdk would have decoded.
+func respliced(t *testing.T, s *frameScanner) []byte {
+	t.Helper()
+	out := s.out
+	for _, sp := range s.spills {
+		var str []byte
+		if sp.kind == spillText {
+			str, _ = json.Marshal(string(sp.raw))
+		} else {
+			str = append(append([]byte{'"'}, sp.raw...), '"')
+		}
+		out = bytes.Replace(out, []byte(`"`+sp.key+`"`), str, 1)
+	}
+	return out
+}
+
+func decodeAny(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %.200s", err, b)
+	}
+	return v
+}
+
+var spillMessages = []string{
+	`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"TEXT"}]}}`,
+	`{"result":{"content":[{"type":"text","text":"TEXT"},{"type":"image","mimeType":"image/png","data":"AAECAwQFBgcICQoLDA0ODw=="}]},"jsonrpc":"2.0","id":"c-1"}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"resource","resource":{"uri":"file:///a","text":"TEXT"}},{"type":"resource","resource":{"uri":"file:///b","blob":"AAECAwQFBgcICQoLDA0ODw=="}}]}}`,
+	`{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"a":"TEXT","b":["TEXT",{"c":"TEXT"}],"n":1.5e3,"t":true}}}`,
+	`{ "jsonrpc" : "2.0" , "id" : 3 , "result" : { "content" : [ { "type" : "text" , "text" : "TEXT" } ] , "_meta" : { "k" : "TEXT" } } }`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"message":"TEXT"}}`,
+	`{"jsonrpc":"2.0","id":4,"error":{"code":-1,"message":"TEXT","data":{"content":[{"text":"TEXT"}]}}}`,
+}
+
+var spillTexts = []string{
+	strings.Repeat("plain ", 40),
+	`quote \" backslash \\ slash \/ tab \t nl \n uni \u00e9 pair \ud83d\ude00 lone \ud800 x \udc00 end`,
+	strings.Repeat(`\\`, 50) + `\"` + strings.Repeat(`\\`, 51) + `n`,
+	"héllo wörld ✓ 𝄞 " + strings.Repeat("z", 100),
+}
+
+// TestFrameScannerSpillsWhatItShould: the strings of a result's content
+// and structuredContent over spillAt are spilled, whatever the chunking;
+// nothing else is; the message with its spills put back is the message.
+func TestFrameScannerSpillsWhatItShould(t *testing.T) {
+	for _, tmpl := range spillMessages {
+		for _, text := range spillTexts {
+			msg := []byte(strings.ReplaceAll(tmpl, "TEXT", text))
+			if !json.Valid(msg) {
+				t.Fatalf("test message is not JSON: %s", msg)
+			}
+			want := decodeAny(t, msg)
+			wantSpills := -1
+			for _, n := range []int{1, 2, 3, 7, 64, len(msg)} {
+				s := scan(msg, n, 16)
+				if got := unspill(s.out, s.spills); !bytes.Equal(got, msg) {
+					t.Fatalf("chunks of %d: unspilled\n%s\nwant\n%s", n, got, msg)
+				}
+				if !json.Valid(s.out) {
+					t.Fatalf("chunks of %d: the message without its spills is not JSON: %s", n, s.out)
+				}
+				if wantSpills < 0 {
+					wantSpills = len(s.spills)
+				} else if len(s.spills) != wantSpills {
+					t.Fatalf("chunks of %d: %d spills, %d with other chunks", n, len(s.spills), wantSpills)
+				}
+				if !s.finish() {
+					t.Fatalf("chunks of %d: finish refused a valid message %s", n, msg)
+				}
+				if got := decodeAny(t, respliced(t, s)); !reflect.DeepEqual(got, want) {
+					t.Fatalf("chunks of %d: decoded\n%v\nwant\n%v", n, got, want)
+				}
+			}
+			inResult := strings.HasPrefix(tmpl, `{"jsonrpc":"2.0","id":7`) || strings.Contains(tmpl, `"c-1"`) ||
+				strings.Contains(tmpl, `"resource"`) || strings.Contains(tmpl, "structuredContent") || strings.Contains(tmpl, `"id" : 3`)
+			if inResult && wantSpills == 0 {
+				t.Errorf("nothing spilled from %s", tmpl)
+			}
+			if !inResult && wantSpills != 0 {
+				t.Errorf("%d strings spilled from a message that is not a result: %s", wantSpills, tmpl)
+			}
+		}
+	}
+	// The id is found wherever it is, and a request is not a response.
+	if got := string(scan([]byte(spillMessages[1]), 5, 16).responseID()); got != `"c-1"` {
+		t.Errorf("id last: %q", got)
+	}
+	if got := scan([]byte(spillMessages[5]), 5, 16).responseID(); got != nil {
+		t.Errorf("a notification's id: %q", got)
+	}
+	// _meta strings stay: only content and structuredContent spill.
+	s := scan([]byte(strings.ReplaceAll(spillMessages[4], "TEXT", spillTexts[0])), 9, 16)
+	if len(s.spills) != 1 || !bytes.Contains(s.out, []byte(spillTexts[0])) {
+		t.Errorf("spills %d; the _meta string kept: %t", len(s.spills), bytes.Contains(s.out, []byte(spillTexts[0])))
+	}
+}
+
+// TestFrameScannerRefusesBadStrings: a spilled string with a bad escape
+// or a control character makes the message invalid, as it is.
+func TestFrameScannerRefusesBadStrings(t *testing.T) {
+	for _, text := range []string{`bad \x escape` + strings.Repeat("z", 20), "raw \x01 control" + strings.Repeat("z", 20), strings.Repeat("z", 20) + `\u12`} {
+		msg := []byte(strings.ReplaceAll(spillMessages[0], "TEXT", text))
+		s := scan(msg, 4, 8)
+		if len(s.spills) != 1 || s.finish() {
+			t.Errorf("%q: %d spills, finish accepted it", text, len(s.spills))
+		}
+	}
+}
+
+func FuzzFrameScanner(f *testing.F) {
+	for _, tmpl := range spillMessages {
+		for _, text := range spillTexts {
+			f.Add([]byte(strings.ReplaceAll(tmpl, "TEXT", text)), uint8(3), uint8(8))
+		}
+	}
+	f.Fuzz(func(t *testing.T, msg []byte, chunk, spillAt uint8) {
+		if !json.Valid(msg) {
+			return
+		}
+		s := scan(msg, int(chunk)+1, int(spillAt)+1)
+		if got := unspill(s.out, s.spills); !bytes.Equal(got, msg) {
+			t.Fatalf("unspilled\n%q\nwant\n%q", got, msg)
+		}
+		if !json.Valid(s.out) {
+			t.Fatalf("the message without its spills is not JSON: %q", s.out)
+		}
+		if !s.finish() {
+			return // a string whose decoding is longer than it (invalid UTF-8 turned U+FFFD): not spilled as text
+		}
+		if got, want := decodeAny(t, respliced(t, s)), decodeAny(t, msg); !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded\n%v\nwant\n%v", got, want)
+		}
+	})
+}
+
+// ticketCall is a tools/call as the front makes it: with a ticket.
+func ticketCall(ctx context.Context, cs *mcp.ClientSession, tenant, tool string, args map[string]any) (*ticket, *mcp.CallToolResult, error) {
+	tk := newTicket(tenant)
+	res, err := cs.CallTool(withTicket(ctx, tk), &mcp.CallToolParams{Name: tool, Arguments: args})
+	return tk, res, err
+}
+
+func busyErr(err error) (busyData, bool) {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return busyData{}, false
+	}
+	return asBusy(we.Code, we.Data)
+}
+
+// Issue 24: large answers cost many times their size with no total bound.
+// The bytes held for answers not yet returned are bounded gateway-wide and
+// per tenant; an answer over a bound is refused at once, retry-safe, and
+// the session goes on; the bytes come back when the call is answered.
+func TestPoolInFlightBudget(t *testing.T) {
+	for _, idLast := range []bool{false, true} {
+		p := newTestPool(t, nil, PoolOptions{
+			Upstreams:        []Upstream{rawStdioUpstream(t, "fs", Shared)},
+			MaxBytesInFlight: 1 << 20, MaxTenantBytesInFlight: 600 << 10,
+		})
+		cs := session(t, p, "fs", "")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		big := func(tenant string, n int) (*ticket, error) {
+			tk, _, err := ticketCall(ctx, cs, tenant, "big", map[string]any{"n": n, "id_last": idLast})
+			return tk, err
+		}
+		a1, err := big("alice", 400<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// alice holds 400 KiB: 300 more is over her 600 KiB.
+		if _, err := big("alice", 300<<10); err == nil {
+			t.Fatalf("id last %t: alice over her share was answered", idLast)
+		} else if d, ok := busyErr(err); !ok || d.Scope != "tenant" {
+			t.Fatalf("id last %t: alice over her share = %v, want the tenant's busy error", idLast, err)
+		}
+		// bob has his own share; then the gateway's bound is reached.
+		b1, err := big("bob", 500<<10)
+		if err != nil {
+			t.Fatalf("id last %t: bob within his share: %v", idLast, err)
+		}
+		if _, err := big("carol", 200<<10); err == nil {
+			t.Fatalf("id last %t: carol over the gateway's bound was answered", idLast)
+		} else if d, ok := busyErr(err); !ok || d.Scope != "gateway" {
+			t.Fatalf("id last %t: carol over the gateway's bound = %v, want the gateway's busy error", idLast, err)
+		}
+		if used, _ := p.budget.inUse(""); used < 900<<10 || used > 1<<20 {
+			t.Errorf("id last %t: %d bytes in flight, want alice's and bob's", idLast, used)
+		}
+		a1.release()
+		b1.release()
+		if used, _ := p.budget.inUse(""); used != 0 {
+			t.Errorf("id last %t: %d bytes in flight after the releases", idLast, used)
+		}
+		c1, err := big("carol", 200<<10)
+		if err != nil {
+			t.Fatalf("id last %t: carol after the releases: %v", idLast, err)
+		}
+		c1.release()
+		if n := refusedCount(t, p, "busy"); n != 2 {
+			t.Errorf("id last %t: %v busy refusals counted, want 2", idLast, n)
+		}
+		cancel()
+	}
+}
+
+// Issue 24: one line that is not JSON ended the shared session and every
+// call on it. It fails its own call; the session goes on.
+func TestPoolBadLineFailsOnlyItsCall(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
+	cs := session(t, p, "fs", "")
+	pid := callText(t, cs, "pid", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, ticketed := range []bool{false, true} {
+		var err error
+		if ticketed {
+			_, _, err = ticketCall(ctx, cs, "alice", "bad", nil)
+		} else {
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad"})
+		}
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || !isBadMessage(we.Code, we.Data) {
+			t.Fatalf("ticketed %t: the bad line's call = %v, want the gateway's bad-message error", ticketed, err)
+		}
+		if e := classify(ctx, ctx, err); !e.bad || e.failure("fs", "fs__bad").ErrorKind != service.KindUnavailable {
+			t.Errorf("ticketed %t: classified %+v", ticketed, e)
+		}
+	}
+	if callText(t, cs, "pid", nil) != pid {
+		t.Fatal("the session did not survive a bad line")
+	}
+	if n := refusedCount(t, p, "bad"); n != 2 {
+		t.Errorf("%v bad lines counted, want 2", n)
+	}
+}
+
+func refusedCount(t *testing.T, p *Pool, reason string) float64 {
+	t.Helper()
+	m, err := p.refused.GetMetricWithLabelValues("fs", reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testutil.ToFloat64(m)
+}
+
+// Issue 24: the front saves a spilled part from its bytes, and what it
+// returns inline gets its strings back: the stored parts and the inline
+// result are what the upstream sent.
+func TestFrontOffloadsSpilledParts(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
+	cs := session(t, p, "fs", "")
+	f, _ := offloadFront(t, store.Quota{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	alice := auth.Principal{Tenant: "alice"}
+	read := func(uri string) []byte {
+		t.Helper()
+		var b []byte
+		if fail := f.svc.View(ctx, "alice", uri, func(_ *store.Meta, _, body []byte) error { b = append([]byte(nil), body...); return nil }); fail != nil {
+			t.Fatalf("reading %s: %v", uri, fail)
+		}
+		return b
+	}
+	cases := []struct {
+		tool string
+		n    int
+		want []string // the stored parts, in link order
+	}{
+		{"big", 200 << 10, []string{strings.Repeat("x", 200<<10)}},
+		{"blob", 100 << 10, []string{string(bytes.Repeat([]byte{0xfe}, 100<<10))}},
+		{"structured", 100 << 10, []string{strings.Repeat("s", 100<<10), `{"content":"` + strings.Repeat("s", 100<<10) + `","n":1}`}},
+	}
+	for _, c := range cases {
+		tk, res, err := ticketCall(ctx, cs, "alice", c.tool, map[string]any{"n": c.n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tk.spills) == 0 {
+			t.Fatalf("%s: nothing was spilled", c.tool)
+		}
+		o, fail := f.offload(ctx, alice, "fs", c.tool, "fs__"+c.tool, res, tk)
+		if fail != nil {
+			t.Fatalf("%s: %v", c.tool, fail)
+		}
+		uris := links(o.result)
+		if c.tool == "structured" {
+			uris = append(uris, o.result.StructuredContent.(map[string]any)["resourced"].(map[string]any)["uri"].(string))
+		}
+		if len(uris) != len(c.want) {
+			t.Fatalf("%s: links %v, want %d", c.tool, uris, len(c.want))
+		}
+		for i, u := range uris {
+			if got := read(u); string(got) != c.want[i] {
+				t.Errorf("%s: part %s holds %d bytes (%.20q), want %d", c.tool, u, len(got), got, len(c.want[i]))
+			}
+		}
+		tk.release()
+	}
+	// Never offloaded: the result comes back whole, as sent.
+	f.ups["fs"] = Upstream{Name: "fs", Offload: OffloadPolicy{Tools: map[string]ToolOffload{"structured": {Mode: OffloadNever}, "blob": {Mode: OffloadNever}}}}
+	tk, res, err := ticketCall(ctx, cs, "alice", "structured", map[string]any{"n": 100 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, fail := f.offload(ctx, alice, "fs", "structured", "fs__structured", res, tk); fail != nil || o.parts != 0 {
+		t.Fatalf("never offloaded: %+v, %v", o, fail)
+	}
+	x := strings.Repeat("s", 100<<10)
+	if res.Content[0].(*mcp.TextContent).Text != x || res.StructuredContent.(map[string]any)["content"] != x {
+		t.Error("the inline result did not get its spilled strings back")
+	}
+	tk.release()
+	tk, res, err = ticketCall(ctx, cs, "alice", "blob", map[string]any{"n": 100 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, fail := f.offload(ctx, alice, "fs", "blob", "fs__blob", res, tk); fail != nil {
+		t.Fatal(fail)
+	}
+	if got := res.Content[0].(*mcp.ImageContent).Data; !bytes.Equal(got, bytes.Repeat([]byte{0xfe}, 100<<10)) {
+		t.Errorf("the inline image is %d bytes (%q…)", len(got), base64.StdEncoding.EncodeToString(got[:min(len(got), 8)]))
+	}
+	tk.release()
+}
