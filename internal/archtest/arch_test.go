@@ -32,6 +32,8 @@ var allowed = map[string][]string{
 	"store/boltstore":          {"store", "store/internal/metacodec"},
 	"store/s3store":            {"store", "store/internal/metacodec"},
 	"store/storetest":          {"store"},
+	// The search index: its contract over drivers, like store's.
+	"index": {"grammar", "internal/jsonwire"},
 	// The service layer: no transport, no backend, no configuration, no
 	// tokens (it takes a tenant, never an auth.Principal).
 	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
