@@ -78,17 +78,6 @@ type Ref struct {
 // URI is the resource's URI, scheme://tenant/path.
 func (r Ref) URI() string { return r.Scheme + "://" + r.Tenant + "/" + r.Path }
 
-// Less orders refs by tenant, scheme and path.
-func (r Ref) Less(o Ref) bool {
-	if r.Tenant != o.Tenant {
-		return r.Tenant < o.Tenant
-	}
-	if r.Scheme != o.Scheme {
-		return r.Scheme < o.Scheme
-	}
-	return r.Path < o.Path
-}
-
 func (r Ref) check() error {
 	if err := grammar.Tenant(r.Tenant); err != nil {
 		return fmt.Errorf("%w: tenant %q: %v", ErrInvalid, r.Tenant, err)
@@ -158,9 +147,10 @@ type Page struct {
 
 // Query selects and ranks documents. Every set field must hold.
 type Query struct {
-	// Text is in web-search syntax (query.go): words all must match,
-	// "a phrase", `or` between alternatives, -word excludes. Empty: every
-	// document the filters keep, newest first.
+	// Text is in web-search syntax (query.go): words all must match, in
+	// the text, title or labels; "a phrase"; `or` between alternatives;
+	// -word excludes. Empty: every document the filters keep, newest
+	// first. Words match whole and case-insensitively (no stemming).
 	Text string
 	// Scheme keeps one scheme; Prefix a path prefix (needs no Scheme).
 	Scheme, Prefix string
@@ -191,9 +181,10 @@ type Driver interface {
 	Put(ctx context.Context, doc *Document) error
 	// Delete removes the document at r; a missing one is not an error.
 	Delete(ctx context.Context, r Ref) error
-	// Search returns the hits of p in rank order (score descending, then
-	// Ref order), p.Offset hits skipped, at most p.Limit, each with its
-	// Text; and the total (exact up to MaxTotal, else MaxTotal and true).
+	// Search returns the hits of p in rank order, p.Offset hits skipped,
+	// at most p.Limit, each with its Text; and the total (exact up to
+	// MaxTotal, else MaxTotal and true). Rank order is score descending
+	// with a Match, Created descending without; ties in URI byte order.
 	Search(ctx context.Context, p *Plan) (hits []Hit, total int, estimate bool, err error)
 	// Walk calls fn for every document, in no particular order, until fn
 	// returns an error, which Walk returns.
@@ -256,7 +247,11 @@ func New(d Driver, opts Options) *Index {
 // MaxTextBytes is the bound on one document's text.
 func (x *Index) MaxTextBytes() int { return x.opts.MaxTextBytes }
 
-func (x *Index) enter() error {
+// enter starts a call: a canceled ctx or a closed index ends it first.
+func (x *Index) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	x.mu.RLock()
 	if x.closed {
 		x.mu.RUnlock()
@@ -277,7 +272,7 @@ func (x *Index) Put(ctx context.Context, doc *Document) error {
 	if doc.Size < 0 {
 		return fmt.Errorf("index: put %s: %w: negative size", doc.URI(), ErrInvalid)
 	}
-	if err := x.enter(); err != nil {
+	if err := x.enter(ctx); err != nil {
 		return fmt.Errorf("index: put %s: %w", doc.URI(), err)
 	}
 	defer x.leave()
@@ -298,7 +293,7 @@ func (x *Index) Delete(ctx context.Context, r Ref) error {
 	if err := r.check(); err != nil {
 		return fmt.Errorf("index: delete: %w", err)
 	}
-	if err := x.enter(); err != nil {
+	if err := x.enter(ctx); err != nil {
 		return fmt.Errorf("index: delete %s: %w", r.URI(), err)
 	}
 	defer x.leave()
@@ -314,7 +309,7 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Page, error
 	if err != nil {
 		return Page{}, fmt.Errorf("index: search: %w", err)
 	}
-	if err := x.enter(); err != nil {
+	if err := x.enter(ctx); err != nil {
 		return Page{}, fmt.Errorf("index: search: %w", err)
 	}
 	defer x.leave()
@@ -425,7 +420,7 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 
 // Walk calls fn for every document; see Driver.Walk.
 func (x *Index) Walk(ctx context.Context, fn func(Entry) error) error {
-	if err := x.enter(); err != nil {
+	if err := x.enter(ctx); err != nil {
 		return fmt.Errorf("index: walk: %w", err)
 	}
 	defer x.leave()
@@ -439,7 +434,7 @@ func (x *Index) Count(ctx context.Context, tenant string) (int64, error) {
 			return 0, fmt.Errorf("index: count: %w: tenant %q: %v", ErrInvalid, tenant, err)
 		}
 	}
-	if err := x.enter(); err != nil {
+	if err := x.enter(ctx); err != nil {
 		return 0, fmt.Errorf("index: count: %w", err)
 	}
 	defer x.leave()
