@@ -457,6 +457,13 @@ func (x *Index) Close() error {
 	return x.d.Close()
 }
 
+// MediaBase is a media type without its parameters, lower-cased: what
+// Query.MediaType is compared with.
+func MediaBase(mt string) string {
+	mt, _, _ = strings.Cut(mt, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
 // validPrefix reports whether a path prefix has only the bytes of a path.
 func validPrefix(p string) bool {
 	if len(p) > grammar.MaxPathLen {

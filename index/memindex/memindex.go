@@ -102,8 +102,8 @@ func (d *Driver) Search(ctx context.Context, p *index.Plan) ([]index.Hit, int, b
 			!m.Expires.IsZero() && !m.Expires.After(p.Now) ||
 			p.Scheme != "" && m.Scheme != p.Scheme ||
 			!strings.HasPrefix(m.Path, p.Prefix) ||
-			p.MediaType != "" && mediaType(m.MediaType) != p.MediaType ||
-			!strings.HasPrefix(mediaType(m.MediaType), p.MediaPrefix) ||
+			p.MediaType != "" && index.MediaBase(m.MediaType) != p.MediaType ||
+			!strings.HasPrefix(index.MediaBase(m.MediaType), p.MediaPrefix) ||
 			!p.CreatedAfter.IsZero() && m.Created.Before(p.CreatedAfter) ||
 			!p.CreatedBefore.IsZero() && !m.Created.Before(p.CreatedBefore) ||
 			!p.ExpiresAfter.IsZero() && !m.Expires.IsZero() && m.Expires.Before(p.ExpiresAfter) ||
@@ -139,12 +139,6 @@ func (d *Driver) Search(ctx context.Context, p *index.Plan) ([]index.Hit, int, b
 		return hits, index.MaxTotal, true, nil
 	}
 	return hits, total, false, nil
-}
-
-// mediaType is a media type without its parameters.
-func mediaType(mt string) string {
-	mt, _, _ = strings.Cut(mt, ";")
-	return strings.TrimSpace(mt)
 }
 
 // Walk implements index.Driver.

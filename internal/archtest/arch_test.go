@@ -33,9 +33,10 @@ var allowed = map[string][]string{
 	"store/s3store":            {"store", "store/internal/metacodec"},
 	"store/storetest":          {"store"},
 	// The search index: its contract over drivers, like store's.
-	"index":           {"grammar", "internal/jsonwire"},
-	"index/indextest": {"index"},
-	"index/memindex":  {"index"},
+	"index":            {"grammar", "internal/jsonwire"},
+	"index/indextest":  {"index"},
+	"index/memindex":   {"index"},
+	"index/bleveindex": {"index"},
 	// The service layer: no transport, no backend, no configuration, no
 	// tokens (it takes a tenant, never an auth.Principal).
 	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
