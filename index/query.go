@@ -78,34 +78,24 @@ func (e *Expr) Words() []string {
 	return out
 }
 
-// Websearch writes e in the syntax of PostgreSQL's websearch_to_tsquery:
-// every phrase quoted, `or` between alternatives, `-` before exclusions.
-// Words are letters and digits only (Tokens), so the text needs no
-// escaping and means what e means.
-func (e *Expr) Websearch() string {
+// Websearch writes g in the syntax of PostgreSQL's websearch_to_tsquery:
+// every phrase quoted, `or` between them. Words are letters and digits
+// only (Tokens), so the text needs no escaping. (A whole Expr is not one
+// websearch text: PostgreSQL binds `a b or c` as (a & b) | c, Parse as
+// a & (b | c); a driver joins the groups itself.)
+func (g Group) Websearch() string {
 	var b strings.Builder
-	phrase := func(p Phrase) {
-		b.WriteByte('"')
-		b.WriteString(strings.Join(p, " "))
-		b.WriteByte('"')
-	}
-	for _, g := range e.All {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+	for i, p := range g {
+		if i > 0 {
+			b.WriteString(" or ")
 		}
-		for i, p := range g {
-			if i > 0 {
-				b.WriteString(" or ")
-			}
-			phrase(p)
-		}
-	}
-	for _, p := range e.Not {
-		b.WriteString(" -")
-		phrase(p)
+		b.WriteString(p.Websearch())
 	}
 	return b.String()
 }
+
+// Websearch writes p as a quoted websearch_to_tsquery phrase.
+func (p Phrase) Websearch() string { return `"` + strings.Join(p, " ") + `"` }
 
 // Parse parses web-search syntax: words that all must match, "a quoted
 // phrase", `or` between two alternatives, and -word or -"a phrase" to

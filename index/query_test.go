@@ -37,8 +37,17 @@ func TestParse(t *testing.T) {
 		if d := cmp.Diff(tt.want, got); d != "" {
 			t.Errorf("Parse(%q) (-want +got):\n%s", tt.in, d)
 		}
-		if got != nil && got.Websearch() != tt.ws {
-			t.Errorf("Parse(%q).Websearch() = %q, want %q", tt.in, got.Websearch(), tt.ws)
+		if got != nil {
+			var ws []string
+			for _, g := range got.All {
+				ws = append(ws, g.Websearch())
+			}
+			for _, p := range got.Not {
+				ws = append(ws, "-"+p.Websearch())
+			}
+			if strings.Join(ws, " ") != tt.ws {
+				t.Errorf("Parse(%q) in websearch syntax = %q, want %q", tt.in, strings.Join(ws, " "), tt.ws)
+			}
 		}
 	}
 }

@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"index/indextest":  {"index"},
 	"index/memindex":   {"index"},
 	"index/bleveindex": {"index"},
+	"index/pgindex":    {"index"},
 	// The service layer: no transport, no backend, no configuration, no
 	// tokens (it takes a tenant, never an auth.Principal).
 	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
