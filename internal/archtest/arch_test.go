@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"index/pgindex":    {"index"},
 	// The service layer: no transport, no backend, no configuration, no
 	// tokens (it takes a tenant, never an auth.Principal).
-	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
+	"service": {"index", "internal/jsonwire", "store", "toolapi", "uri"},
 	// Transports over the service.
 	"server/internal/mcptool":  {"auth", "internal/jsonwire", "service", "store"},
 	"server/fixtures":          {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
