@@ -51,6 +51,7 @@ type Config struct {
 	Quota                     Quota   `yaml:"quota"`
 	Sweep                     Sweep   `yaml:"sweep"`
 	Store                     Store   `yaml:"store"`
+	Index                     Index   `yaml:"index"`
 	Auth                      Auth    `yaml:"auth"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
@@ -466,6 +467,7 @@ func (c *Config) Validate() error {
 	c.validateLimits(&p)
 	c.validateBudgets(&p)
 	c.validateStore(&p)
+	c.validateIndex(&p)
 	c.validateAuth(&p)
 	c.validateSchemes(&p)
 	c.validateGateway(&p)

@@ -101,5 +101,5 @@ func (s *Server) toolDefs() []toolDef {
 			},
 		},
 		s.readResourceToolDef(lim),
-	}, s.searchToolDefs(lim)...)
+	}, append(s.searchToolDefs(lim), s.indexToolDefs(lim)...)...)
 }

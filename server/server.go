@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/index"
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/server/internal/edge"
@@ -55,7 +56,9 @@ type (
 
 // Options configure a Server. Store and Schemes are required.
 type Options struct {
-	Store   store.Backend
+	Store store.Backend
+	// Index is the search index (search_resources); nil: none.
+	Index   *index.Index
 	Schemes []Scheme
 	// Auth identifies callers; nil means auth.None.
 	Auth auth.Authenticator
@@ -243,6 +246,9 @@ func New(opts Options) (*Server, error) {
 		OnSaved: func(scheme string, n int64) {
 			s.metrics.bytesSaved.WithLabelValues(scheme).Add(float64(n))
 		},
+	}
+	if opts.Index != nil {
+		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.indexFailures()
 	}
 	svc, err := service.New(s.svcOpts)
 	if err != nil {

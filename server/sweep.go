@@ -8,6 +8,9 @@ import (
 // back short or the context ends. Expired resources already read as not
 // found; the sweeper frees their storage and quota.
 func (s *Server) sweep(ctx context.Context) {
+	if left := s.svc.RetryIndex(ctx); left > 0 {
+		s.log.Warn("search index updates still failing", "pending", left)
+	}
 	for ctx.Err() == nil {
 		n, err := s.store.DeleteExpired(ctx, s.sweepBatch)
 		if n > 0 {

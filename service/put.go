@@ -36,7 +36,7 @@ func (s *Service) Put(ctx context.Context, w Write) (store.Meta, bool, *Failure)
 		return m, false, s.writeFailure(ctx, obj.Key, cond, w.Retry, "store put", err)
 	}
 	if !w.Own {
-		s.saved(&m)
+		s.saved(ctx, &m)
 	}
 	return m, replaced, nil
 }
@@ -69,13 +69,21 @@ func (s *Service) PutStream(ctx context.Context, w Stream) (store.Meta, bool, er
 		}
 		return m, false, s.writeFailure(ctx, w.Meta.Key, cond, w.Retry, "upload store put", err)
 	}
-	s.saved(&m)
+	s.saved(ctx, &m)
 	return m, replaced, nil
 }
 
-func (s *Service) saved(m *store.Meta) {
+func (s *Service) saved(ctx context.Context, m *store.Meta) {
 	s.onSaved(m.Key.Scheme(), m.Size)
-	s.onChange(m.Key)
+	s.changed(ctx, m.Key)
+}
+
+// changed follows a committed write or delete of k: the search index
+// first (searchindex.go), then OnChange, so a listener told of a change
+// finds it in a search.
+func (s *Service) changed(ctx context.Context, k store.Key) {
+	s.indexed(ctx, k)
+	s.onChange(k)
 }
 
 // object is the one builder of a store.Object: the body's size, its

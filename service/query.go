@@ -53,7 +53,7 @@ func (s *Service) Delete(ctx context.Context, tenant string, a *toolapi.DeleteAr
 	err := s.store.Delete(ctx, k, cond)
 	switch {
 	case err == nil:
-		s.onChange(k)
+		s.changed(ctx, k)
 	case IsNotFound(err):
 		return nil, NotFound(a.URI)
 	case errors.Is(err, store.ErrPreconditionFailed):

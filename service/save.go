@@ -226,7 +226,7 @@ func (s *Service) DeleteKey(ctx context.Context, k store.Key) *Failure {
 	err := s.store.Delete(ctx, k, store.Cond{Kind: store.Always})
 	switch {
 	case err == nil:
-		s.onChange(k)
+		s.changed(ctx, k)
 	case IsNotFound(err):
 		return NotFound(k.String())
 	default:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/resourced/resourced/index"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
@@ -39,6 +40,12 @@ type Options struct {
 	// OnSaved is called after a tenant's save of bytes to scheme
 	// (metrics); nil: nothing.
 	OnSaved func(scheme string, bytes int64)
+	// Index is the search index the service keeps in step with the
+	// store (searchindex.go); nil: no search_resources.
+	Index *index.Index
+	// OnIndexFailure is called for each failed index update (metrics);
+	// nil: nothing.
+	OnIndexFailure func()
 }
 
 // Service is what every transport calls to save, stat, delete and list.
@@ -55,6 +62,7 @@ type Service struct {
 	onChange func(store.Key)
 	onSaved  func(string, int64)
 	queries  *tenantSlots // query_resource evaluations (selectNodes)
+	idx      *indexer     // nil: no search index
 }
 
 // New checks opts and builds a Service.
@@ -82,6 +90,12 @@ func New(opts Options) (*Service, error) {
 	}
 	if s.onSaved == nil {
 		s.onSaved = func(string, int64) {}
+	}
+	if opts.Index != nil {
+		s.idx = &indexer{x: opts.Index, onFail: opts.OnIndexFailure, slots: newTenantSlots(searchSlots, searchTenantSlots), pending: map[store.Key]struct{}{}}
+		if s.idx.onFail == nil {
+			s.idx.onFail = func() {}
+		}
 	}
 	s.ids = newIDSource(s.now)
 	for i := range opts.Schemes {

@@ -478,8 +478,15 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	if err != nil {
 		return err
 	}
+	idx, err := openIndex(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("opening the %s search index: %w", cfg.IndexBackend(), err)
+	}
+	if idx != nil {
+		defer idx.Close()
+	}
 	srv, err := server.New(server.Options{
-		Store: st, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
+		Store: st, Index: idx, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
 		BaseURL:              cfg.CanonicalBaseURL(),
 		AuthorizationServers: cfg.Auth.AuthorizationServers,
 		AllowedOrigins:       cfg.Auth.AllowedOrigins,

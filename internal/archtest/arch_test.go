@@ -32,9 +32,15 @@ var allowed = map[string][]string{
 	"store/boltstore":          {"store", "store/internal/metacodec"},
 	"store/s3store":            {"store", "store/internal/metacodec"},
 	"store/storetest":          {"store"},
+	// The search index: its contract over drivers, like store's.
+	"index":            {"grammar", "internal/jsonwire"},
+	"index/indextest":  {"index"},
+	"index/memindex":   {"index"},
+	"index/bleveindex": {"index"},
+	"index/pgindex":    {"index"},
 	// The service layer: no transport, no backend, no configuration, no
 	// tokens (it takes a tenant, never an auth.Principal).
-	"service": {"internal/jsonwire", "store", "toolapi", "uri"},
+	"service": {"index", "internal/jsonwire", "store", "toolapi", "uri"},
 	// Transports over the service.
 	"server/internal/mcptool":  {"auth", "internal/jsonwire", "service", "store"},
 	"server/fixtures":          {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
@@ -46,14 +52,14 @@ var allowed = map[string][]string{
 	"server/internal/notify":   {"auth", "server/internal/mcptool", "service", "store"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/members", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "index", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/members", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
-	"cmd/resourced": {"auth", "checker", "config", "gateway", "internal/jsonwire", "internal/sandbox", "server", "server/hostrun", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/jsonwire", "internal/sandbox", "server", "server/hostrun", "store", "store/boltstore", "store/memstore", "store/s3store"},
 	// The Go client and what is built on it speak MCP as a client only.
 	"client":                {"toolapi"},
 	"client/clienttest":     {"auth", "server", "store/memstore"},

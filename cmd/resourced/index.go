@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/index"
+	"github.com/resourced/resourced/index/bleveindex"
+	"github.com/resourced/resourced/index/memindex"
+	"github.com/resourced/resourced/index/pgindex"
+)
+
+// openIndex is the one place that knows every index backend; nil when
+// index.backend is off.
+func openIndex(ctx context.Context, cfg *config.Config) (*index.Index, error) {
+	opts := index.Options{MaxTextBytes: cfg.MaxIndexBytes()}
+	switch b := cfg.IndexBackend(); b {
+	case "off":
+		return nil, nil
+	case "memory":
+		return index.New(memindex.New(), opts), nil
+	case "bleve":
+		d, err := bleveindex.Open(cfg.IndexPath())
+		if err != nil {
+			return nil, err
+		}
+		return index.New(d, opts), nil
+	case "postgres":
+		url := os.Getenv("RESOURCED_INDEX_POSTGRES_URL")
+		if url == "" {
+			b, err := os.ReadFile(cfg.Index.Postgres.URLFile)
+			if err != nil {
+				return nil, fmt.Errorf("index.postgres.urlFile: %w", err)
+			}
+			url = strings.TrimSpace(string(b))
+		}
+		d, err := pgindex.Open(ctx, pgindex.Options{URL: url, Table: cfg.Index.Postgres.Table})
+		if err != nil {
+			return nil, err
+		}
+		return index.New(d, opts), nil
+	default:
+		return nil, fmt.Errorf("index.backend: unknown backend %q", b)
+	}
+}

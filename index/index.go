@@ -1,0 +1,485 @@
+// Package index owns the full-text search contract of resourced: a
+// Document is what is searchable of one stored resource (its metadata and
+// the text extracted from its body, extract.go), and Index is the one
+// portable type over a small Driver (bleveindex embedded, pgindex shared),
+// in the manner of store.Bucket over store.Driver. The Index validates
+// documents and queries, parses the query text once (query.go), bounds
+// the cost of a search (time, page size, depth), builds and checks the
+// cursor, and cuts the snippet and the matching line numbers from the
+// text a driver returns (snippet.go), so every driver agrees on all of
+// that and a driver only stores, matches and ranks.
+//
+// Tenant partitioning is part of the contract: Search for tenant A
+// returns only A's documents and the documents other tenants made public
+// and listed (Document.Shared). Nothing a caller passes can widen that:
+// the tenant is an argument of its own, never a filter of the Query.
+//
+// Error contract, for every method:
+//   - an invalid document or query gives an error for which
+//     errors.Is(err, ErrInvalid) holds, and whose text says what is wrong
+//     in words a caller can act on;
+//   - a query the index will not answer within its bounds (too many
+//     terms, too deep a page) gives ErrTooCostly, with the bound;
+//   - a search that runs past Options.Timeout, or a canceled context,
+//     gives an error wrapping context.DeadlineExceeded or ctx.Err();
+//   - after Close every method fails with ErrClosed;
+//   - anything else is a driver failure the caller may retry.
+//
+// The index is derived data: the store is the truth, an update is made
+// after the store's commit, and Walk lets fsck and reindex compare the
+// two (the service owns that, service/searchindex.go).
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/resourced/resourced/grammar"
+)
+
+// Sentinel errors; the Index wraps them with what went wrong.
+var (
+	// ErrInvalid: a document or query failed validation.
+	ErrInvalid = errors.New("invalid")
+	// ErrTooCostly: the query is outside the bounds the index answers.
+	ErrTooCostly = errors.New("query too costly")
+	// ErrClosed: the index was closed.
+	ErrClosed = errors.New("index closed")
+)
+
+// Bounds of a search.
+const (
+	// DefaultLimit is the page size of a Query without a Limit.
+	DefaultLimit = 10
+	// MaxLimit is the largest page.
+	MaxLimit = 50
+	// MaxDepth bounds how far paging goes: offset + limit. Ranking the
+	// hits past it costs more than a caller narrowing the query.
+	MaxDepth = 1000
+	// DefaultTimeout bounds one Search when Options.Timeout is zero.
+	DefaultTimeout = 5 * time.Second
+	// DefaultMaxTextBytes is how much of a body's text is indexed when
+	// Options.MaxTextBytes is zero.
+	DefaultMaxTextBytes = 1 << 20
+	// MaxTotal is the most hits a driver counts exactly; past it Total
+	// is MaxTotal and Estimate is true.
+	MaxTotal = 10000
+)
+
+// Ref names one indexed resource: the store key's parts.
+type Ref struct {
+	Tenant, Scheme, Path string
+}
+
+// URI is the resource's URI, scheme://tenant/path.
+func (r Ref) URI() string { return r.Scheme + "://" + r.Tenant + "/" + r.Path }
+
+func (r Ref) check() error {
+	if err := grammar.Tenant(r.Tenant); err != nil {
+		return fmt.Errorf("%w: tenant %q: %v", ErrInvalid, r.Tenant, err)
+	}
+	if err := grammar.Scheme(r.Scheme); err != nil {
+		return fmt.Errorf("%w: scheme %q: %v", ErrInvalid, r.Scheme, err)
+	}
+	if err := grammar.Path(r.Path); err != nil {
+		return fmt.Errorf("%w: path %q: %v", ErrInvalid, r.Path, err)
+	}
+	return nil
+}
+
+// Document is what the index keeps of one resource. Put replaces the
+// document at its Ref.
+type Document struct {
+	Ref
+	// Shared: the resource is public and listed, so every tenant's search
+	// may find it. A public unlisted resource is readable by whoever has
+	// its URI, but only its owner's search finds it (search is a listing).
+	Shared    bool
+	MediaType string
+	// Title and Labels are the resource's names (in resourced: its title
+	// and description); they rank above the body and Query.Labels
+	// matches them alone.
+	Title   string
+	Labels  []string
+	Created time.Time
+	Expires time.Time // zero: never
+	Size    int64     // bytes of the body
+	SHA256  string    // of the body: what fsck compares with the store
+	// Text is the searchable text of the body (Extract); Put keeps at
+	// most Options.MaxTextBytes of it.
+	Text string
+}
+
+// Entry is what Walk reports of one document.
+type Entry struct {
+	Ref
+	SHA256 string
+}
+
+// Hit is one search result: the document without its text, and where
+// the query matched.
+type Hit struct {
+	Document // Text empty
+	Score    float64
+	// Snippet is a short part of the text (or of the title when the text
+	// has no match) with each match between HighlightStart and
+	// HighlightEnd.
+	Snippet string
+	// Lines are the 1-based numbers of the text's lines that hold a match
+	// (at most MaxLines, in order), for grep_resource or read_resource.
+	Lines []int
+}
+
+// Page is one page of results.
+type Page struct {
+	Hits []Hit
+	// Total is how many documents match; when Estimate is true it is a
+	// lower bound (the driver stopped counting at MaxTotal).
+	Total    int
+	Estimate bool
+	// Next is the cursor of the next page; "" on the last.
+	Next string
+}
+
+// Query selects and ranks documents. Every set field must hold.
+type Query struct {
+	// Text is in web-search syntax (query.go): words all must match, in
+	// the text, title or labels; "a phrase"; `or` between alternatives;
+	// -word excludes. Empty: every document the filters keep, newest
+	// first. Words match whole and case-insensitively (no stemming).
+	Text string
+	// Scheme keeps one scheme; Prefix a path prefix (needs no Scheme).
+	Scheme, Prefix string
+	// MediaType keeps one media type ("text/markdown") or one top-level
+	// type ("text/*"); parameters are ignored.
+	MediaType string
+	// Labels must each match the document's title or labels (same syntax
+	// as Text, one term or phrase each).
+	Labels []string
+	// Created and expiry ranges; a zero bound is open. CreatedBefore and
+	// ExpiresBefore are exclusive. A document that never expires is
+	// outside any range with ExpiresBefore set.
+	CreatedAfter, CreatedBefore time.Time
+	ExpiresAfter, ExpiresBefore time.Time
+	// Now hides documents expired at Now (the store's rule); zero: the
+	// Index's clock.
+	Now time.Time
+	// Limit is the page size (0: DefaultLimit, at most MaxLimit).
+	Limit int
+	// Cursor is a previous Page.Next of the same tenant and query.
+	Cursor string
+}
+
+// Driver is what an index backend implements. The Index calls it with
+// validated input only; drivers need not check it again.
+type Driver interface {
+	// Put stores doc at doc.Ref, replacing what is there, durably.
+	Put(ctx context.Context, doc *Document) error
+	// Delete removes the document at r; a missing one is not an error.
+	Delete(ctx context.Context, r Ref) error
+	// Search returns the hits of p in rank order, p.Offset hits skipped,
+	// at most p.Limit, each with its Text; and the total (exact up to
+	// MaxTotal, else MaxTotal and true). Rank order is score descending
+	// with a Match, Created descending without; ties in URI byte order.
+	Search(ctx context.Context, p *Plan) (hits []Hit, total int, estimate bool, err error)
+	// Walk calls fn for every document, in no particular order, until fn
+	// returns an error, which Walk returns.
+	Walk(ctx context.Context, fn func(Entry) error) error
+	// Count returns how many documents tenant has ("" : all tenants).
+	Count(ctx context.Context, tenant string) (int64, error)
+	// Close releases the driver.
+	Close() error
+}
+
+// Plan is a validated query as a driver sees it.
+type Plan struct {
+	Tenant string
+	// Match is the parsed Text (nil: match all); Labels the parsed labels.
+	Match          *Expr
+	Labels         []*Expr
+	Scheme, Prefix string
+	// MediaType is exact, or MediaPrefix ("text/") when it ends in "/*".
+	MediaType, MediaPrefix      string
+	CreatedAfter, CreatedBefore time.Time
+	ExpiresAfter, ExpiresBefore time.Time
+	Now                         time.Time
+	Offset, Limit               int
+}
+
+// Options configure an Index; the zero value takes the defaults.
+type Options struct {
+	// Timeout bounds one Search (0: DefaultTimeout).
+	Timeout time.Duration
+	// MaxTextBytes bounds the text kept per document (0:
+	// DefaultMaxTextBytes).
+	MaxTextBytes int
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Index is the portable index over a Driver; safe for concurrent use.
+type Index struct {
+	d    Driver
+	opts Options
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+// New returns an Index over d.
+func New(d Driver, opts Options) *Index {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxTextBytes <= 0 {
+		opts.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Index{d: d, opts: opts}
+}
+
+// MaxTextBytes is the bound on one document's text.
+func (x *Index) MaxTextBytes() int { return x.opts.MaxTextBytes }
+
+// enter starts a call: a canceled ctx or a closed index ends it first.
+func (x *Index) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.RLock()
+	if x.closed {
+		x.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (x *Index) leave() { x.mu.RUnlock() }
+
+// Put indexes doc, replacing the document at its Ref. Text past
+// MaxTextBytes is cut at a character boundary; times are kept to the
+// millisecond in UTC.
+func (x *Index) Put(ctx context.Context, doc *Document) error {
+	if err := doc.Ref.check(); err != nil {
+		return fmt.Errorf("index: put: %w", err)
+	}
+	if doc.Size < 0 {
+		return fmt.Errorf("index: put %s: %w: negative size", doc.URI(), ErrInvalid)
+	}
+	if err := x.enter(ctx); err != nil {
+		return fmt.Errorf("index: put %s: %w", doc.URI(), err)
+	}
+	defer x.leave()
+	d := *doc
+	d.Text = cutUTF8(d.Text, x.opts.MaxTextBytes)
+	d.Title = cutUTF8(d.Title, 4096)
+	d.MediaType = strings.ToLower(d.MediaType)
+	d.Created = msUTC(d.Created)
+	d.Expires = msUTC(d.Expires)
+	if err := x.d.Put(ctx, &d); err != nil {
+		return fmt.Errorf("index: put %s: %w", doc.URI(), err)
+	}
+	return nil
+}
+
+// Delete removes the document at r; a missing one is not an error.
+func (x *Index) Delete(ctx context.Context, r Ref) error {
+	if err := r.check(); err != nil {
+		return fmt.Errorf("index: delete: %w", err)
+	}
+	if err := x.enter(ctx); err != nil {
+		return fmt.Errorf("index: delete %s: %w", r.URI(), err)
+	}
+	defer x.leave()
+	if err := x.d.Delete(ctx, r); err != nil {
+		return fmt.Errorf("index: delete %s: %w", r.URI(), err)
+	}
+	return nil
+}
+
+// Search runs q for tenant: tenant's documents and the shared ones.
+func (x *Index) Search(ctx context.Context, tenant string, q Query) (Page, error) {
+	p, err := x.plan(tenant, q)
+	if err != nil {
+		return Page{}, fmt.Errorf("index: search: %w", err)
+	}
+	if err := x.enter(ctx); err != nil {
+		return Page{}, fmt.Errorf("index: search: %w", err)
+	}
+	defer x.leave()
+	ctx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
+	defer cancel()
+	hits, total, estimate, err := x.d.Search(ctx, p)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return Page{}, fmt.Errorf("index: search: %w", err)
+	}
+	if len(hits) > p.Limit {
+		hits = hits[:p.Limit]
+	}
+	page := Page{Hits: hits, Total: total, Estimate: estimate}
+	for i := range page.Hits {
+		h := &page.Hits[i]
+		h.Snippet, h.Lines = Snippet(h.Title, h.Text, p)
+		h.Text = ""
+	}
+	if end := p.Offset + len(hits); len(hits) == p.Limit && (end < total || estimate) && end < MaxDepth {
+		page.Next = encodeCursor(tenant, q, end)
+	}
+	return page, nil
+}
+
+// plan validates q for tenant and turns it into a Plan.
+func (x *Index) plan(tenant string, q Query) (*Plan, error) {
+	if err := grammar.Tenant(tenant); err != nil {
+		return nil, fmt.Errorf("%w: tenant %q: %v", ErrInvalid, tenant, err)
+	}
+	p := &Plan{Tenant: tenant, Scheme: q.Scheme, Prefix: q.Prefix,
+		CreatedAfter: msUTC(q.CreatedAfter), CreatedBefore: msUTC(q.CreatedBefore),
+		ExpiresAfter: msUTC(q.ExpiresAfter), ExpiresBefore: msUTC(q.ExpiresBefore), Now: msUTC(q.Now)}
+	if p.Now.IsZero() {
+		p.Now = msUTC(x.opts.Now())
+	}
+	if q.Scheme != "" {
+		if err := grammar.Scheme(q.Scheme); err != nil {
+			return nil, fmt.Errorf("%w: scheme %q: %v", ErrInvalid, q.Scheme, err)
+		}
+	}
+	if !validPrefix(q.Prefix) {
+		return nil, fmt.Errorf("%w: prefix %q: only the characters of a path ([A-Za-z0-9._~/-]), at most %d bytes", ErrInvalid, q.Prefix, grammar.MaxPathLen)
+	}
+	if mt := strings.ToLower(strings.TrimSpace(q.MediaType)); mt != "" {
+		top, sub, ok := strings.Cut(mt, "/")
+		if !ok || top == "" || sub == "" || strings.ContainsAny(mt, " ;,\"") || strings.Contains(sub, "/") {
+			return nil, fmt.Errorf("%w: mediaType %q: want type/subtype or type/*", ErrInvalid, q.MediaType)
+		}
+		if sub == "*" {
+			p.MediaPrefix = top + "/"
+		} else {
+			p.MediaType = mt
+		}
+	}
+	if !p.CreatedBefore.IsZero() && !p.CreatedAfter.Before(p.CreatedBefore) {
+		return nil, fmt.Errorf("%w: createdAfter must be before createdBefore", ErrInvalid)
+	}
+	if !p.ExpiresBefore.IsZero() && !p.ExpiresAfter.Before(p.ExpiresBefore) {
+		return nil, fmt.Errorf("%w: expiresAfter must be before expiresBefore", ErrInvalid)
+	}
+	var err error
+	if p.Match, err = Parse(q.Text); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	if len(q.Labels) > MaxLabels {
+		return nil, fmt.Errorf("%w: %d labels, at most %d", ErrTooCostly, len(q.Labels), MaxLabels)
+	}
+	terms := p.Match.Terms()
+	for i, l := range q.Labels {
+		e, err := Parse(l)
+		if err != nil {
+			return nil, fmt.Errorf("labels[%d]: %w", i, err)
+		}
+		if e == nil {
+			return nil, fmt.Errorf("%w: labels[%d] is empty", ErrInvalid, i)
+		}
+		terms += e.Terms()
+		p.Labels = append(p.Labels, e)
+	}
+	if terms > MaxTerms {
+		return nil, fmt.Errorf("%w: %d terms in the query and labels, at most %d", ErrTooCostly, terms, MaxTerms)
+	}
+	p.Limit = q.Limit
+	switch {
+	case p.Limit < 0:
+		return nil, fmt.Errorf("%w: limit %d: must be positive", ErrInvalid, q.Limit)
+	case p.Limit == 0:
+		p.Limit = DefaultLimit
+	case p.Limit > MaxLimit:
+		p.Limit = MaxLimit
+	}
+	if q.Cursor != "" {
+		if p.Offset, err = decodeCursor(q.Cursor, tenant, q); err != nil {
+			return nil, err
+		}
+	}
+	if p.Offset+p.Limit > MaxDepth {
+		if p.Offset >= MaxDepth {
+			return nil, fmt.Errorf("%w: results past the first %d are not paged; narrow the query", ErrTooCostly, MaxDepth)
+		}
+		p.Limit = MaxDepth - p.Offset
+	}
+	return p, nil
+}
+
+// Walk calls fn for every document; see Driver.Walk.
+func (x *Index) Walk(ctx context.Context, fn func(Entry) error) error {
+	if err := x.enter(ctx); err != nil {
+		return fmt.Errorf("index: walk: %w", err)
+	}
+	defer x.leave()
+	return x.d.Walk(ctx, fn)
+}
+
+// Count returns how many documents tenant has ("": every tenant).
+func (x *Index) Count(ctx context.Context, tenant string) (int64, error) {
+	if tenant != "" {
+		if err := grammar.Tenant(tenant); err != nil {
+			return 0, fmt.Errorf("index: count: %w: tenant %q: %v", ErrInvalid, tenant, err)
+		}
+	}
+	if err := x.enter(ctx); err != nil {
+		return 0, fmt.Errorf("index: count: %w", err)
+	}
+	defer x.leave()
+	n, err := x.d.Count(ctx, tenant)
+	if err != nil {
+		return 0, fmt.Errorf("index: count: %w", err)
+	}
+	return n, nil
+}
+
+// Close waits for running calls and closes the driver; later calls fail
+// with ErrClosed, and a second Close returns nil.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	return x.d.Close()
+}
+
+// MediaBase is a media type without its parameters, lower-cased: what
+// Query.MediaType is compared with.
+func MediaBase(mt string) string {
+	mt, _, _ = strings.Cut(mt, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// validPrefix reports whether a path prefix has only the bytes of a path.
+func validPrefix(p string) bool {
+	if len(p) > grammar.MaxPathLen {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' && !grammar.IsUnreserved(p[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func msUTC(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}

@@ -1,0 +1,301 @@
+package index
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds of a query's text.
+const (
+	// MaxQueryBytes bounds Query.Text and each label.
+	MaxQueryBytes = 1024
+	// MaxTerms bounds the words of a query and its labels together.
+	MaxTerms = 32
+	// MaxLabels bounds Query.Labels.
+	MaxLabels = 8
+	// MaxTokenBytes is the longest word the index keeps; longer runs of
+	// letters and digits are not words (base64, hashes) and are skipped.
+	MaxTokenBytes = 100
+)
+
+// Expr is a parsed query: every group of All must match (one of its
+// alternatives), and no phrase of Not.
+type Expr struct {
+	All []Group
+	Not []Phrase
+}
+
+// Group is a set of alternatives joined by `or`.
+type Group []Phrase
+
+// Phrase is a run of words that must appear in this order, next to each
+// other; a phrase of one word is a word.
+type Phrase []string
+
+// Terms counts the words of e (0 for nil).
+func (e *Expr) Terms() int {
+	if e == nil {
+		return 0
+	}
+	n := 0
+	for _, g := range e.All {
+		for _, p := range g {
+			n += len(p)
+		}
+	}
+	for _, p := range e.Not {
+		n += len(p)
+	}
+	return n
+}
+
+// Words returns the distinct words e requires or offers (not the
+// excluded ones): what a snippet highlights.
+func (e *Expr) Words() []string {
+	if e == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, g := range e.All {
+		for _, p := range g {
+			for _, w := range p {
+				if !seen[w] {
+					seen[w] = true
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Websearch writes g in the syntax of PostgreSQL's websearch_to_tsquery:
+// every phrase quoted, `or` between them. Words are letters and digits
+// only (Tokens), so the text needs no escaping. (A whole Expr is not one
+// websearch text: PostgreSQL binds `a b or c` as (a & b) | c, Parse as
+// a & (b | c); a driver joins the groups itself.)
+func (g Group) Websearch() string {
+	var b strings.Builder
+	for i, p := range g {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		b.WriteString(p.Websearch())
+	}
+	return b.String()
+}
+
+// Websearch writes p as a quoted websearch_to_tsquery phrase.
+func (p Phrase) Websearch() string { return `"` + strings.Join(p, " ") + `"` }
+
+// Parse parses web-search syntax: words that all must match, "a quoted
+// phrase", `or` between two alternatives, and -word or -"a phrase" to
+// exclude. Words are cut as Tokens cuts text, so `foo-bar` is the phrase
+// "foo bar". Empty (or only punctuation) gives nil, matching everything.
+// A query of exclusions only, an `or` next to an exclusion and a word
+// longer than MaxTokenBytes are invalid.
+func Parse(s string) (*Expr, error) {
+	if len(s) > MaxQueryBytes {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooCostly, len(s), MaxQueryBytes)
+	}
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+	}
+	type item struct {
+		words  Phrase
+		neg    bool
+		or     bool // the bare word `or`
+		quoted bool
+	}
+	var items []item
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			i += n
+			continue
+		}
+		neg := false
+		if r == '-' && i+1 < len(s) {
+			if r2, _ := utf8.DecodeRuneInString(s[i+1:]); !unicode.IsSpace(r2) {
+				neg = true
+				i++
+			}
+		}
+		var text string
+		quoted := i < len(s) && s[i] == '"'
+		if quoted {
+			end := strings.IndexByte(s[i+1:], '"')
+			if end < 0 {
+				text, i = s[i+1:], len(s)
+			} else {
+				text, i = s[i+1:i+1+end], i+2+end
+			}
+		} else {
+			end := strings.IndexFunc(s[i:], unicode.IsSpace)
+			if end < 0 {
+				end = len(s) - i
+			}
+			text, i = s[i:i+end], i+end
+		}
+		it := item{neg: neg, quoted: quoted}
+		if !neg && !quoted && strings.EqualFold(text, "or") {
+			it.or = true
+		} else {
+			for _, t := range tokens(text, true) {
+				if len(t) > MaxTokenBytes {
+					return nil, fmt.Errorf("%w: the word %q is longer than %d bytes", ErrInvalid, cutUTF8(t, 20)+"…", MaxTokenBytes)
+				}
+				it.words = append(it.words, t)
+			}
+			if len(it.words) == 0 {
+				continue // punctuation only
+			}
+		}
+		items = append(items, it)
+	}
+	e := &Expr{}
+	joinNext := false
+	for i, it := range items {
+		switch {
+		case it.or:
+			prev := i > 0 && !items[i-1].or
+			next := i+1 < len(items) && !items[i+1].or
+			if prev && next {
+				if items[i-1].neg || items[i+1].neg {
+					return nil, fmt.Errorf("%w: `or` cannot join an excluded term (-word)", ErrInvalid)
+				}
+				joinNext = true
+			}
+		case it.neg:
+			e.Not = append(e.Not, it.words)
+		case joinNext:
+			last := &e.All[len(e.All)-1]
+			*last = append(*last, it.words)
+			joinNext = false
+		default:
+			e.All = append(e.All, Group{it.words})
+		}
+	}
+	if len(e.All) == 0 {
+		if len(e.Not) > 0 {
+			return nil, fmt.Errorf("%w: a query needs a word that is not excluded (-word)", ErrInvalid)
+		}
+		return nil, nil
+	}
+	return e, nil
+}
+
+// wordRune reports whether r is part of a word: letters, digits and the
+// marks that combine with them.
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+}
+
+// Tokens cuts text into its words, lower-cased, in order: maximal runs of
+// letters, digits and combining marks; runs longer than MaxTokenBytes are
+// skipped. It is the one tokenizer: drivers index its output joined by
+// spaces, queries are parsed with it and snippets find matches with it.
+func Tokens(text string) []string { return tokens(text, false) }
+
+// tokens is Tokens; keepLong keeps the long runs (Parse refuses them).
+func tokens(text string, keepLong bool) []string {
+	var out []string
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			if keepLong || end-start <= MaxTokenBytes {
+				out = append(out, strings.ToLower(text[start:end]))
+			}
+			start = -1
+		}
+	}
+	for i, r := range text {
+		if wordRune(r) {
+			if start < 0 {
+				start = i
+			}
+		} else {
+			flush(i)
+		}
+	}
+	flush(len(text))
+	return out
+}
+
+// TokenText is Tokens joined by single spaces: what a driver indexes.
+func TokenText(text string) string { return strings.Join(Tokens(text), " ") }
+
+// cursor is what a Page.Next holds: the offset of the next page and a
+// hash of the tenant and query it belongs to.
+type cursor struct {
+	Offset int    `json:"o"`
+	Query  string `json:"q"`
+}
+
+// queryHash binds a cursor to tenant and the query without its paging.
+func queryHash(tenant string, q Query) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	ms := func(t time.Time) string { return strconv.FormatInt(msUTC(t).UnixMilli(), 10) }
+	field(tenant)
+	field(q.Text)
+	field(q.Scheme)
+	field(q.Prefix)
+	field(q.MediaType)
+	field(strconv.Itoa(len(q.Labels)))
+	for _, l := range q.Labels {
+		field(l)
+	}
+	field(ms(q.CreatedAfter))
+	field(ms(q.CreatedBefore))
+	field(ms(q.ExpiresAfter))
+	field(ms(q.ExpiresBefore))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}
+
+func encodeCursor(tenant string, q Query, offset int) string {
+	b, _ := json.Marshal(cursor{Offset: offset, Query: queryHash(tenant, q)})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s, tenant string, q Query) (int, error) {
+	bad := fmt.Errorf("%w: cursor: not a cursor of this query (pass the nextCursor of the same query, or none)", ErrInvalid)
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(s) > 200 {
+		return 0, bad
+	}
+	var c cursor
+	if json.Unmarshal(b, &c) != nil || c.Query != queryHash(tenant, q) || c.Offset <= 0 {
+		return 0, bad
+	}
+	return c.Offset, nil
+}
+
+// cutUTF8 returns at most max bytes of s, cut at a character boundary.
+func cutUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 {
+		r, n := utf8.DecodeLastRuneInString(s)
+		if r != utf8.RuneError || n > 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}

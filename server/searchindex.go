@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
+)
+
+// search_resources: full-text search over the caller's resources and the
+// public listed ones (service.SearchResources), registered when the
+// server has an index (Options.Index).
+
+// indexFailures counts failed index updates (service.Options.OnIndexFailure).
+func (s *Server) indexFailures() func() {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "resourced_index_update_failures_total",
+		Help: "Search index updates that failed after a store commit (each is retried with the sweep; fsck and reindex repair the rest).",
+	})
+	s.metrics.reg.MustRegister(c)
+	return c.Inc
+}
+
+func (s *Server) indexToolDefs(lim map[string]int) []toolDef {
+	if !s.svc.Searchable() {
+		return nil
+	}
+	f := false
+	return []toolDef{{
+		scope: auth.ScopeRead,
+		fn:    tool(s.searchTool),
+		tool: &mcp.Tool{
+			Name:  "search_resources",
+			Title: "Search stored resources",
+			Description: "Full-text search over your stored reports and snapshots (listed or not) and the public listed ones: whole words, any case; " +
+				"\"a phrase\", a or b, -excluded; filters by scheme, path prefix, media type, labels (title and description) and created/expiry range. " +
+				"Each hit has its uri, a snippet with the matches between ** and the numbers of the matching lines: read on with read_resource " +
+				"(startLine) or grep_resource. Pages by nextCursor; total says how many match.",
+			Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &f},
+			InputSchema:  mcptool.InputSchema[toolapi.SearchResourcesArgs](lim),
+			OutputSchema: mcptool.OutputSchemaOf(mcptool.SuccessSchema[toolapi.SearchResourcesResult](lim, []string{"ok"})),
+		},
+	}}
+}
+
+// searchTool renders a page of hits with a resource_link per hit.
+func (s *Server) searchTool(ctx context.Context, p auth.Principal, a *toolapi.SearchResourcesArgs) (*toolValue, *service.Failure) {
+	v, f := s.svc.SearchResources(ctx, p.Tenant, a)
+	if f != nil {
+		return nil, f
+	}
+	links := make([]*store.Meta, 0, len(v.Hits))
+	for _, h := range v.Hits {
+		if m, f := s.svc.Stat(ctx, p.Tenant, h.URI); f == nil {
+			links = append(links, &m)
+		}
+	}
+	return &toolValue{value: v, links: links}, nil
+}

@@ -1,0 +1,229 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/resourced/resourced/index"
+	"github.com/resourced/resourced/internal/jsonwire"
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/toolapi"
+)
+
+// Index bounds of the service.
+const (
+	// indexTimeout bounds one index update after a store commit.
+	indexTimeout = 10 * time.Second
+	// maxPendingIndex bounds the keys whose index update waits for a
+	// retry; past it a failure is only counted, and fsck or reindex
+	// repairs the index.
+	maxPendingIndex = 100000
+	// searchSlots and searchTenantSlots bound concurrent searches, as
+	// querySlots do query_resource's evaluations.
+	searchSlots, searchTenantSlots = 8, 2
+)
+
+// indexer keeps the search index in step with the store: every change
+// the service commits is read back from the store and put into (or
+// removed from) the index, after the commit, never before. A failed
+// update is remembered and retried (RetryIndex), and counted.
+type indexer struct {
+	x       *index.Index
+	onFail  func() // counts a failed update
+	slots   *tenantSlots
+	mu      sync.Mutex
+	pending map[store.Key]struct{}
+	failed  atomic.Int64
+}
+
+// Searchable reports whether the service has a search index.
+func (s *Service) Searchable() bool { return s.idx != nil }
+
+// IndexFailures is how many index updates have failed since start.
+func (s *Service) IndexFailures() int64 {
+	if s.idx == nil {
+		return 0
+	}
+	return s.idx.failed.Load()
+}
+
+// Document is the index document of the stored object m with body.
+func Document(m *store.Meta, body []byte, maxText int) *index.Document {
+	text, _ := index.Extract(m.MIMEType, body, maxText)
+	d := &index.Document{
+		Ref:    index.Ref{Tenant: m.Key.Tenant(), Scheme: m.Key.Scheme(), Path: m.Key.Path()},
+		Shared: m.Visibility == store.Public && m.Listed, MediaType: m.MIMEType,
+		Title: m.Title, Created: m.Created, Expires: m.Expires, Size: m.Size, SHA256: m.SHA256, Text: text,
+	}
+	if m.Description != "" {
+		d.Labels = []string{m.Description}
+	}
+	return d
+}
+
+// indexKey brings the index entry of k in line with the store.
+func (s *Service) indexKey(ctx context.Context, k store.Key) error {
+	var doc *index.Document
+	err := s.store.View(ctx, k, func(m *store.Meta, _, body []byte) error {
+		doc = Document(m, body, s.idx.x.MaxTextBytes())
+		return nil
+	})
+	ref := index.Ref{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return s.idx.x.Delete(ctx, ref)
+	case err != nil:
+		return err
+	}
+	return s.idx.x.Put(ctx, doc)
+}
+
+// indexed is called after a committed change of k: the index follows,
+// even when the caller has gone away; a failure is kept for RetryIndex.
+func (s *Service) indexed(ctx context.Context, k store.Key) {
+	if s.idx == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexTimeout)
+	defer cancel()
+	if err := s.indexKey(ctx, k); err != nil {
+		s.indexFailed(k, err)
+	}
+}
+
+func (s *Service) indexFailed(k store.Key, err error) {
+	s.idx.failed.Add(1)
+	s.idx.onFail()
+	s.log.Warn("search index update failed; will retry", "uri", k.String(), "err", err)
+	s.idx.mu.Lock()
+	defer s.idx.mu.Unlock()
+	if len(s.idx.pending) < maxPendingIndex {
+		s.idx.pending[k] = struct{}{}
+	}
+}
+
+// RetryIndex retries the index updates that failed and returns how many
+// are still pending. The server calls it with its sweep.
+func (s *Service) RetryIndex(ctx context.Context) int {
+	if s.idx == nil {
+		return 0
+	}
+	s.idx.mu.Lock()
+	keys := make([]store.Key, 0, len(s.idx.pending))
+	for k := range s.idx.pending {
+		keys = append(keys, k)
+	}
+	s.idx.mu.Unlock()
+	left := 0
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return len(keys)
+		}
+		if err := s.indexKey(ctx, k); err != nil {
+			left++
+			continue
+		}
+		s.idx.mu.Lock()
+		delete(s.idx.pending, k)
+		s.idx.mu.Unlock()
+	}
+	return left
+}
+
+// SearchResources is search_resources: the caller's resources (listed or
+// not) and the public listed ones of every tenant that match a, ranked.
+// Every hit is checked against the store with the one read decision
+// (Stat) before it is shown, so an index that lags the store shows no
+// resource the caller cannot read; such a hit is dropped and its entry
+// repaired.
+func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi.SearchResourcesArgs) (*toolapi.SearchResourcesResult, *Failure) {
+	if s.idx == nil {
+		return nil, Fail(KindUnavailable, "search is not configured on this server (index.backend: off)")
+	}
+	q := index.Query{Text: a.Query, Scheme: a.Scheme, Prefix: a.Prefix, MediaType: a.MIMEType, Labels: a.Labels, Cursor: a.Cursor, Now: s.now()}
+	if a.Limit != nil {
+		if *a.Limit < 1 {
+			return nil, InvalidField("limit", "must be at least 1")
+		}
+		q.Limit = *a.Limit
+	}
+	for _, t := range []struct {
+		field, v string
+		to       *time.Time
+	}{{"createdAfter", a.CreatedAfter, &q.CreatedAfter}, {"createdBefore", a.CreatedBefore, &q.CreatedBefore},
+		{"expiresAfter", a.ExpiresAfter, &q.ExpiresAfter}, {"expiresBefore", a.ExpiresBefore, &q.ExpiresBefore}} {
+		if t.v == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339Nano, t.v)
+		if err != nil {
+			return nil, InvalidField(t.field, fmt.Sprintf("%q is not an RFC 3339 time (e.g. 2026-03-01T00:00:00Z)", t.v))
+		}
+		*t.to = v
+	}
+	release, err := s.idx.slots.acquire(ctx, tenant)
+	if err != nil {
+		return nil, s.Unavailable(ctx, "search slot", err)
+	}
+	defer release()
+	page, err := s.idx.x.Search(ctx, tenant, q)
+	if err != nil {
+		return nil, s.searchFailure(ctx, err)
+	}
+	v := &toolapi.SearchResourcesResult{Status: "ok", Hits: []toolapi.SearchHit{}, Total: page.Total, Estimate: page.Estimate, NextCursor: page.Next}
+	for _, h := range page.Hits {
+		m, f := s.Stat(ctx, tenant, h.URI())
+		if f != nil || m.SHA256 != h.SHA256 {
+			if f == nil || f.ErrorKind == KindNotFound {
+				if k, err := store.NewKey(h.Tenant, h.Scheme, h.Path); err == nil {
+					s.indexed(ctx, k)
+				}
+			}
+			if f != nil {
+				continue
+			}
+		}
+		hit := toolapi.SearchHit{URI: h.URI(), Title: m.Title, MIMEType: m.MIMEType, Size: m.Size, Score: h.Score,
+			Snippet: h.Snippet, Lines: h.Lines, CreatedAt: jsonwire.FormatTime(m.Created)}
+		if !m.Expires.IsZero() {
+			hit.ExpiresAt = jsonwire.FormatTime(m.Expires)
+		}
+		v.Hits = append(v.Hits, hit)
+	}
+	if len(v.Hits) > 0 {
+		v.HowToRead = "Read a hit with resources/read of its uri, or with read_resource (startLine: one of its lines) or grep_resource for the matching lines."
+	}
+	return v, nil
+}
+
+// searchFailure maps an index error to the failure a caller sees.
+func (s *Service) searchFailure(ctx context.Context, err error) *Failure {
+	msg := err.Error()
+	if i := strings.Index(msg, "search: "); i >= 0 {
+		msg = msg[i+len("search: "):]
+	}
+	switch {
+	case errors.Is(err, index.ErrInvalid):
+		field := "query"
+		for _, f := range []string{"cursor", "labels", "scheme", "prefix", "mediaType", "limit", "createdAfter", "expiresAfter"} {
+			if strings.Contains(msg, f) {
+				field = f
+				break
+			}
+		}
+		if field == "mediaType" {
+			field = "mimeType"
+		}
+		return InvalidField(field, msg)
+	case errors.Is(err, index.ErrTooCostly):
+		return Fail(KindValidation, "the search is refused as too costly ("+msg+"): use fewer words or filters, or a narrower query", FieldError{Field: "query", Message: msg})
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return Fail(KindUnavailable, "the search took longer than its time limit: narrow the query (more words, a scheme or prefix)")
+	}
+	return s.Unavailable(ctx, "search index", err)
+}
