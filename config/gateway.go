@@ -30,6 +30,13 @@ type Gateway struct {
 	// upstream; default 32. At the cap a new tenant closes the least
 	// recently used idle one, or is answered unavailable.
 	MaxTenantSessions int `yaml:"maxTenantSessions"`
+	// MaxBytesInFlight bounds the bytes of upstream answers the gateway
+	// holds at once (read, not yet answered); default 4 × the message
+	// limit (GatewayMaxMessageBytes). MaxTenantBytesInFlight bounds one
+	// tenant's; default half of MaxBytesInFlight. An answer over either is
+	// refused at once, unavailable and retry-safe (docs/gateway.md).
+	MaxBytesInFlight       *Size `yaml:"maxBytesInFlight"`
+	MaxTenantBytesInFlight *Size `yaml:"maxTenantBytesInFlight"`
 	// Upstreams are the servers behind the gateway; at least one.
 	Upstreams []GatewayUpstream `yaml:"upstreams"`
 
@@ -416,6 +423,19 @@ func (c *Config) validateGateway(p *problems) {
 	}
 	if g.MaxTenantSessions < 0 || g.MaxTenantSessions > 10000 {
 		p.bad("gateway.maxTenantSessions", "want 1 to 10000 (0 is the default, 32)")
+	}
+	limit := c.GatewayMaxMessageBytes()
+	if b := g.MaxBytesInFlight; b != nil && (*b <= 0 || int64(*b) < limit) {
+		p.bad("gateway.maxBytesInFlight", "want at least the message limit, %d bytes (twice the offload scheme's maxBytes and 1MiB), so that one answer fits", limit)
+	}
+	if b := g.MaxTenantBytesInFlight; b != nil {
+		total := 4 * limit
+		if g.MaxBytesInFlight != nil {
+			total = int64(*g.MaxBytesInFlight)
+		}
+		if *b <= 0 || int64(*b) < limit || int64(*b) > total {
+			p.bad("gateway.maxTenantBytesInFlight", "want from the message limit, %d bytes, to gateway.maxBytesInFlight, %d bytes", limit, total)
+		}
 	}
 	if len(g.Upstreams) == 0 {
 		p.bad("gateway.upstreams", "at least one upstream is required")

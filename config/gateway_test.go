@@ -302,3 +302,26 @@ gateway:
 		}
 	}
 }
+
+// Issue 24: the in-flight bounds must hold one answer of the message
+// limit, and a tenant's share cannot exceed the gateway's.
+func TestGatewayInFlightBounds(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"maxBytesInFlight: 1MiB", "gateway.maxBytesInFlight: want at least the message limit"},
+		{"maxTenantBytesInFlight: 1MiB", "gateway.maxTenantBytesInFlight: want from the message limit"},
+		{"maxBytesInFlight: 1GiB\n  maxTenantBytesInFlight: 2GiB", "gateway.maxTenantBytesInFlight: want from the message limit"},
+		{"maxBytesInFlight: 1GiB\n  maxTenantBytesInFlight: 512MiB", ""},
+	} {
+		c, err := Decode(strings.NewReader("gateway:\n  " + tc.yaml + "\n  upstreams:\n    - {name: fs, command: x}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.yaml, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: Validate() = %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

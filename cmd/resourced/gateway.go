@@ -161,9 +161,11 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 	}
 	pool, err := gateway.NewPool(gateway.PoolOptions{
 		Upstreams: ups, Logger: log, Registerer: reg, Version: version,
-		MaxTenantSessions: cfg.Gateway.MaxTenantSessions,
-		MaxMessageBytes:   cfg.GatewayMaxMessageBytes(),
-		Protected:         protected,
+		MaxTenantSessions:      cfg.Gateway.MaxTenantSessions,
+		MaxMessageBytes:        cfg.GatewayMaxMessageBytes(),
+		MaxBytesInFlight:       sizeOr0(cfg.Gateway.MaxBytesInFlight),
+		MaxTenantBytesInFlight: sizeOr0(cfg.Gateway.MaxTenantBytesInFlight),
+		Protected:              protected,
 		// Kept across restarts (npx's cache); inside the data
 		// directory, which no upstream sees but its own HOME.
 		SandboxDir: filepath.Join(cfg.DataDir, "gateway"),
@@ -197,4 +199,12 @@ func frontExtension(opts *gateway.FrontOptions) func(server.ExtensionDeps) (serv
 		}
 		return f, nil
 	}
+}
+
+// sizeOr0 is a size the config may leave out (0: the package's default).
+func sizeOr0(s *config.Size) int64 {
+	if s == nil {
+		return 0
+	}
+	return int64(*s)
 }
