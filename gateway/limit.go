@@ -344,7 +344,7 @@ func (g *lineGuard) next() {
 		return // end of stream, or an empty line
 	}
 	t := g.tickets.take(id)
-	if !json.Valid(msg) || (t != nil && !g.sc.finish()) {
+	if !json.Valid(msg) {
 		ch.release()
 		g.refuse("bad", id)
 		if id != nil {
@@ -384,25 +384,23 @@ func unspill(msg []byte, spills []*spill) []byte {
 	if len(spills) == 0 {
 		return msg
 	}
-	out := make([]byte, 0, len(msg)+sumRaw(spills))
+	n := len(msg)
+	for _, sp := range spills {
+		n += sp.n
+	}
+	out := bytes.NewBuffer(make([]byte, 0, n))
 	rest := msg
 	for _, sp := range spills {
 		i := bytes.Index(rest, []byte(sp.key))
 		if i < 0 {
 			continue
 		}
-		out = append(append(out, rest[:i]...), sp.raw...)
+		out.Write(rest[:i])
+		_, _ = sp.raw().(io.WriterTo).WriteTo(out)
 		rest = rest[i+len(sp.key):]
 	}
-	return append(out, rest...)
-}
-
-func sumRaw(spills []*spill) int {
-	n := 0
-	for _, sp := range spills {
-		n += len(sp.raw)
-	}
-	return n
+	out.Write(rest)
+	return out.Bytes()
 }
 
 // badMessageCode is the code of the error the gateway answers in an

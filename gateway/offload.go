@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -48,7 +47,7 @@ const textMIME = "text/plain; charset=utf-8"
 // contentBytes is a result's content size: text, decoded image, audio and
 // embedded blobs, embedded text, and the JSON of structuredContent.
 // The strings of t (the call's ticket) stand for what they spilled.
-func contentBytes(t *ticket, res *mcp.CallToolResult, structured []byte) int64 {
+func contentBytes(t *ticket, res *mcp.CallToolResult, structured int64) int64 {
 	var n int64
 	for _, c := range res.Content {
 		switch c := c.(type) {
@@ -64,7 +63,7 @@ func contentBytes(t *ticket, res *mcp.CallToolResult, structured []byte) int64 {
 			}
 		}
 	}
-	return n + int64(len(structured))
+	return n + structured
 }
 
 // shouldOffload applies an upstream's policy to a result of tool of size
@@ -120,15 +119,14 @@ func (f *Front) offload(ctx context.Context, p auth.Principal, up, tool, frontNa
 }
 
 func (f *Front) offloadParts(ctx context.Context, p auth.Principal, up, tool, frontName string, res *mcp.CallToolResult, t *ticket) (offloaded, *service.Failure) {
-	var structured []byte
+	var sc payload
 	if res.StructuredContent != nil {
-		b, err := structuredJSON(t, res.StructuredContent)
-		if err != nil {
+		var err error
+		if sc, err = structured(t, res.StructuredContent); err != nil {
 			return offloaded{}, service.Fail(service.KindUnavailable, "The upstream server "+up+" returned a structuredContent that cannot be encoded. Retry the same call later.")
 		}
-		structured = b
 	}
-	total := contentBytes(t, res, structured)
+	total := contentBytes(t, res, sc.size)
 	if !shouldOffload(f.ups[up].Offload, tool, total) {
 		return offloaded{}, nil
 	}
@@ -143,8 +141,8 @@ func (f *Front) offloadParts(ctx context.Context, p auth.Principal, up, tool, fr
 		}
 		out.Content = append(out.Content, items...)
 	}
-	if structured != nil && int64(len(structured)) > int64(f.preview) {
-		r, fail := o.save("structuredContent", "application/json", structured, false, "structuredContent")
+	if res.StructuredContent != nil && sc.size > int64(f.preview) {
+		r, fail := o.save("structuredContent", "application/json", sc, false, "structuredContent")
 		if fail != nil {
 			o.rollback()
 			return offloaded{}, fail
@@ -154,6 +152,13 @@ func (f *Front) offloadParts(ctx context.Context, p auth.Principal, up, tool, fr
 		out.StructuredContent = map[string]any{"resourced": map[string]any{
 			"uri": r.Value.URI, "size": r.Meta.Size, "sha256": r.Meta.SHA256, "mimeType": "application/json",
 		}}
+	} else if res.StructuredContent != nil {
+		v, err := restoreValue(t, res.StructuredContent)
+		if err != nil {
+			o.rollback()
+			return offloaded{}, o.undecodable()
+		}
+		out.StructuredContent = v
 	}
 	if len(o.saved) == 0 {
 		return offloaded{}, nil
@@ -182,78 +187,108 @@ func (o *offloadRun) part(i int, c mcp.Content) ([]mcp.Content, *service.Failure
 	n := fmt.Sprint(i)
 	switch c := c.(type) {
 	case *mcp.TextContent:
-		body := spilledText(o.t, c.Text)
-		if utf8.RuneCount(body) <= o.f.preview {
-			c.Text = string(body)
-			return []mcp.Content{c}, nil
+		body, fail := o.text(&c.Text)
+		if fail != nil || body.size == 0 {
+			return []mcp.Content{c}, fail
 		}
+		pv := previewOf(body.head(utf8.UTFMax*o.f.preview), o.f.preview)
 		r, fail := o.save(n, textMIME, body, true, "text")
 		if fail != nil {
 			return nil, fail
 		}
-		return []mcp.Content{link(r), &mcp.TextContent{Text: previewOf(body, o.f.preview), Annotations: c.Annotations}}, nil
+		return []mcp.Content{link(r), &mcp.TextContent{Text: pv, Annotations: c.Annotations}}, nil
 	case *mcp.ImageContent:
-		data, fail := o.data(c.Data)
-		if fail != nil {
-			return nil, fail
-		}
-		c.Data = data
-		return o.blob(n, c, data, c.MIMEType, "image")
+		return o.blob(n, c, &c.Data, c.MIMEType, "image")
 	case *mcp.AudioContent:
-		data, fail := o.data(c.Data)
-		if fail != nil {
-			return nil, fail
-		}
-		c.Data = data
-		return o.blob(n, c, data, c.MIMEType, "audio")
+		return o.blob(n, c, &c.Data, c.MIMEType, "audio")
 	case *mcp.EmbeddedResource:
 		if c.Resource == nil {
 			return []mcp.Content{c}, nil
 		}
 		rc := c.Resource
 		if rc.Blob != nil {
-			data, fail := o.data(rc.Blob)
-			if fail != nil {
-				return nil, fail
-			}
-			rc.Blob = data
-			return o.blob(n, c, data, rc.MIMEType, "embedded resource "+rc.URI)
+			return o.blob(n, c, &rc.Blob, rc.MIMEType, "embedded resource "+rc.URI)
 		}
-		body := spilledText(o.t, rc.Text)
-		if utf8.RuneCount(body) <= o.f.preview {
-			rc.Text = string(body)
-			return []mcp.Content{c}, nil
+		body, fail := o.text(&rc.Text)
+		if fail != nil || body.size == 0 {
+			return []mcp.Content{c}, fail
 		}
 		mt := rc.MIMEType
 		if mt == "" {
 			mt = textMIME
 		}
+		pv := previewOf(body.head(utf8.UTFMax*o.f.preview), o.f.preview)
 		r, fail := o.save(n, mt, body, true, "embedded resource "+rc.URI)
 		if fail != nil {
 			return nil, fail
 		}
-		return []mcp.Content{link(r), &mcp.TextContent{Text: previewOf(body, o.f.preview)}}, nil
+		return []mcp.Content{link(r), &mcp.TextContent{Text: pv}}, nil
 	}
 	return []mcp.Content{c}, nil
 }
 
-// data is the decoded data b stands for.
-func (o *offloadRun) data(b []byte) ([]byte, *service.Failure) {
-	d, err := decodeData(o.t, b)
-	if err != nil {
-		return nil, service.Fail(service.KindUnavailable, "The result of "+o.tool+" holds base64 data that does not decode. Retry the same call later.")
+// text is the payload of a text to save; a zero payload when it is kept
+// inline (at most preview characters), with *s then its spilled text.
+func (o *offloadRun) text(s *string) (payload, *service.Failure) {
+	sp := spilledText(o.t, *s)
+	if sp == nil {
+		if utf8.RuneCountInString(*s) <= o.f.preview {
+			return payload{}, nil
+		}
+		return bytesPayload([]byte(*s)), nil
 	}
-	return d, nil
+	p, err := spillPayload(sp)
+	if err != nil {
+		return payload{}, o.undecodable()
+	}
+	if p.size <= int64(utf8.UTFMax*o.f.preview) { // may be within the preview: look
+		b, err := sp.bytes()
+		if err != nil {
+			return payload{}, o.undecodable()
+		}
+		if utf8.RuneCount(b) <= o.f.preview {
+			*s = string(b)
+			return payload{}, nil
+		}
+		return bytesPayload(b), nil
+	}
+	return p, nil
 }
 
-func (o *offloadRun) blob(n string, c mcp.Content, data []byte, mimeType, what string) ([]mcp.Content, *service.Failure) {
-	if len(data) <= o.f.preview {
-		return []mcp.Content{c}, nil
+// undecodable is the failure of a result holding a spilled string that
+// does not decode (go-sdk would have refused the whole answer).
+func (o *offloadRun) undecodable() *service.Failure {
+	return service.Fail(service.KindUnavailable, "The result of "+o.tool+" holds a string or base64 data that does not decode, "+
+		"so nothing of it was kept. Retry the same call later.")
+}
+
+// blob saves the data *d stands for, or keeps it inline (then decoded
+// into *d) when it is at most preview bytes.
+func (o *offloadRun) blob(n string, c mcp.Content, d *[]byte, mimeType, what string) ([]mcp.Content, *service.Failure) {
+	var p payload
+	if sp := spilledData(o.t, *d); sp != nil {
+		var err error
+		if p, err = spillPayload(sp); err != nil {
+			return nil, o.undecodable()
+		}
+		if p.size <= int64(o.f.preview) {
+			b, err := sp.bytes()
+			if err != nil {
+				return nil, o.undecodable()
+			}
+			*d = b
+			return []mcp.Content{c}, nil
+		}
+	} else {
+		if len(*d) <= o.f.preview {
+			return []mcp.Content{c}, nil
+		}
+		p = bytesPayload(*d)
 	}
 	if mimeType == "" {
 		mimeType = "application/octet-stream"
 	}
-	r, fail := o.save(n, mimeType, data, false, what)
+	r, fail := o.save(n, mimeType, p, false, what)
 	if fail != nil {
 		return nil, fail
 	}
@@ -263,21 +298,20 @@ func (o *offloadRun) blob(n string, c mcp.Content, data []byte, mimeType, what s
 // save stores one part, or finds it stored by an earlier call with the
 // same bytes. A media type the service refuses is saved as text/plain or
 // application/octet-stream: the bytes matter more than the label.
-func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what string) (*service.Result, *service.Failure) {
+func (o *offloadRun) save(n, mimeType string, body payload, text bool, what string) (*service.Result, *service.Failure) {
 	if service.CheckMIMEType("mimeType", mimeType) != nil {
 		mimeType = "application/octet-stream"
 		if text {
 			mimeType = textMIME
 		}
 	}
-	sum := sha256.Sum256(body)
-	sha := hex.EncodeToString(sum[:])
+	sha := hex.EncodeToString(body.sum[:])
 	path := o.base + "/" + sha[:partSHA] + "/" + n
 	req := service.SaveRequest{
 		Path:     path,
 		MIMEType: mimeType,
 		Title:    service.Truncate(what+" of "+o.base, 200),
-		Body:     body,
+		Body:     body.body,
 		Cond:     store.CreateOnly(),
 		Scheme:   o.f.scheme,
 	}
@@ -287,6 +321,9 @@ func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what strin
 		created bool
 	)
 	for attempt := 0; ; attempt++ {
+		if body.open != nil {
+			req.Stream, req.Size = body.open(), body.size // a fresh stream for each attempt
+		}
 		r, fail = o.f.svc.Save(o.ctx, o.p.Tenant, req)
 		if created = fail == nil; created || fail.ErrorKind != service.KindConflict && fail.ErrorKind != service.KindQuota {
 			break
@@ -309,7 +346,10 @@ func (o *offloadRun) save(n, mimeType string, body []byte, text bool, what strin
 		// rollback, or its expiry): save it once more.
 	}
 	if fail != nil {
-		return nil, o.failure(fail, int64(len(body)))
+		return nil, o.failure(fail, body.size)
+	}
+	if body.done != nil {
+		body.done()
 	}
 	o.saved = append(o.saved, savedPart{key: r.Meta.Key, uri: r.Value.URI, mimeType: r.Meta.MIMEType, size: r.Meta.Size, preview: text, created: created})
 	if created {

@@ -66,7 +66,7 @@ func TestContentBytesCountsDecodedBytes(t *testing.T) {
 		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{Blob: make([]byte, 7)}},
 		&mcp.ResourceLink{URI: "file:///x"},
 	}}
-	if got := contentBytes(nil, res, []byte(`{"a":1}`)); got != 6+10+20+3+7+7 {
+	if got := contentBytes(nil, res, int64(len(`{"a":1}`))); got != 6+10+20+3+7+7 {
 		t.Errorf("contentBytes = %d", got)
 	}
 }

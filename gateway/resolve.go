@@ -2,9 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
+	"io"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,28 +13,16 @@ import (
 
 // The front's side of spilling (spill.go): a result's placeholders found
 // in the call's ticket are its spilled strings. The offloader saves a
-// spilled part from its bytes; whatever is returned inline gets its
-// strings back first (restore), so a caller never sees a placeholder.
+// spilled part as a stream from its chunks (payload); whatever is
+// returned inline gets its strings back first (restore), so a caller
+// never sees a placeholder.
 
-// errBadSpill is a spilled base64 part that does not decode (go-sdk
-// would have refused the whole answer).
-var errBadSpill = errors.New("the upstream's answer holds base64 data that does not decode")
-
-// spilledText is the text a content string stands for: its spilled bytes
-// when it is a placeholder of t, else the string itself.
-func spilledText(t *ticket, s string) []byte {
+// spilledText is the spilled text content string s stands for, or nil.
+func spilledText(t *ticket, s string) *spill {
 	if sp := t.spilled(s); sp != nil && sp.kind == spillText {
-		return sp.raw
+		return sp
 	}
-	return []byte(s)
-}
-
-// textLen is the byte length of what s stands for.
-func textLen(t *ticket, s string) int {
-	if sp := t.spilled(s); sp != nil && sp.kind == spillText {
-		return len(sp.raw)
-	}
-	return len(s)
+	return nil
 }
 
 // spilledData is the spill that decoded base64 data b stands for, or nil:
@@ -48,76 +37,109 @@ func spilledData(t *ticket, b []byte) *spill {
 	return nil
 }
 
+// sizeOf is the decoded size of a spill (as sent, when it does not
+// decode: the save then fails on it).
+func sizeOf(sp *spill) int {
+	if sp.measure() != nil {
+		return sp.n
+	}
+	return int(sp.size)
+}
+
+// textLen is the byte length of what s stands for.
+func textLen(t *ticket, s string) int {
+	if sp := spilledText(t, s); sp != nil {
+		return sizeOf(sp)
+	}
+	return len(s)
+}
+
 // dataLen is the decoded length of the data b stands for.
 func dataLen(t *ticket, b []byte) int {
 	if sp := spilledData(t, b); sp != nil {
-		return base64.StdEncoding.DecodedLen(len(sp.raw))
+		return sizeOf(sp)
 	}
 	return len(b)
 }
 
-// decodeData is the data b stands for, decoded.
-func decodeData(t *ticket, b []byte) ([]byte, error) {
-	sp := spilledData(t, b)
-	if sp == nil {
-		return b, nil
-	}
-	raw := sp.raw
-	if bytes.IndexByte(raw, '\\') >= 0 { // "\/": JSON escapes in base64
-		n, ok := unescapeInPlace(raw)
-		if !ok {
-			return nil, errBadSpill
-		}
-		raw = raw[:n]
-	}
-	out := make([]byte, base64.StdEncoding.DecodedLen(len(raw)))
-	n, err := base64.StdEncoding.Decode(out, raw)
-	if err != nil {
-		return nil, errBadSpill
-	}
-	sp.raw = nil // decoded: the base64 is not needed again
-	return out[:n], nil
+// payload is a part's bytes: in memory, or read as a stream (a spill, or
+// a structuredContent with spills spliced back), never copied whole.
+type payload struct {
+	body []byte
+	size int64
+	sum  [32]byte
+	open func() io.Reader // nil: body
+	done func()           // the payload is saved: what holds it may go (nil: nothing to do)
 }
 
-// structuredJSON is the JSON of a structuredContent whose strings may be
-// placeholders of t, with the spilled strings spliced back as they were
-// sent.
-func structuredJSON(t *ticket, v any) ([]byte, error) {
+func bytesPayload(b []byte) payload {
+	return payload{body: b, size: int64(len(b)), sum: sha256.Sum256(b)}
+}
+
+func spillPayload(sp *spill) (payload, error) {
+	if err := sp.measure(); err != nil {
+		return payload{}, err
+	}
+	return payload{size: sp.size, sum: sp.sum, open: sp.open, done: sp.drop}, nil
+}
+
+// head is at most the first n bytes of p (for a preview).
+func (p payload) head(n int) []byte {
+	if p.open == nil {
+		return p.body[:min(n, len(p.body))]
+	}
+	b, _ := io.ReadAll(io.LimitReader(p.open(), int64(n)))
+	return b
+}
+
+// structured is a structuredContent's JSON: the JSON of the value go-sdk
+// decoded, with the spilled strings of t spliced back as they were sent.
+func structured(t *ticket, v any) (payload, error) {
 	skel, err := json.Marshal(v)
 	if err != nil || t == nil {
-		return skel, err
+		return bytesPayload(skel), err
 	}
+	type at struct {
+		i  int
+		sp *spill
+	}
+	var found []at
 	t.mu.Lock()
-	var found []spliceAt
 	for key, sp := range t.spills {
 		if sp.kind != spillJSON {
 			continue
 		}
 		if i := bytes.Index(skel, []byte(`"`+key+`"`)); i >= 0 {
-			found = append(found, spliceAt{i + 1, sp})
+			found = append(found, at{i + 1, sp})
 		}
 	}
 	t.mu.Unlock()
 	if len(found) == 0 {
-		return skel, nil
+		return bytesPayload(skel), nil
 	}
-	slices.SortFunc(found, func(a, b spliceAt) int { return a.at - b.at })
-	n := len(skel)
+	slices.SortFunc(found, func(a, b at) int { return a.i - b.i })
+	open := func() io.Reader {
+		rs := make([]io.Reader, 0, 2*len(found)+1)
+		last := 0
+		for _, f := range found {
+			rs = append(rs, bytes.NewReader(skel[last:f.i]), f.sp.raw())
+			last = f.i + placeholderLen
+		}
+		return io.MultiReader(append(rs, bytes.NewReader(skel[last:]))...)
+	}
 	for _, f := range found {
-		n += len(f.sp.raw) - placeholderLen
+		if err := f.sp.measure(); err != nil { // checks its escapes
+			return payload{}, err
+		}
 	}
-	out := make([]byte, 0, n)
-	last := 0
-	for _, f := range found {
-		out = append(append(out, skel[last:f.at]...), f.sp.raw...)
-		last = f.at + placeholderLen
+	h := sha256.New()
+	n, err := io.Copy(h, open())
+	if err != nil {
+		return payload{}, err
 	}
-	return append(out, skel[last:]...), nil
-}
-
-type spliceAt struct {
-	at int
-	sp *spill
+	p := payload{size: n, open: open}
+	h.Sum(p.sum[:0])
+	return p, nil
 }
 
 // restore gives res back every spilled string of t, in place: what is
@@ -126,33 +148,44 @@ func restore(t *ticket, res *mcp.CallToolResult) error {
 	if t == nil {
 		return nil
 	}
+	text := func(s *string) error {
+		if sp := spilledText(t, *s); sp != nil {
+			b, err := sp.bytes()
+			if err != nil {
+				return err
+			}
+			*s = string(b)
+		}
+		return nil
+	}
+	data := func(d *[]byte) error {
+		if sp := spilledData(t, *d); sp != nil {
+			b, err := sp.bytes()
+			if err != nil {
+				return err
+			}
+			*d = b
+		}
+		return nil
+	}
 	for _, c := range res.Content {
+		var err error
 		switch c := c.(type) {
 		case *mcp.TextContent:
-			c.Text = string(spilledText(t, c.Text))
+			err = text(&c.Text)
 		case *mcp.ImageContent:
-			d, err := decodeData(t, c.Data)
-			if err != nil {
-				return err
-			}
-			c.Data = d
+			err = data(&c.Data)
 		case *mcp.AudioContent:
-			d, err := decodeData(t, c.Data)
-			if err != nil {
-				return err
-			}
-			c.Data = d
+			err = data(&c.Data)
 		case *mcp.EmbeddedResource:
 			if r := c.Resource; r != nil {
-				r.Text = string(spilledText(t, r.Text))
-				if r.Blob != nil {
-					d, err := decodeData(t, r.Blob)
-					if err != nil {
-						return err
-					}
-					r.Blob = d
+				if err = text(&r.Text); err == nil && r.Blob != nil {
+					err = data(&r.Blob)
 				}
 			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if res.StructuredContent != nil {
@@ -171,11 +204,11 @@ func restoreValue(t *ticket, v any) (any, error) {
 	switch v := v.(type) {
 	case string:
 		if sp := t.spilled(v); sp != nil && sp.kind == spillJSON {
-			var s string
-			if err := json.Unmarshal(append(append([]byte{'"'}, sp.raw...), '"'), &s); err != nil {
+			b, err := io.ReadAll(newUnescaper(sp.raw()))
+			if err != nil {
 				return nil, err
 			}
-			return s, nil
+			return string(b), nil
 		}
 	case map[string]any:
 		for k, e := range v {

@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -34,20 +39,131 @@ const placeholderLen = 44
 // threshold's default, so a spilled part is nearly always saved.
 const defaultSpillAt = 64 << 10
 
-// spillKind is how a spilled string is kept.
+// spillKind is what a spilled string is: how it is read (spill.open).
 type spillKind uint8
 
 const (
-	spillText   spillKind = iota // a text: unescaped, as UTF-8 bytes
-	spillBase64                  // data or blob: the base64 as sent (escapes checked)
-	spillJSON                    // a string of structuredContent: as sent, escapes kept, for splicing back
+	spillText   spillKind = iota // a text: read decoded
+	spillBase64                  // data or blob: read decoded from its base64
+	spillJSON                    // a string of structuredContent: read as sent, for splicing back
 )
 
-// spill is one string taken out of a message.
+// spill is one string taken out of a message: its bytes as sent, JSON
+// escapes kept, in chunks (a large string is never copied to grow it).
 type spill struct {
-	key  string // its placeholder
-	kind spillKind
-	raw  []byte
+	key    string // its placeholder
+	kind   spillKind
+	chunks [][]byte
+	n      int // bytes in chunks
+
+	measured bool // measure ran: the fields below hold
+	size     int64
+	sum      [32]byte
+	err      error
+}
+
+// write appends b to sp, in chunks that double up to 1 MiB.
+func (sp *spill) write(b []byte) {
+	for len(b) > 0 {
+		if len(sp.chunks) == 0 || len(sp.chunks[len(sp.chunks)-1]) == cap(sp.chunks[len(sp.chunks)-1]) {
+			sp.chunks = append(sp.chunks, make([]byte, 0, min(1<<20, max(64<<10, sp.n))))
+		}
+		last := &sp.chunks[len(sp.chunks)-1]
+		k := min(len(b), cap(*last)-len(*last))
+		*last = append(*last, b[:k]...)
+		sp.n += k
+		b = b[k:]
+	}
+}
+
+// raw reads sp's bytes as sent.
+func (sp *spill) raw() io.Reader { return &chunkReader{chunks: sp.chunks} }
+
+// chunkReader reads chunks in order.
+type chunkReader struct {
+	chunks [][]byte
+	off    int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.chunks) > 0 && r.off == len(r.chunks[0]) {
+		r.chunks, r.off = r.chunks[1:], 0
+	}
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0][r.off:])
+	r.off += n
+	return n, nil
+}
+
+// WriteTo writes the chunks without an intermediate buffer.
+func (r *chunkReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for len(r.chunks) > 0 {
+		n, err := w.Write(r.chunks[0][r.off:])
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+		r.chunks, r.off = r.chunks[1:], 0
+	}
+	return total, nil
+}
+
+// open reads what sp stands for: a text decoded, data decoded from its
+// base64, a string of structuredContent as sent.
+func (sp *spill) open() io.Reader {
+	switch sp.kind {
+	case spillText:
+		return newUnescaper(sp.raw())
+	case spillBase64:
+		return base64.NewDecoder(base64.StdEncoding, newUnescaper(sp.raw()))
+	}
+	return sp.raw()
+}
+
+// measure reads what sp stands for once: its size and sha256, or why it
+// does not decode (a bad escape, a control character, bad base64). A
+// string of structuredContent is checked, and its size is as sent.
+func (sp *spill) measure() error {
+	if sp.measured {
+		return sp.err
+	}
+	sp.measured = true
+	h := sha256.New()
+	var r io.Reader = sp.open()
+	if sp.kind == spillJSON {
+		if _, err := io.Copy(io.Discard, newUnescaper(sp.raw())); err != nil {
+			sp.err = err
+			return err
+		}
+	}
+	n, err := io.Copy(h, r)
+	if err != nil {
+		sp.err = fmt.Errorf("the upstream's answer holds a string that does not decode: %w", err)
+		return sp.err
+	}
+	sp.size = n
+	h.Sum(sp.sum[:0])
+	return nil
+}
+
+// drop lets sp's chunks go once what they hold is saved; sp keeps its
+// size and sum, and reads nothing after.
+func (sp *spill) drop() { sp.chunks = nil }
+
+// bytes is what sp stands for, whole (for a result returned inline).
+func (sp *spill) bytes() ([]byte, error) {
+	if err := sp.measure(); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, sp.size)
+	buf := bytes.NewBuffer(b)
+	if _, err := io.Copy(buf, sp.open()); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // placeholders makes the pool's placeholders.
@@ -323,12 +439,12 @@ func (s *frameScanner) stringBytes(b []byte, from *int, end int) {
 	case strCand:
 		*from = end
 		if s.sp != nil {
-			s.sp.raw = append(s.sp.raw, b...)
+			s.sp.write(b)
 			return
 		}
 		s.cand = append(s.cand, b...)
 		if len(s.cand) > s.spillAt {
-			s.sp = &spill{key: s.keys.next(), kind: s.candKind, raw: s.cand}
+			s.sp = &spill{key: s.keys.next(), kind: s.candKind, chunks: [][]byte{s.cand}, n: len(s.cand)}
 			s.cand = nil
 		}
 	default:
@@ -389,49 +505,126 @@ func (s *frameScanner) trailingBackslashes(seg []byte) int {
 	return n
 }
 
-// finish checks the spilled strings of a whole message (and unescapes
-// the texts in place); false: the message is not valid JSON.
-func (s *frameScanner) finish() bool {
-	for _, sp := range s.spills {
-		if sp.kind == spillText {
-			n, ok := unescapeInPlace(sp.raw)
-			if !ok {
-				return false
-			}
-			sp.raw = sp.raw[:n]
-		} else if !validEscapes(sp.raw) {
-			return false
-		}
-	}
-	return true
+// errBadString is a spilled string that is not the inside of a JSON
+// string.
+var errBadString = errors.New("not a valid JSON string")
+
+// unescaper decodes the inside of a JSON string, read from r, into its
+// UTF-8 bytes as encoding/json does: escapes decoded, a lone surrogate
+// and each byte that is not UTF-8 turned U+FFFD; a bad escape or a
+// control character is errBadString.
+type unescaper struct {
+	r    *bufio.Reader
+	err  error
+	left []byte // of a rune decoded for a Read shorter than utf8.UTFMax
 }
 
-// validEscapes reports whether b is the inside of a valid JSON string.
-func validEscapes(b []byte) bool {
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c < 0x20 {
-			return false
+func newUnescaper(r io.Reader) *unescaper { return &unescaper{r: bufio.NewReaderSize(r, 64<<10)} }
+
+func (u *unescaper) Read(p []byte) (int, error) {
+	if len(u.left) > 0 {
+		n := copy(p, u.left)
+		u.left = u.left[n:]
+		return n, nil
+	}
+	if len(p) < utf8.UTFMax && len(p) > 0 {
+		var tmp [utf8.UTFMax]byte
+		n, err := u.Read(tmp[:])
+		k := copy(p, tmp[:n])
+		u.left = append(u.left[:0], tmp[k:n]...)
+		return k, err
+	}
+	if u.err != nil {
+		return 0, u.err
+	}
+	n := 0
+	for n+utf8.UTFMax <= len(p) {
+		if u.r.Buffered() == 0 {
+			if _, err := u.r.Peek(1); err != nil {
+				u.err = err
+				break
+			}
 		}
-		if c != '\\' {
+		buf, _ := u.r.Peek(u.r.Buffered())
+		k := 0
+		for k < len(buf) && n+k < len(p) {
+			if c := buf[k]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				break
+			}
+			k++
+		}
+		if k > 0 {
+			copy(p[n:], buf[:k])
+			n += k
+			_, _ = u.r.Discard(k)
 			continue
 		}
-		if i+1 >= len(b) {
-			return false
-		}
-		switch b[i+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i++
-		case 'u':
-			if i+5 >= len(b) || !isHex4(b[i+2:i+6]) {
-				return false
+		switch c := buf[0]; {
+		case c < 0x20:
+			u.err = errBadString
+		case c == '\\':
+			e, _ := u.r.Peek(12) // the longest escape: a surrogate pair
+			r, size := escape(e)
+			if size == 0 {
+				u.err = errBadString
+				break
 			}
-			i += 5
+			n += utf8.EncodeRune(p[n:], r)
+			_, _ = u.r.Discard(size)
 		default:
-			return false
+			e, _ := u.r.Peek(utf8.UTFMax)
+			r, size := utf8.DecodeRune(e)
+			n += utf8.EncodeRune(p[n:], r) // RuneError for a byte that is not UTF-8
+			_, _ = u.r.Discard(size)
+		}
+		if u.err != nil {
+			break
 		}
 	}
-	return true
+	if n > 0 {
+		return n, nil
+	}
+	if u.err == nil {
+		return 0, nil
+	}
+	return 0, u.err
+}
+
+// escape decodes the escape at the start of e and returns its rune and
+// length; 0: not a valid escape.
+func escape(e []byte) (rune, int) {
+	if len(e) < 2 {
+		return 0, 0
+	}
+	switch c := e[1]; c {
+	case '"', '\\', '/':
+		return rune(c), 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		if len(e) < 6 || !isHex4(e[2:6]) {
+			return 0, 0
+		}
+		r := hex4(e[2:])
+		if !utf16.IsSurrogate(r) {
+			return r, 6
+		}
+		if len(e) >= 12 && e[6] == '\\' && e[7] == 'u' && isHex4(e[8:12]) {
+			if dec := utf16.DecodeRune(r, hex4(e[8:])); dec != utf8.RuneError {
+				return dec, 12
+			}
+		}
+		return utf8.RuneError, 6
+	}
+	return 0, 0
 }
 
 func isHex4(b []byte) bool {
@@ -457,75 +650,4 @@ func hex4(b []byte) rune {
 		}
 	}
 	return r
-}
-
-// unescapeInPlace decodes b, the inside of a JSON string, into its UTF-8
-// bytes at b's start, as encoding/json does (a lone surrogate becomes
-// U+FFFD), and returns their length; false: b is not a valid JSON string.
-// Raw bytes that are not UTF-8 would decode longer than they are (U+FFFD
-// each), so b with any is decoded by encoding/json into a new buffer.
-func unescapeInPlace(b []byte) (int, bool) {
-	if !validEscapes(b) {
-		return 0, false
-	}
-	if !utf8.Valid(b) {
-		var s string
-		if json.Unmarshal(append(append([]byte{'"'}, b...), '"'), &s) != nil {
-			return 0, false
-		}
-		if len(s) > len(b) {
-			return 0, false // cannot be kept in place; not a text the gateway offloads
-		}
-		return copy(b, s), true
-	}
-	r, w := 0, 0
-	for r < len(b) {
-		k := bytes.IndexByte(b[r:], '\\')
-		if k < 0 {
-			k = len(b) - r
-		}
-		if w != r {
-			copy(b[w:], b[r:r+k])
-		}
-		w, r = w+k, r+k
-		if r >= len(b) {
-			break
-		}
-		switch c := b[r+1]; c {
-		case 'u':
-			ru := hex4(b[r+2:])
-			r += 6
-			if utf16.IsSurrogate(ru) {
-				ru2 := utf8.RuneError
-				if r+5 < len(b) && b[r] == '\\' && b[r+1] == 'u' {
-					if dec := utf16.DecodeRune(ru, hex4(b[r+2:])); dec != utf8.RuneError {
-						ru2 = dec
-						r += 6
-					}
-				}
-				ru = ru2
-			}
-			w += utf8.EncodeRune(b[w:], ru)
-		default:
-			b[w] = unescapeByte(c)
-			w, r = w+1, r+2
-		}
-	}
-	return w, true
-}
-
-func unescapeByte(c byte) byte {
-	switch c {
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	}
-	return c // '"', '\\', '/'
 }

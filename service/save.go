@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -165,12 +167,17 @@ type SaveRequest struct {
 	Path, MIMEType     string
 	Title, Description string // "": derived from the path and the body
 	Body               []byte
-	Cond               store.Cond
-	Scheme             string           // a report scheme; "": the server's
-	Retention          time.Duration    // 0: the scheme's; capped by its maximum
-	Listed             bool             // shown by resources/list
-	Visibility         store.Visibility // "": private
-	LinkTTL            time.Duration    // > 0: the result carries a download link of this life
+	// Stream, when not nil, is the body instead of Body, Size bytes
+	// long: saved through the backend's streaming path (no copy of the
+	// body in memory, no stored JSON form).
+	Stream     io.Reader
+	Size       int64
+	Cond       store.Cond
+	Scheme     string           // a report scheme; "": the server's
+	Retention  time.Duration    // 0: the scheme's; capped by its maximum
+	Listed     bool             // shown by resources/list
+	Visibility store.Visibility // "": private
+	LinkTTL    time.Duration    // > 0: the result carries a download link of this life
 }
 
 // Save stores a report of tenant: the one report writer of every
@@ -202,19 +209,33 @@ func (s *Service) Save(ctx context.Context, tenant string, r SaveRequest) (*Resu
 	if f != nil {
 		return nil, f
 	}
-	if f := checkSize(sc, len(r.Body)); f != nil {
+	size := int64(len(r.Body))
+	if r.Stream != nil {
+		size = r.Size
+	}
+	if f := checkSize(sc, int(min(size, math.MaxInt32))); f != nil {
 		return nil, f
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	desc := r.Description
 	if desc == "" {
-		desc = fmt.Sprintf("%s, %d bytes, saved %s", r.MIMEType, len(r.Body), now.Format(time.RFC3339))
+		desc = fmt.Sprintf("%s, %d bytes, saved %s", r.MIMEType, size, now.Format(time.RFC3339))
 	}
-	m, replaced, f := s.Put(ctx, Write{Meta: store.Meta{
+	meta := store.Meta{
 		Key: k, MIMEType: r.MIMEType, Created: now, Modified: now, Expires: expiry(now, retention),
 		Title: defaultTitle(r.Title, r.Path), Description: desc, Listed: r.Listed, Visibility: vis,
-	}, Body: r.Body, Cond: r.Cond, Retry: ToolRetry})
-	if f != nil {
+	}
+	var (
+		m        store.Meta
+		replaced bool
+	)
+	if r.Stream != nil {
+		var err error
+		m, replaced, err = s.PutStream(ctx, Stream{Meta: meta, Body: r.Stream, Cond: r.Cond, Retry: ToolRetry})
+		if err != nil {
+			return nil, err.(*Failure) // no Source: every error is the service's
+		}
+	} else if m, replaced, f = s.Put(ctx, Write{Meta: meta, Body: r.Body, Cond: r.Cond, Retry: ToolRetry}); f != nil {
 		return nil, f
 	}
 	return result(savedStatus(replaced), &m, r.LinkTTL), nil
