@@ -596,8 +596,22 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			session := req.Session
 			q = newQuiet()
+			var (
+				mu   sync.Mutex
+				last time.Time
+			)
 			upTok, done := f.sessions.Progress().Route(cs, func(n *mcp.ProgressNotificationParams) {
 				q.touch()
+				// Coalesced: at most one a progressEvery, and the last
+				// step (progress reaching total) always.
+				mu.Lock()
+				now := time.Now()
+				if final := n.Total > 0 && n.Progress >= n.Total; !final && now.Sub(last) < progressEvery {
+					mu.Unlock()
+					return
+				}
+				last = now
+				mu.Unlock()
 				c := *n
 				c.ProgressToken = tok
 				c.Meta = forwardMeta(n.Meta)
@@ -654,6 +668,11 @@ type quiet struct {
 const (
 	progressQuiet  = 10 * time.Millisecond
 	progressSettle = 100 * time.Millisecond
+	// progressEvery is the least time between two progress notifications
+	// forwarded for one call: the ones between are dropped (progress is a
+	// state, the latest says it all), so an upstream's flood costs its
+	// caller's stream at most 50 a second.
+	progressEvery = 20 * time.Millisecond
 )
 
 func newQuiet() *quiet { return &quiet{last: time.Now()} }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"golang.org/x/time/rate"
 )
 
 // The message limit (docs/gateway.md, "What the gateway reads"): the pool
@@ -244,6 +246,10 @@ type lineGuard struct {
 	tickets *tickets // the connection's ticketed calls; nil: spill nothing
 	spillAt int
 
+	// notes bounds the notifications passed on (nil: all); the rest are
+	// dropped and counted ("noisy"), before go-sdk decodes them.
+	notes *rate.Limiter
+
 	sc      frameScanner
 	pending charge // the last line's, when no ticket took it: released at the next
 	out     []byte // what Read hands out next
@@ -343,6 +349,11 @@ func (g *lineGuard) next() {
 	if len(msg) == 0 && size == 0 {
 		return // end of stream, or an empty line
 	}
+	if g.notes != nil && g.sc.topObject && g.sc.hasMethod && g.sc.idState == idNone && !g.notes.Allow() {
+		g.refuse("noisy", nil)
+		g.pending = ch
+		return
+	}
 	t := g.tickets.take(id)
 	if !json.Valid(msg) {
 		ch.release()
@@ -402,6 +413,16 @@ func unspill(msg []byte, spills []*spill) []byte {
 	out.Write(rest)
 	return out.Bytes()
 }
+
+// An upstream session passes on at most notificationRate notifications a
+// second (bursts of notificationBurst): progress, log messages, list
+// changes. More is a flood (100 000 cost about 13 CPU-seconds of go-sdk
+// decoding, queued past the end of their call); the excess is dropped as
+// it is read.
+const (
+	notificationRate  = 200
+	notificationBurst = 1000
+)
 
 // badMessageCode is the code of the error the gateway answers in an
 // upstream's place for an answer that is not JSON.

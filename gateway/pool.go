@@ -16,12 +16,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/internal/sandbox"
 )
@@ -223,12 +225,12 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	}, []string{"upstream"})
 	p.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "resourced_gateway_upstream_messages_refused_total",
-		Help: "Upstream messages the gateway did not pass on, by upstream and reason: too_large (over the message limit), busy (over the in-flight budget), bad (not JSON).",
+		Help: "Upstream messages the gateway did not pass on, by upstream and reason: too_large (over the message limit), busy (over the in-flight budget), bad (not JSON), noisy (notifications over the rate), stderr (stderr lines over the log rate).",
 	}, []string{"upstream", "reason"})
 	for _, up := range p.ups {
 		p.sessions.WithLabelValues(up.cfg.Name)
 		p.restarts.WithLabelValues(up.cfg.Name)
-		for _, r := range []string{"too_large", "busy", "bad"} {
+		for _, r := range []string{"too_large", "busy", "bad", "noisy", "stderr"} {
 			p.refused.WithLabelValues(up.cfg.Name, r)
 		}
 	}
@@ -621,12 +623,24 @@ func (p *Pool) dropped(up *upstream, tenant string) func(size int64, answered bo
 // refusedBy is what a stdio session's lineGuard reports of a line it did
 // not pass on for the budget or for not being JSON.
 func (p *Pool) refusedBy(up *upstream, tenant string) func(why string, answered bool) {
+	var noisy, noisyAt atomic.Int64
 	return func(why string, answered bool) {
 		attrs := []any{"upstream", up.cfg.Name, "answered", answered}
 		if tenant != "" {
 			attrs = append(attrs, "tenant", tenant)
 		}
 		switch why {
+		case "noisy":
+			// One entry per session at most every stderrSummary: a flood
+			// of notifications must not become a flood of log lines.
+			p.refused.WithLabelValues(up.cfg.Name, why).Inc()
+			if n := noisy.Add(1); time.Since(time.Unix(0, noisyAt.Load())) >= stderrSummary {
+				noisyAt.Store(time.Now().UnixNano())
+				noisy.Store(0)
+				p.log.Warn("upstream notifications dropped: over the gateway's rate",
+					append(attrs, "dropped", n, "perSecond", notificationRate)...)
+			}
+			return
 		case "busy":
 			used, _ := p.budget.inUse("")
 			p.log.Warn("upstream answer refused: the gateway holds its limit of answer bytes in flight",
@@ -673,6 +687,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	g := newLineGuard(stdout, t.limit, t.dropped)
 	g.refused, g.budget, g.tenant, g.tickets, g.spillAt = t.refused, t.budget, t.tenant, &tickets{}, defaultSpillAt
+	g.notes = rate.NewLimiter(notificationRate, notificationBurst)
 	g.sc.keys = t.keys
 	conn, err := (&mcp.IOTransport{
 		// Closed by closing stdin, not stdout (as go-sdk does).
@@ -851,9 +866,10 @@ func (p *Pool) command(up *upstream, tenant string) (*exec.Cmd, *os.File, error)
 	if tenant != "" {
 		attrs = append(attrs, "tenant", tenant)
 	}
+	stderrDropped := p.refused.WithLabelValues(up.cfg.Name, "stderr")
 	go func() {
 		defer r.Close()
-		logStderr(r, p.log.With(attrs...))
+		logStderr(r, p.log.With(attrs...), stderrDropped.Inc)
 	}()
 	return cmd, w, nil
 }

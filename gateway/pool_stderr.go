@@ -6,24 +6,65 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"time"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // maxStderrLine caps one logged line of an upstream's stderr, in bytes;
 // the rest of a longer line is dropped and the entry says so.
 const maxStderrLine = 2048
 
+// The stderr of an upstream is logged at most stderrRate lines a second
+// (bursts of stderrBurst), so at most about 40 KiB/s of log per process
+// whatever it writes; the lines over it are read and dropped, counted,
+// and summed up in one entry at most every stderrSummary.
+const (
+	stderrRate    = 20
+	stderrBurst   = 200
+	stderrSummary = 10 * time.Second
+)
+
 // logStderr logs each line read from r (a stdio upstream's stderr) as one
 // entry of log (which names the upstream), at most maxStderrLine bytes of
-// it, until r ends: when the process and every child holding its stderr
-// have exited.
-func logStderr(r io.Reader, log *slog.Logger) {
+// it and at most stderrRate lines a second, until r ends: when the
+// process and every child holding its stderr have exited. dropped counts
+// the lines not logged (nil: none counted).
+func logStderr(r io.Reader, log *slog.Logger, dropped func()) {
 	br := bufio.NewReaderSize(r, maxStderrLine)
+	lim := rate.NewLimiter(stderrRate, stderrBurst)
+	var skipped, skippedBytes int64
+	lastSummary := time.Now()
+	emit := func(line []byte, truncated bool) {
+		if !lim.Allow() {
+			skipped++
+			skippedBytes += int64(len(line))
+			if dropped != nil {
+				dropped()
+			}
+			if time.Since(lastSummary) >= stderrSummary {
+				log.Warn("upstream stderr lines dropped: over the gateway's rate", "lines", skipped, "bytes", skippedBytes, "linesPerSecond", stderrRate)
+				skipped, skippedBytes, lastSummary = 0, 0, time.Now()
+			}
+			return
+		}
+		if truncated {
+			log.Info("upstream stderr", "line", string(trimPartialRune(line)), "truncated", true)
+			return
+		}
+		log.Info("upstream stderr", "line", string(bytes.TrimRight(line, "\r\n")))
+	}
+	defer func() {
+		if skipped > 0 {
+			log.Warn("upstream stderr lines dropped: over the gateway's rate", "lines", skipped, "bytes", skippedBytes, "linesPerSecond", stderrRate)
+		}
+	}()
 	for {
 		line, err := br.ReadSlice('\n')
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
-			log.Info("upstream stderr", "line", string(trimPartialRune(line)), "truncated", true)
+			emit(line, true)
 			for errors.Is(err, bufio.ErrBufferFull) { // drop the rest of the line
 				_, err = br.ReadSlice('\n')
 			}
@@ -32,7 +73,7 @@ func logStderr(r io.Reader, log *slog.Logger) {
 			}
 			continue
 		case len(line) > 0:
-			log.Info("upstream stderr", "line", string(bytes.TrimRight(line, "\r\n")))
+			emit(line, false)
 		}
 		if err != nil {
 			return

@@ -40,7 +40,9 @@ const rawUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_RAW_UPSTREAM"
 //   - tools/call blob {n}: n bytes of image data;
 //   - tools/call bad: a line that is not JSON, with the call's id in it;
 //   - tools/call structured {n}: a text and a structuredContent of n
-//     bytes each.
+//     bytes each;
+//   - tools/call flood {n}: n progress notifications with the call's
+//     token, then its result.
 func rawUpstream(r io.Reader, w io.Writer) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -60,6 +62,9 @@ func rawUpstream(r io.Reader, w io.Writer) {
 					N      int  `json:"n"`
 					IDLast bool `json:"id_last"`
 				} `json:"arguments"`
+				Meta struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
@@ -94,6 +99,11 @@ func rawUpstream(r io.Reader, w io.Writer) {
 			case "structured":
 				x := strings.Repeat("s", a.N)
 				reply(m.ID, `{"content":[{"type":"text","text":"`+x+`"}],"structuredContent":{"content":"`+x+`","n":1}}`)
+			case "flood":
+				for i := range a.N {
+					fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}`+"\n", m.Params.Meta.ProgressToken, i)
+				}
+				reply(m.ID, `{"content":[{"type":"text","text":"flooded"}]}`)
 			case "bad":
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"no end`+"\n", m.ID)
 				out.Flush()

@@ -6,9 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -380,4 +384,65 @@ func TestFrontOffloadsSpilledParts(t *testing.T) {
 		t.Errorf("the inline image is %d bytes (%q…)", len(got), base64.StdEncoding.EncodeToString(got[:min(len(got), 8)]))
 	}
 	tk.release()
+}
+
+// Issue 24: 100 000 upstream notifications cost about 13 CPU-seconds and
+// their backlog outlived the call. A session passes on at most
+// notificationRate a second (bursts of notificationBurst); the rest are
+// dropped as they are read, counted, and the call is answered at once.
+func TestPoolNotificationFloodIsBounded(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
+	cs := session(t, p, "fs", "")
+	var delivered atomic.Int64
+	tok, done := p.Progress().Route(cs, func(*mcp.ProgressNotificationParams) { delivered.Add(1) })
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = 20000
+	start := time.Now()
+	params := &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{"n": n}}
+	params.SetProgressToken(tok)
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	time.Sleep(100 * time.Millisecond) // what go-sdk queued reaches the router
+	limit := int64(notificationBurst) + int64(notificationRate*took.Seconds()) + notificationRate/10
+	if got := delivered.Load(); got > limit || got < notificationBurst/2 {
+		t.Errorf("%d of %d notifications passed in %s, want at most %d (and the burst)", got, n, took, limit)
+	}
+	if dropped := refusedCount(t, p, "noisy"); dropped < n-float64(limit) {
+		t.Errorf("%v notifications counted as dropped, want at least %d", dropped, n-limit)
+	}
+	t.Logf("%d notifications: %d passed, call answered in %s", n, delivered.Load(), took)
+}
+
+// Issue 24: 100 MB of upstream stderr wrote 43.5 MB to the log. stderr is
+// logged at most stderrRate lines a second; the rest is summed up.
+func TestLogStderrIsRateLimited(t *testing.T) {
+	logs := newLogRecorder()
+	var in strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&in, "line %d %s\n", i, strings.Repeat("n", 100))
+	}
+	var dropped atomic.Int64
+	start := time.Now()
+	logStderr(strings.NewReader(in.String()), slog.New(logs), func() { dropped.Add(1) })
+	took := time.Since(start)
+	logged := len(logs.find("upstream stderr", nil))
+	if limit := stderrBurst + int(stderrRate*took.Seconds()) + 1; logged > limit || logged < stderrBurst {
+		t.Errorf("%d of 5000 lines logged in %s, want the burst and at most %d", logged, took, limit)
+	}
+	sums := logs.find("upstream stderr lines dropped: over the gateway's rate", nil)
+	if len(sums) == 0 || dropped.Load() != int64(5000-logged) {
+		t.Fatalf("summaries %v, %d counted as dropped; want %d", sums, dropped.Load(), 5000-logged)
+	}
+	var total int64
+	for _, s := range sums {
+		n, _ := strconv.ParseInt(s.attrs["lines"], 10, 64)
+		total += n
+	}
+	if total != dropped.Load() {
+		t.Errorf("the summaries count %d dropped lines, %d were", total, dropped.Load())
+	}
 }
