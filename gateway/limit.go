@@ -450,17 +450,17 @@ func isBadMessage(code int64, data []byte) bool {
 // limitedJSON is an HTTP upstream's application/json response body: the
 // body itself when it has at most limit bytes, else the gateway's
 // too-large error for the request's id, without reading the rest.
-func limitedJSON(body io.ReadCloser, id []byte, limit int64) (io.ReadCloser, bool) {
+func limitedJSON(body io.ReadCloser, id []byte, limit int64) (io.ReadCloser, int64, bool) {
 	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		return &errBody{body: body, err: err}, false
+		return &errBody{body: body, err: err}, 0, false
 	}
 	if int64(len(b)) <= limit {
 		body.Close()
-		return io.NopCloser(bytes.NewReader(b)), false
+		return io.NopCloser(bytes.NewReader(b)), int64(len(b)), false
 	}
 	body.Close()
-	return io.NopCloser(bytes.NewReader(tooLargeResponse(id, 0, limit))), true
+	return io.NopCloser(bytes.NewReader(tooLargeResponse(id, 0, limit))), 0, true
 }
 
 type errBody struct {
@@ -483,6 +483,8 @@ type sseGuard struct {
 	limit   int64
 	total   int64
 	dropped func()
+	ch      *charge // the stream's bytes are charged here (nil: not)
+	refused func(why string, answered bool)
 
 	event []byte
 	out   []byte
@@ -527,6 +529,21 @@ func (g *sseGuard) next() {
 				g.out = []byte("event: message\ndata: " + string(tooLargeResponse(g.id, 0, g.limit)) + "\n\n")
 			}
 			return
+		}
+		if g.ch != nil {
+			if d, ok := g.ch.add(int64(len(chunk))); !ok {
+				g.ch.release() // nothing of the stream is kept
+				g.event = nil
+				g.body.Close() // the rest is not read
+				if g.refused != nil {
+					g.refused("busy", g.id != nil)
+				}
+				g.err = io.EOF
+				if g.id != nil {
+					g.out = []byte("event: message\ndata: " + string(busyResponse(g.id, d)) + "\n\n")
+				}
+				return
+			}
 		}
 		g.event = append(g.event, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {

@@ -582,6 +582,7 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 			Endpoint: up.cfg.URL,
 			HTTPClient: &http.Client{Transport: &limitTransport{
 				base: newHeaderTransport(up.cfg.URL, up.cfg.Headers), limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant),
+				refused: p.refusedBy(up, tenant), budget: p.budget,
 			}},
 			// limitTransport bounds an event first (the margin is the
 			// event's field names).
@@ -768,6 +769,41 @@ type limitTransport struct {
 	base    http.RoundTripper
 	limit   int64
 	dropped func(size int64, answered bool)
+	refused func(why string, answered bool)
+	budget  *budget
+}
+
+// charged is a response body whose bytes are charged to the in-flight
+// budget (budget.go): on Close the charge goes to the call's ticket,
+// released when the front answers it, or back at once without one.
+type charged struct {
+	io.ReadCloser
+	ch *charge
+	t  *ticket
+}
+
+func (c *charged) Close() error {
+	if c.ch != nil {
+		if c.t != nil {
+			c.t.hold(*c.ch, nil)
+		} else {
+			c.ch.release()
+		}
+		c.ch = nil
+	}
+	return c.ReadCloser.Close()
+}
+
+// busyHTTP is resp with its body replaced by the gateway's busy error for
+// id.
+func busyHTTP(resp *http.Response, id []byte, d busyData) *http.Response {
+	b := busyResponse(id, d)
+	r := *resp
+	r.Header = resp.Header.Clone()
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Del("Content-Length")
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	return &r
 }
 
 func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -787,6 +823,23 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
 		return resp, nil
 	}
+	// The answer's bytes are charged to the call's tenant (its ticket)
+	// and the gateway; a request without a ticket charges the gateway.
+	tk := ticketFrom(req.Context())
+	ch := &charge{b: t.budget}
+	if tk != nil {
+		ch.tenant = tk.tenant
+	}
+	busy := func(d busyData) (*http.Response, error) {
+		resp.Body.Close()
+		if t.refused != nil {
+			t.refused("busy", id != nil)
+		}
+		if id == nil {
+			return nil, fmt.Errorf("%s: the gateway holds its limit of upstream answer bytes in flight", req.URL.Redacted())
+		}
+		return busyHTTP(resp, id, d), nil
+	}
 	mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
 	switch strings.ToLower(strings.TrimSpace(mt)) {
 	case "application/json":
@@ -796,9 +849,13 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return tooLargeHTTP(resp, id, t.limit), nil
 		}
 		if resp.ContentLength >= 0 && resp.ContentLength <= t.limit {
+			if d, ok := ch.add(resp.ContentLength); !ok {
+				return busy(d)
+			}
+			resp.Body = &charged{ReadCloser: resp.Body, ch: ch, t: tk}
 			return resp, nil // net/http reads no more than Content-Length
 		}
-		body, over := limitedJSON(resp.Body, id, t.limit)
+		body, n, over := limitedJSON(resp.Body, id, t.limit)
 		if over {
 			t.dropped(0, id != nil)
 			if id == nil {
@@ -806,9 +863,15 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return tooLargeHTTP(resp, id, t.limit), nil
 		}
-		resp.Body, resp.ContentLength = body, -1
+		if d, ok := ch.add(n); !ok {
+			return busy(d)
+		}
+		resp.Body, resp.ContentLength = &charged{ReadCloser: body, ch: ch, t: tk}, -1
 	case "text/event-stream":
-		resp.Body = newSSEGuard(resp.Body, id, t.limit, func() { t.dropped(0, id != nil) })
+		g := newSSEGuard(resp.Body, id, t.limit, func() { t.dropped(0, id != nil) })
+		g.ch = ch
+		g.refused = t.refused
+		resp.Body = &charged{ReadCloser: g, ch: ch, t: tk}
 	default:
 		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
 	}

@@ -86,13 +86,22 @@ func rawUpstream(r io.Reader, w io.Writer) {
 			case "pid":
 				reply(m.ID, fmt.Sprintf(`{"content":[{"type":"text","text":"%d"}]}`, os.Getpid()))
 			case "big":
-				body := `{"content":[{"type":"text","text":"` + strings.Repeat("x", a.N) + `"}]}`
+				// Written in chunks, so that a race-instrumented upstream
+				// does not spend seconds copying the text.
+				head := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"`
+				tail := `"}]}}` + "\n"
 				if a.IDLast {
-					fmt.Fprintf(out, `{"result":%s,"jsonrpc":"2.0","id":%s}`+"\n", body, m.ID)
-					out.Flush()
-				} else {
-					reply(m.ID, body)
+					head = `{"result":{"content":[{"type":"text","text":"`
+					tail = `"}]},"jsonrpc":"2.0","id":` + string(m.ID) + "}\n"
 				}
+				out.WriteString(head)
+				out.Flush()
+				chunk := bytes.Repeat([]byte("x"), 64<<10)
+				for n := a.N; n > 0; n -= len(chunk) {
+					_, _ = w.Write(chunk[:min(n, len(chunk))])
+				}
+				out.WriteString(tail)
+				out.Flush()
 			case "blob":
 				data := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xfe}, a.N))
 				reply(m.ID, `{"content":[{"type":"image","mimeType":"image/png","data":"`+data+`"}]}`)

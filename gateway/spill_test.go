@@ -3,12 +3,15 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"strings"
@@ -23,6 +26,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/memstore"
 )
 
 // scan runs a frameScanner over msg in chunks of n bytes.
@@ -445,4 +449,89 @@ func TestLogStderrIsRateLimited(t *testing.T) {
 	if total != dropped.Load() {
 		t.Errorf("the summaries count %d dropped lines, %d were", total, dropped.Load())
 	}
+}
+
+// Issue 24: the in-flight bounds hold for HTTP upstreams too, JSON bodies
+// and event streams: an answer over the tenant's share is refused, the
+// session goes on, and the bytes come back with the ticket.
+func TestPoolHTTPInFlightBudget(t *testing.T) {
+	for _, jsonResponse := range []bool{true, false} {
+		srv := newTestUpstream()
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+		ts := httptest.NewServer(h)
+		p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{{Name: "web", URL: ts.URL}},
+			MaxBytesInFlight: 1 << 20, MaxTenantBytesInFlight: 600 << 10})
+		cs := session(t, p, "web", "")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		a1, _, err := ticketCall(ctx, cs, "alice", "big", map[string]any{"n": 400 << 10})
+		if err != nil {
+			t.Fatalf("json %t: %v", jsonResponse, err)
+		}
+		if _, _, err := ticketCall(ctx, cs, "alice", "big", map[string]any{"n": 300 << 10}); err == nil {
+			t.Fatalf("json %t: alice over her share was answered", jsonResponse)
+		} else if d, ok := busyErr(err); !ok || d.Scope != "tenant" {
+			t.Fatalf("json %t: alice over her share = %v, want the tenant's busy error", jsonResponse, err)
+		}
+		b1, _, err := ticketCall(ctx, cs, "bob", "big", map[string]any{"n": 300 << 10})
+		if err != nil {
+			t.Fatalf("json %t: bob within his share: %v", jsonResponse, err)
+		}
+		a1.release()
+		b1.release()
+		// An event stream's body is closed by go-sdk's reader after it
+		// handed over the result: its charge comes back then.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			used, _ := p.budget.inUse("")
+			if used == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("json %t: %d bytes in flight 5s after the releases", jsonResponse, used)
+			}
+		}
+		if callText(t, cs, "pid", nil) == "" {
+			t.Fatalf("json %t: the session did not survive", jsonResponse)
+		}
+		cancel()
+		ts.Close()
+	}
+}
+
+// Issue 24: a 100 MiB answer under the message limit cost over a GiB and
+// ended "unavailable" by timeout. It is offloaded, as one part read from
+// its spill.
+func TestFrontOffloadsA100MiBAnswer(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
+	cs := session(t, p, "fs", "")
+	st := memstore.New(memstore.Options{})
+	svc, err := service.New(service.Options{Store: st, Schemes: []service.Scheme{
+		{Name: "gw", Kind: service.KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 128 << 20},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Front{svc: svc, scheme: "gw", preview: 10, log: slog.New(slog.DiscardHandler),
+		ups: map[string]Upstream{"fs": {Name: "fs"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	tk, res, err := ticketCall(ctx, cs, "alice", "big", map[string]any{"n": 100 << 20, "id_last": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.release()
+	read := time.Since(start)
+	o, fail := f.offload(ctx, auth.Principal{Tenant: "alice"}, "fs", "big", "fs__big", res, tk)
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	l := links(o.result)
+	if len(l) != 1 || o.bytes != 100<<20 {
+		t.Fatalf("links %v, %d bytes stored; want one part of 100 MiB", l, o.bytes)
+	}
+	m, fail := svc.Stat(ctx, "alice", l[0])
+	if fail != nil || m.Size != 100<<20 || m.SHA256 != fmt.Sprintf("%x", sha256.Sum256(bytes.Repeat([]byte("x"), 100<<20))) {
+		t.Fatalf("the part: %+v, %v", m, fail)
+	}
+	t.Logf("100 MiB answer read in %s, offloaded in %s", read, time.Since(start))
 }
