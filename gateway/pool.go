@@ -502,7 +502,7 @@ func (p *Pool) startConnect(up *upstream, s *slot) <-chan struct{} {
 			s.failures++
 			s.retryAt = now.Add(p.backoff(s.failures))
 			p.log.Warn("upstream connect failed", "upstream", up.cfg.Name, "tenant", s.tenant, "err", err,
-				"retryIn", p.backoff(s.failures).String())
+				"retryIn", p.backoff(s.failures).Seconds()) // seconds, as every duration in the log
 			return
 		}
 		if p.isClosed() {
@@ -548,7 +548,7 @@ func (p *Pool) watch(up *upstream, s *slot, cs *mcp.ClientSession) {
 	s.retryAt = now.Add(p.backoff(s.failures))
 	s.connectErr = nil
 	p.log.Warn("upstream session ended", "upstream", up.cfg.Name, "tenant", s.tenant, "err", err,
-		"restartIn", p.backoff(s.failures).String())
+		"restartIn", p.backoff(s.failures).Seconds())
 	p.dropSession(up, s) // reaps the process
 	up.mu.Unlock()
 }
@@ -1029,7 +1029,7 @@ func (p *Pool) reap(every time.Duration) {
 				case s.connecting != nil:
 				case s.cs != nil && !now.Before(idleAt(&up.cfg, s.lastUsed, up.cfg.IdleTimeout)):
 					p.log.Info("closing an idle tenant session", "upstream", up.cfg.Name, "tenant", tenant,
-						"idleTimeout", up.cfg.IdleTimeout.String())
+						"idleTimeout", up.cfg.IdleTimeout.Seconds())
 					p.dropSession(up, s)
 					delete(up.tenants, tenant)
 				case s.cs == nil && now.After(s.retryAt.Add(p.opts.healthyAfter)):
