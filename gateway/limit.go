@@ -355,7 +355,7 @@ func (g *lineGuard) next() {
 		return
 	}
 	t := g.tickets.take(id)
-	if !json.Valid(msg) {
+	if !json.Valid(msg) || !g.sc.jsonrpc() {
 		ch.release()
 		g.refuse("bad", id)
 		if id != nil {

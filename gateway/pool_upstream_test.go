@@ -113,6 +113,11 @@ func rawUpstream(r io.Reader, w io.Writer) {
 					fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}`+"\n", m.Params.Meta.ProgressToken, i)
 				}
 				reply(m.ID, `{"content":[{"type":"text","text":"flooded"}]}`)
+			case "junk": // valid JSON that is no JSON-RPC message, then the answer
+				for _, j := range []string{`{"foo":1}`, `[]`, `42`, `"s"`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","id":{"x":1},"result":{}}`} {
+					fmt.Fprintln(out, j)
+				}
+				reply(m.ID, `{"content":[{"type":"text","text":"after junk"}]}`)
 			case "bad":
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"no end`+"\n", m.ID)
 				out.Flush()

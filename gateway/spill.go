@@ -222,6 +222,11 @@ type frameScanner struct {
 	sp       *spill
 
 	started, topObject, hasMethod bool
+	hasResult, hasError           bool
+	scalarTop                     bool // the message is a string, number, true, false or null
+	batchItems                    bool // the message is an array with something in it
+	verState                      uint8 // idNone, idPending (after "jsonrpc":), idString, idDone
+	ver                           []byte
 	idState                       uint8
 	id                            []byte
 	idBad                         bool
@@ -232,6 +237,7 @@ const (
 	strValue uint8 = iota
 	strKey
 	strCand
+	strVer // the value of "jsonrpc"
 )
 
 // id capture states.
@@ -248,7 +254,7 @@ func (s *frameScanner) reset() {
 	if cap(out) > 1<<20 {
 		out = nil // do not keep a large message's buffer
 	}
-	*s = frameScanner{spillAt: s.spillAt, keys: s.keys, out: out, stack: s.stack[:0], key: s.key[:0], id: s.id[:0]}
+	*s = frameScanner{spillAt: s.spillAt, keys: s.keys, out: out, stack: s.stack[:0], key: s.key[:0], id: s.id[:0], ver: s.ver[:0]}
 }
 
 // drop makes the scanner keep nothing more of the message (and drop what
@@ -318,6 +324,9 @@ func (s *frameScanner) write(p []byte) {
 			if s.idState == idPending {
 				s.idState, s.idBad = idDone, true
 			}
+			if s.depth == 1 && !s.topObject {
+				s.batchItems = true
+			}
 			s.depth++
 			if len(s.stack) < maxTracked {
 				s.stack = append(s.stack, frame{obj: c == '{', expectKey: c == '{'})
@@ -343,10 +352,16 @@ func (s *frameScanner) write(p []byte) {
 				if s.depth == 1 && f.key == "id" && s.idState == idNone {
 					s.idState = idPending
 				}
+				if s.depth == 1 && f.key == "jsonrpc" && s.verState == idNone {
+					s.verState = idPending
+				}
 			}
-		default:
+			default:
 			if !s.started {
-				s.started = true
+				s.started, s.scalarTop = true, true
+			}
+			if s.depth == 1 && !s.topObject {
+				s.batchItems = true
 			}
 			switch s.idState {
 			case idPending:
@@ -380,6 +395,12 @@ func (s *frameScanner) keepID(c byte) {
 // startString reads the opening quote at p[i].
 func (s *frameScanner) startString(i int, from *int, emit func(int)) {
 	s.inString, s.bsRun, s.strKind = true, 0, strValue
+	if !s.started {
+		s.started, s.scalarTop = true, true
+	}
+	if s.depth == 1 && !s.topObject {
+		s.batchItems = true
+	}
 	f := s.top()
 	switch {
 	case f != nil && f.obj && f.expectKey:
@@ -388,6 +409,9 @@ func (s *frameScanner) startString(i int, from *int, emit func(int)) {
 	case s.idState == idPending && s.depth == 1:
 		s.idState = idString
 		s.keepID('"')
+		return
+	case s.verState == idPending && s.depth == 1:
+		s.verState, s.strKind, s.ver = idString, strVer, s.ver[:0]
 		return
 	}
 	if s.discard || s.spillAt <= 0 {
@@ -447,6 +471,12 @@ func (s *frameScanner) stringBytes(b []byte, from *int, end int) {
 			s.sp = &spill{key: s.keys.next(), kind: s.candKind, chunks: [][]byte{s.cand}, n: len(s.cand)}
 			s.cand = nil
 		}
+	case strVer:
+		if len(s.ver)+len(b) <= 8 {
+			s.ver = append(s.ver, b...)
+		} else {
+			s.verState = idNone // not "2.0"
+		}
 	default:
 		if s.idState == idString {
 			for _, c := range b {
@@ -465,8 +495,15 @@ func (s *frameScanner) endString(from *int, i int) {
 			if !s.keyLong {
 				f.key = string(s.key)
 			}
-			if s.depth == 1 && f.key == "method" {
-				s.hasMethod = true
+			if s.depth == 1 {
+				switch f.key {
+				case "method":
+					s.hasMethod = true
+				case "result":
+					s.hasResult = true
+				case "error":
+					s.hasError = true
+				}
 			}
 		}
 	case strCand:
@@ -483,6 +520,10 @@ func (s *frameScanner) endString(from *int, i int) {
 		}
 		s.out = append(s.out, '"')
 		s.cand, s.sp = nil, nil
+	case strVer:
+		if s.verState == idString {
+			s.verState = idDone
+		}
 	default:
 		if s.idState == idString {
 			s.keepID('"')
@@ -490,6 +531,18 @@ func (s *frameScanner) endString(from *int, i int) {
 		}
 	}
 	s.strKind = strValue
+}
+
+// jsonrpc reports whether the message, valid JSON, is one go-sdk takes: a
+// batch (go-sdk judges its members), or an object with "jsonrpc":"2.0"
+// that is a request or notification (a method) or a response (an id and
+// a result or an error). go-sdk ends the session at any other.
+func (s *frameScanner) jsonrpc() bool {
+	if !s.topObject {
+		return s.started && !s.scalarTop && s.batchItems
+	}
+	return s.verState == idDone && string(s.ver) == "2.0" &&
+		(s.hasMethod || s.idState == idDone && !s.idBad && (s.hasResult || s.hasError))
 }
 
 // trailingBackslashes is how many backslashes end the string so far,

@@ -542,3 +542,47 @@ func TestFrontOffloadsA100MiBAnswer(t *testing.T) {
 	}
 	t.Logf("100 MiB answer read in %s, offloaded in %s", read, time.Since(start))
 }
+
+// Issue 24: a line go-sdk cannot take ended the shared session. Valid
+// JSON that is no JSON-RPC message is dropped (counted as bad) and the
+// session goes on.
+func TestPoolJunkLinesAreDropped(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
+	cs := session(t, p, "fs", "")
+	pid := callText(t, cs, "pid", nil)
+	if got := callText(t, cs, "junk", nil); got != "after junk" {
+		t.Fatalf("junk = %q", got)
+	}
+	if callText(t, cs, "pid", nil) != pid {
+		t.Fatal("the session did not survive the junk lines")
+	}
+	if n := refusedCount(t, p, "bad"); n != 6 {
+		t.Errorf("%v junk lines counted, want 6", n)
+	}
+}
+
+func TestFrameScannerJSONRPC(t *testing.T) {
+	for msg, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                          true,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`:   true,
+		`{"id":"a","result":{},"jsonrpc":"2.0"}`:                            true,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`: true,
+		`[{"jsonrpc":"2.0","id":1,"result":{}}]`:                            true,
+		`{"jsonrpc":"1.0","id":1,"result":{}}`:                              false,
+		`{"jsonrpc":2.0,"id":1,"result":{}}`:                                false,
+		`{"id":1,"result":{}}`:                                              false,
+		`{"jsonrpc":"2.0","id":1}`:                                          false,
+		`{"jsonrpc":"2.0","id":[1],"result":{}}`:                            false,
+		`{"jsonrpc":"2.0","result":{}}`:                                     false,
+		`{"params":{"jsonrpc":"2.0","method":"x"}}`:                         false,
+		`[]`:    false,
+		` [ ] `: false,
+		`42`:    false,
+		`"s"`:   false,
+		`null`:  false,
+	} {
+		if got := scan([]byte(msg), 3, 16).jsonrpc(); got != want {
+			t.Errorf("%s: jsonrpc() = %t, want %t", msg, got, want)
+		}
+	}
+}
