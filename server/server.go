@@ -58,8 +58,11 @@ type (
 type Options struct {
 	Store store.Backend
 	// Index is the search index (search_resources); nil: none.
-	Index   *index.Index
-	Schemes []Scheme
+	Index *index.Index
+	// DeepResearch adds the search and fetch tools over Index
+	// (server/searchindex.go).
+	DeepResearch bool
+	Schemes      []Scheme
 	// Auth identifies callers; nil means auth.None.
 	Auth auth.Authenticator
 	// Logger receives one line per request; nil means silent.
@@ -136,6 +139,7 @@ type Server struct {
 	svc     *service.Service
 	svcOpts service.Options // what svc was built with
 	maxBody int64
+	deep    bool // the search and fetch tools (Options.DeepResearch)
 
 	baseURL string
 	// origin and bearer are the HTTP stages of server/internal/edge.
@@ -249,6 +253,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Index != nil {
 		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.indexFailures()
+		s.deep = opts.DeepResearch
 	}
 	svc, err := service.New(s.svcOpts)
 	if err != nil {
