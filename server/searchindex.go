@@ -29,6 +29,17 @@ func (s *Server) indexFailures() func() {
 	return c.Inc
 }
 
+// indexSweptCounter counts the entries of expired resources the sweep
+// removed from the index (service.MaintainIndex).
+func (s *Server) indexSweptCounter() prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "resourced_index_swept_total",
+		Help: "Search index entries of expired resources removed by the sweeper.",
+	})
+	s.metrics.reg.MustRegister(c)
+	return c
+}
+
 func (s *Server) indexToolDefs(lim map[string]int) []toolDef {
 	if !s.svc.Searchable() {
 		return nil

@@ -140,6 +140,8 @@ type Server struct {
 	svcOpts service.Options // what svc was built with
 	maxBody int64
 	deep    bool // the search and fetch tools (Options.DeepResearch)
+	// indexSwept counts the index entries the sweep removed (searchindex.go).
+	indexSwept prometheus.Counter
 
 	baseURL string
 	// origin and bearer are the HTTP stages of server/internal/edge.
@@ -253,7 +255,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Index != nil {
 		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.indexFailures()
-		s.deep = opts.DeepResearch
+		s.deep, s.indexSwept = opts.DeepResearch, s.indexSweptCounter()
 	}
 	svc, err := service.New(s.svcOpts)
 	if err != nil {
