@@ -84,3 +84,21 @@ func TestIndexToolSchemas(t *testing.T) {
 		t.Errorf("%d of the %d index tools are registered", found, len(calls))
 	}
 }
+
+// TestReadyzSaysTheIndexIsLocal: /readyz adds Options.IndexNote after
+// ready (cmd sets it for a bleve index on S3).
+func TestReadyzSaysTheIndexIsLocal(t *testing.T) {
+	x := index.New(memindex.New(), index.Options{})
+	s, err := New(Options{
+		Store: memstore.New(memstore.Options{}), Index: x, IndexNote: "search index: local to this instance", Auth: tenantAuth{}, BaseURL: "http://127.0.0.1",
+		Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1/readyz", nil))
+	if rec.Code != 200 || rec.Body.String() != "ready\nsearch index: local to this instance\n" {
+		t.Errorf("/readyz = %d %q", rec.Code, rec.Body.String())
+	}
+}
