@@ -31,4 +31,6 @@ func (s *Store) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) er
 }
 
 // Walk is Driver.Walk.
-func (s *Store) Walk(ctx context.Context, fn func(m *store.Meta) error) error { return s.d.Walk(ctx, fn) }
+func (s *Store) Walk(ctx context.Context, fn func(m *store.Meta) error) error {
+	return s.d.Walk(ctx, fn)
+}
