@@ -409,6 +409,7 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	c.applyGatewayDefaults()
+	c.applyIndexDefaults()
 }
 
 // Overrides are the few settings that flags and RESOURCED_* environment

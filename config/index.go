@@ -15,6 +15,10 @@ type Index struct {
 	// Path of the bleve index directory. Default: <dataDir>/index.bleve
 	Path     string        `yaml:"path"`
 	Postgres IndexPostgres `yaml:"postgres"`
+	// DeepResearch adds the search and fetch tools that ChatGPT's deep
+	// research and company knowledge call (OpenAI's contract) over the
+	// same index. Default: off.
+	DeepResearch bool `yaml:"deepResearch"`
 }
 
 // IndexPostgres configures the postgres index. The connection URL holds
@@ -57,6 +61,17 @@ func (c *Config) MaxIndexBytes() int {
 	return int(*c.Index.MaxIndexBytes)
 }
 
+// applyIndexDefaults fills in what configs/resourced.example.yaml shows.
+func (c *Config) applyIndexDefaults() {
+	if c.Index.MaxIndexBytes == nil {
+		m := Size(1 << 20)
+		c.Index.MaxIndexBytes = &m
+	}
+	if c.Index.Postgres.Table == "" {
+		c.Index.Postgres.Table = "resourced_index"
+	}
+}
+
 func (c *Config) validateIndex(p *problems) {
 	switch c.Index.Backend {
 	case "", "bleve", "memory", "off":
@@ -66,6 +81,9 @@ func (c *Config) validateIndex(p *problems) {
 		}
 	default:
 		p.bad("index.backend", "want bleve, postgres, memory or off, got %q", c.Index.Backend)
+	}
+	if c.Index.DeepResearch && c.IndexBackend() == "off" {
+		p.bad("index.deepResearch", "needs a search index; index.backend is off (with store s3 the default is off: set postgres)")
 	}
 	if m := c.Index.MaxIndexBytes; m != nil && (*m < 1024 || *m > 64<<20) {
 		p.bad("index.maxIndexBytes", "want 1KiB to 64MiB, got %d", *m)

@@ -191,6 +191,9 @@ type Driver interface {
 	Walk(ctx context.Context, fn func(Entry) error) error
 	// Count returns how many documents tenant has ("" : all tenants).
 	Count(ctx context.Context, tenant string) (int64, error)
+	// Expired returns up to limit (> 0) documents of every tenant whose
+	// Expires is set and at or before now, in no particular order.
+	Expired(ctx context.Context, now time.Time, limit int) ([]Ref, error)
 	// Close releases the driver.
 	Close() error
 }
@@ -443,6 +446,29 @@ func (x *Index) Count(ctx context.Context, tenant string) (int64, error) {
 		return 0, fmt.Errorf("index: count: %w", err)
 	}
 	return n, nil
+}
+
+// MaxExpired bounds one Expired call.
+const MaxExpired = 1000
+
+// Expired returns up to limit (at most MaxExpired) documents of every
+// tenant expired at now: what the sweep removes once the store agrees.
+func (x *Index) Expired(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
+	if limit <= 0 || limit > MaxExpired {
+		limit = MaxExpired
+	}
+	if err := x.enter(ctx); err != nil {
+		return nil, fmt.Errorf("index: expired: %w", err)
+	}
+	defer x.leave()
+	refs, err := x.d.Expired(ctx, msUTC(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("index: expired: %w", err)
+	}
+	if len(refs) > limit {
+		refs = refs[:limit]
+	}
+	return refs, nil
 }
 
 // Close waits for running calls and closes the driver; later calls fail

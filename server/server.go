@@ -58,8 +58,14 @@ type (
 type Options struct {
 	Store store.Backend
 	// Index is the search index (search_resources); nil: none.
-	Index   *index.Index
-	Schemes []Scheme
+	Index *index.Index
+	// DeepResearch adds the search and fetch tools over Index
+	// (server/searchindex.go).
+	DeepResearch bool
+	// IndexNote is a line /readyz adds after "ready" about the index (a
+	// bleve index on S3 serves this instance only); "": none.
+	IndexNote string
+	Schemes   []Scheme
 	// Auth identifies callers; nil means auth.None.
 	Auth auth.Authenticator
 	// Logger receives one line per request; nil means silent.
@@ -136,6 +142,10 @@ type Server struct {
 	svc     *service.Service
 	svcOpts service.Options // what svc was built with
 	maxBody int64
+	deep    bool // the search and fetch tools (Options.DeepResearch)
+	// indexSwept counts the index entries the sweep removed (searchindex.go).
+	indexSwept prometheus.Counter
+	indexNote  string // Options.IndexNote
 
 	baseURL string
 	// origin and bearer are the HTTP stages of server/internal/edge.
@@ -249,6 +259,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Index != nil {
 		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.indexFailures()
+		s.deep, s.indexSwept, s.indexNote = opts.DeepResearch, s.indexSweptCounter(), opts.IndexNote
 	}
 	svc, err := service.New(s.svcOpts)
 	if err != nil {
@@ -431,9 +442,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		for _, l := range lines {
 			fmt.Fprintln(w, l)
 		}
-		return
+	} else {
+		fmt.Fprintln(w, "ready")
 	}
-	fmt.Fprintln(w, "ready")
+	if s.indexNote != "" {
+		fmt.Fprintln(w, s.indexNote)
+	}
 }
 
 // receiving is the receiving middleware of every MCP request, outermost

@@ -5,12 +5,23 @@ import (
 )
 
 // sweep removes expired resources in bounded batches until a batch comes
-// back short or the context ends. Expired resources already read as not
-// found; the sweeper frees their storage and quota.
+// back short or the context ends, then the search index's entries of
+// expired resources (service.MaintainIndex, which also retries failed
+// index updates): after a sweep, no entry of a resource it removed is
+// left. Expired resources already read as not found; the sweeper frees
+// their storage and quota.
 func (s *Server) sweep(ctx context.Context) {
-	if left := s.svc.RetryIndex(ctx); left > 0 {
+	s.sweepStore(ctx)
+	swept, left := s.svc.MaintainIndex(ctx)
+	if swept > 0 {
+		s.indexSwept.Add(float64(swept))
+	}
+	if left > 0 {
 		s.log.Warn("search index updates still failing", "pending", left)
 	}
+}
+
+func (s *Server) sweepStore(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := s.store.DeleteExpired(ctx, s.sweepBatch)
 		if n > 0 {

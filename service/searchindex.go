@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,12 +27,15 @@ const (
 	// searchSlots and searchTenantSlots bound concurrent searches, as
 	// querySlots do query_resource's evaluations.
 	searchSlots, searchTenantSlots = 8, 2
+	// maxExpiredRounds bounds the expired entries one sweep removes, in
+	// rounds of index.MaxExpired; the next sweep goes on.
+	maxExpiredRounds = 100
 )
 
 // indexer keeps the search index in step with the store: every change
 // the service commits is read back from the store and put into (or
 // removed from) the index, after the commit, never before. A failed
-// update is remembered and retried (RetryIndex), and counted.
+// update is remembered and retried (MaintainIndex), and counted.
 type indexer struct {
 	x       *index.Index
 	onFail  func() // counts a failed update
@@ -39,6 +43,7 @@ type indexer struct {
 	mu      sync.Mutex
 	pending map[store.Key]struct{}
 	failed  atomic.Int64
+	stripes [64]sync.Mutex // indexKey's, by key hash
 }
 
 // Searchable reports whether the service has a search index.
@@ -66,25 +71,42 @@ func Document(m *store.Meta, body []byte, maxText int) *index.Document {
 	return d
 }
 
-// indexKey brings the index entry of k in line with the store.
+// indexKey brings the index entry of k in line with the store. Updates
+// of one key are serialized (a stripe lock), so the entry ends as the
+// store was when the last of them read it: two changes of a key in
+// flight never leave the index with the older one, or without the key.
 func (s *Service) indexKey(ctx context.Context, k store.Key) error {
+	h := fnv.New32a()
+	h.Write([]byte(k.String()))
+	mu := &s.idx.stripes[h.Sum32()%uint32(len(s.idx.stripes))]
+	mu.Lock()
+	defer mu.Unlock()
+	return syncEntry(ctx, s.store, s.idx.x, k)
+}
+
+// syncEntry puts the live object at k into x, or removes k from x when
+// the store has no live object there.
+func syncEntry(ctx context.Context, st store.Backend, x *index.Index, k store.Key) error {
 	var doc *index.Document
-	err := s.store.View(ctx, k, func(m *store.Meta, _, body []byte) error {
-		doc = Document(m, body, s.idx.x.MaxTextBytes())
+	err := st.View(ctx, k, func(m *store.Meta, _, body []byte) error {
+		doc = Document(m, body, x.MaxTextBytes())
 		return nil
 	})
-	ref := index.Ref{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return s.idx.x.Delete(ctx, ref)
+		return x.Delete(ctx, refOf(k))
 	case err != nil:
 		return err
 	}
-	return s.idx.x.Put(ctx, doc)
+	return x.Put(ctx, doc)
+}
+
+func refOf(k store.Key) index.Ref {
+	return index.Ref{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
 }
 
 // indexed is called after a committed change of k: the index follows,
-// even when the caller has gone away; a failure is kept for RetryIndex.
+// even when the caller has gone away; a failure is kept for MaintainIndex.
 func (s *Service) indexed(ctx context.Context, k store.Key) {
 	if s.idx == nil {
 		return
@@ -107,12 +129,47 @@ func (s *Service) indexFailed(k store.Key, err error) {
 	}
 }
 
-// RetryIndex retries the index updates that failed and returns how many
-// are still pending. The server calls it with its sweep.
-func (s *Service) RetryIndex(ctx context.Context) int {
+// MaintainIndex is the index's part of the sweep: it removes the entries
+// of expired resources (each checked against the store, so one saved
+// again meanwhile is indexed anew, not lost) and retries the updates that
+// failed. It returns how many expired entries it brought in line with
+// the store (removed, or indexed anew), and how many updates are still
+// pending.
+func (s *Service) MaintainIndex(ctx context.Context) (swept, pending int) {
 	if s.idx == nil {
-		return 0
+		return 0, 0
 	}
+	for range maxExpiredRounds {
+		refs, err := s.idx.x.Expired(ctx, s.now(), index.MaxExpired)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("listing the search index's expired entries failed; the next sweep retries", "err", err)
+			}
+			break
+		}
+		done := 0
+		for _, r := range refs {
+			k, err := store.NewKey(r.Tenant, r.Scheme, r.Path)
+			if err != nil {
+				continue // Index.Put validated it; nothing else writes the index
+			}
+			if err := s.indexKey(ctx, k); err != nil {
+				s.indexFailed(k, err)
+				continue
+			}
+			done++
+		}
+		swept += done
+		if len(refs) < index.MaxExpired || done == 0 || ctx.Err() != nil {
+			break
+		}
+	}
+	return swept, s.retryIndex(ctx)
+}
+
+// retryIndex retries the index updates that failed and returns how many
+// are still pending.
+func (s *Service) retryIndex(ctx context.Context) int {
 	s.idx.mu.Lock()
 	keys := make([]store.Key, 0, len(s.idx.pending))
 	for k := range s.idx.pending {

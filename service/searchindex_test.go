@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -94,7 +96,7 @@ func TestSearchChecksEveryHit(t *testing.T) {
 }
 
 // TestIndexFailureIsKept: an update the index refuses is counted and kept
-// for RetryIndex, and the save itself stands.
+// for MaintainIndex, and the save itself stands.
 func TestIndexFailureIsKept(t *testing.T) {
 	svc, x, st := newSearchEnv(t)
 	ctx := context.Background()
@@ -109,8 +111,8 @@ func TestIndexFailureIsKept(t *testing.T) {
 	if n := svc.IndexFailures(); n != 1 {
 		t.Errorf("IndexFailures = %d, want 1", n)
 	}
-	if left := svc.RetryIndex(ctx); left != 1 {
-		t.Errorf("RetryIndex on a closed index left %d, want 1", left)
+	if _, left := svc.MaintainIndex(ctx); left != 1 {
+		t.Errorf("MaintainIndex on a closed index left %d, want 1", left)
 	}
 }
 
@@ -123,5 +125,105 @@ func TestSearchRefusesBadInput(t *testing.T) {
 		if f == nil || f.ErrorKind != KindValidation {
 			t.Errorf("SearchResources(%+v) = %v, want a validation_error", a, f)
 		}
+	}
+}
+
+// TestMaintainIndexRemovesExpired: the sweep's part removes the entries
+// of expired resources of every tenant, and keeps the entry of a resource
+// saved again after it expired.
+func TestMaintainIndexRemovesExpired(t *testing.T) {
+	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	st := memstore.New(memstore.Options{Now: now})
+	x := index.New(memindex.New(), index.Options{Now: now})
+	t.Cleanup(func() { x.Close() })
+	svc, err := New(Options{Store: st, Index: x, Now: now, Schemes: []Scheme{
+		{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	save := func(tenant, path, retention string) {
+		t.Helper()
+		if _, f := svc.SaveReport(ctx, tenant, &toolapi.ReportArgs{Path: path, MIMEType: "text/plain", Text: text("kept words"), SaveOptions: toolapi.SaveOptions{Retention: json.RawMessage(`"` + retention + `"`)}}); f != nil {
+			t.Fatal(f)
+		}
+	}
+	save(alice, "short", "PT1M")
+	save("bob", "short", "PT1M")
+	save(alice, "again", "PT1M")
+	save(alice, "long", "PT10H")
+	clock = clock.Add(2 * time.Minute)
+	save(alice, "again", "PT10H") // expired, so a create
+	if swept, left := svc.MaintainIndex(ctx); swept != 2 || left != 0 {
+		t.Errorf("MaintainIndex = %d swept, %d pending; want 2 and 0", swept, left)
+	}
+	var got []string
+	if err := x.Walk(ctx, func(e index.Entry) error { got = append(got, e.URI()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"report://alice/again", "report://alice/long"}; !slices.Equal(got, want) {
+		t.Errorf("entries after the sweep = %v, want %v", got, want)
+	}
+}
+
+// TestCheckIndexFindsAndRepairs: CheckIndex names a missing, a stale and
+// a changed entry, leaves them without Repair, and repairs them with it.
+func TestCheckIndexFindsAndRepairs(t *testing.T) {
+	svc, x, st := newSearchEnv(t)
+	ctx := context.Background()
+	for _, p := range []string{"a", "b", "c"} {
+		if _, f := svc.SaveReport(ctx, alice, &toolapi.ReportArgs{Path: p, MIMEType: "text/plain", Text: text("body " + p)}); f != nil {
+			t.Fatal(f)
+		}
+	}
+	walk := func(ctx context.Context, fn func(m *store.Meta) error) error {
+		page, err := st.List(ctx, store.ListQuery{Tenant: alice, Limit: 100})
+		if err != nil {
+			return err
+		}
+		for i := range page.Items {
+			if err := fn(&page.Items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Plant: b missing, a stale entry, c's entry of another version.
+	if err := x.Delete(ctx, index.Ref{Tenant: alice, Scheme: "report", Path: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	ghost := &index.Document{Ref: index.Ref{Tenant: "bob", Scheme: "report", Path: "gone"}, MediaType: "text/plain", Created: time.Now(), Text: "ghost"}
+	old := &index.Document{Ref: index.Ref{Tenant: alice, Scheme: "report", Path: "c"}, MediaType: "text/plain", Created: time.Now(), SHA256: "0000", Text: "old"}
+	for _, d := range []*index.Document{ghost, old} {
+		if err := x.Put(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := CheckIndex(ctx, st, x, walk, CheckIndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := IndexReport{Objects: 3, Entries: 3, Missing: 1, Stale: 1, Changed: 1,
+		MissingExamples: []string{"report://alice/b"}, StaleExamples: []string{"report://bob/gone"}, ChangedExamples: []string{"report://alice/c"}}
+	if !reflect.DeepEqual(*r, want) || r.Consistent() {
+		t.Errorf("CheckIndex = %+v, want %+v", *r, want)
+	}
+	if r, err := CheckIndex(ctx, st, x, walk, CheckIndexOptions{}); err != nil || r.Missing != 1 {
+		t.Errorf("a check without Repair changed the index: %+v, %v", r, err)
+	}
+	if r, err := CheckIndex(ctx, st, x, walk, CheckIndexOptions{Repair: true}); err != nil || r.Indexed != 2 || r.Removed != 1 {
+		t.Errorf("CheckIndex with Repair = %+v, %v; want 2 indexed, 1 removed", r, err)
+	}
+	if r, err := CheckIndex(ctx, st, x, walk, CheckIndexOptions{}); err != nil || !r.Consistent() {
+		t.Errorf("after the repair: %+v, %v", r, err)
+	}
+	if got := searchURIs(t, svc, alice, toolapi.SearchResourcesArgs{Query: "body"}); len(got) != 3 {
+		t.Errorf("search after the repair = %v, want all three", got)
+	}
+	if r, err := CheckIndex(ctx, st, x, walk, CheckIndexOptions{Rebuild: true}); err != nil || r.Indexed != 3 {
+		t.Errorf("CheckIndex with Rebuild = %+v, %v; want every object indexed", r, err)
 	}
 }

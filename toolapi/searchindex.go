@@ -37,3 +37,51 @@ type SearchResourcesResult struct {
 	NextCursor string      `json:"nextCursor,omitempty"`
 	HowToRead  string      `json:"howToRead,omitempty" jsonschema:"How to read the hits in plain words."`
 }
+
+// The search and fetch pair of ChatGPT's deep research and company
+// knowledge (OpenAI's MCP contract, docs/decisions.md): their values are
+// exactly the documented shapes, with no status member.
+
+// DeepSearchArgs are search's arguments.
+type DeepSearchArgs struct {
+	Query string `json:"query" jsonschema:"What to look for: words, \"a phrase\", a or b, -excluded; a question works too (when its words do not all match, resources matching any of them are found, best first)." schema:"maxLength=1024"`
+}
+
+// DeepSearchHit is one result of search.
+type DeepSearchHit struct {
+	ID    string `json:"id" jsonschema:"The resource's URI: pass it to fetch."`
+	Title string `json:"title"`
+	URL   string `json:"url" jsonschema:"The resource's URI, for citation."`
+}
+
+// DeepSearchResult is search's success value.
+type DeepSearchResult struct {
+	Results []DeepSearchHit `json:"results"`
+}
+
+// FetchArgs are fetch's arguments.
+type FetchArgs struct {
+	ID string `json:"id" jsonschema:"The id of a search result: a resource URI, e.g. report://<tenant>/<path>."`
+}
+
+// FetchMetadata is what fetch says of the resource besides its text.
+type FetchMetadata struct {
+	MIMEType     string `json:"mimeType"`
+	Size         int64  `json:"size" jsonschema:"Bytes of the whole body." schema:"minimum=0"`
+	SHA256       string `json:"sha256"`
+	CreatedAt    string `json:"createdAt"`
+	LastModified string `json:"lastModified"`
+	ExpiresAt    string `json:"expiresAt,omitempty"`
+	Truncated    bool   `json:"truncated" jsonschema:"text holds only the start of the body."`
+	NextOffset   *int64 `json:"nextOffset,omitempty" jsonschema:"Byte offset where text stops: read on with read_resource {uri: id, offset: nextOffset}." schema:"minimum=0"`
+	HowToRead    string `json:"howToRead" jsonschema:"How to read the rest, or a binary body, in plain words."`
+}
+
+// FetchResult is fetch's success value.
+type FetchResult struct {
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Text     string        `json:"text" jsonschema:"The body's text, whole up to the server's result limit (see metadata.truncated)."`
+	URL      string        `json:"url"`
+	Metadata FetchMetadata `json:"metadata"`
+}

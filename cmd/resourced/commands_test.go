@@ -32,7 +32,7 @@ func runCmd(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-var subcommands = []string{"serve", "gateway", "token", "config", "fsck", "reconcile", "backup", "check", "health", "version"}
+var subcommands = []string{"serve", "gateway", "token", "config", "fsck", "reindex", "reconcile", "backup", "check", "health", "version"}
 
 // TestHelpEveryCommand: --help and -h, on the top level and on every
 // subcommand, print usage to stdout, nothing to stderr, and exit 0; the
@@ -141,7 +141,7 @@ func TestBuildVersion(t *testing.T) {
 	}
 }
 
-// TestOperatorCommandsCreateNothing: fsck, backup and token pointed at a
+// TestOperatorCommandsCreateNothing: fsck, reindex, backup and token pointed at a
 // data directory that does not exist, or holds no database or key, exit 2
 // with a message naming what is missing, and leave nothing behind.
 func TestOperatorCommandsCreateNothing(t *testing.T) {
@@ -158,6 +158,8 @@ func TestOperatorCommandsCreateNothing(t *testing.T) {
 	}{
 		{[]string{"fsck", "--data-dir", typo}, "there is no directory"},
 		{[]string{"fsck", "--data-dir", empty}, "there is no database"},
+		{[]string{"reindex", "--data-dir", typo}, "there is no directory"},
+		{[]string{"reindex", "--data-dir", empty}, "there is no database"},
 		{[]string{"backup", "--data-dir", typo, "--out", out}, "there is no directory"},
 		{[]string{"backup", "--data-dir", empty, "--out", out}, "there is no database"},
 		{[]string{"token", "--data-dir", typo}, "there is no data directory"},

@@ -581,6 +581,7 @@ func TestReadmeUsageListsEveryFlag(t *testing.T) {
 		{[]string{"backup"}, "resourced backup "},
 		{[]string{"fsck"}, "resourced fsck "},
 		{[]string{"reconcile"}, "resourced reconcile "},
+		{[]string{"reindex"}, "resourced reindex "},
 		{[]string{"check"}, "resourced check "},
 		{[]string{"health"}, "resourced health "},
 		{[]string{"version"}, "resourced version"},

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"time"
 
+	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -17,14 +19,16 @@ const fsckLockWait = 200 * time.Millisecond
 
 // fsck verifies the bbolt file of a stopped server: bbolt's own
 // consistency check, every record's size and sha256 against its body, its
-// indexes and usage, and every stored encoded form against its body. It
-// never creates a database: a path with none is an error.
+// indexes and usage, and every stored encoded form against its body; then
+// the search index against the store (fsckIndex). It never creates a
+// database or an index: a path with none is an error.
 //
 //	resourced fsck [--config FILE] [--data-dir DIR]
 func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("fsck", "resourced fsck [--config FILE] [--data-dir DIR]",
 		"Checks the bbolt database of a stopped server: bbolt's consistency check, every record's size and\n"+
-			"sha256 against its body, its indexes and usage, and each stored JSON form against its body.")
+			"sha256 against its body, its indexes and usage, and each stored JSON form against its body; then the\n"+
+			"search index against the store (entries whose object is gone, objects missing from the index).")
 	var path, dataDir string
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
@@ -41,16 +45,33 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	if cfg.Store.Backend != "bbolt" {
 		return fmt.Errorf("fsck works on the bbolt backend; store.backend is %q", cfg.Store.Backend)
 	}
+	st, err := openStopped(cfg, "fsck checks a stopped server's database; stop it, or check an online copy: "+
+		"resourced backup --out DIR/resourced.db, then resourced fsck --data-dir DIR")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	file := cfg.BboltPath()
+	if err := st.CheckEncoded(func(m *store.Meta, encoded, body []byte) error { return jsonwire.VerifyForm(m.MIMEType, encoded, body) }); err != nil {
+		return fmt.Errorf("%s is damaged: %w", file, err)
+	}
+	fmt.Fprintf(stdout, "%s: consistent\n", file)
+	return fsckIndex(context.Background(), cfg, st, stdout)
+}
+
+// openStopped opens the bbolt file of a stopped server, never creating
+// one; advice is what to tell when a server is running on it (its admin
+// socket answers).
+func openStopped(cfg *config.Config, advice string) (*boltstore.Store, error) {
 	file := cfg.BboltPath()
 	if err := requireDatabase(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	// A running server answers on its admin socket: say so at once rather
 	// than after waiting for its file lock.
 	if c, err := net.DialTimeout("unix", adminSocketPath(cfg), time.Second); err == nil {
 		c.Close()
-		return fmt.Errorf("a server is running on %s (its admin socket answers): fsck checks a stopped server's database; "+
-			"stop it, or check an online copy: resourced backup --out DIR/resourced.db, then resourced fsck --data-dir DIR", cfg.DataDir)
+		return nil, fmt.Errorf("a server is running on %s (its admin socket answers): %s", cfg.DataDir, advice)
 	}
 	// No socket (a server that could not open one): a short wait for the
 	// lock, not the server's openTimeout.
@@ -61,15 +82,10 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 		if u, ok := err.(interface{ Unwrap() []error }); ok && len(u.Unwrap()) == 2 {
 			problem = u.Unwrap()[1]
 		}
-		return fmt.Errorf("%s is damaged: %v; restore it from a backup (README, \"Backup and restore\")", file, problem)
+		return nil, fmt.Errorf("%s is damaged: %v; restore it from a backup (README, \"Backup and restore\")", file, problem)
 	}
 	if err != nil {
-		return fmt.Errorf("%w (is a server still running on this file?)", err)
+		return nil, fmt.Errorf("%w (is a server still running on this file?)", err)
 	}
-	defer st.Close()
-	if err := st.CheckEncoded(func(m *store.Meta, encoded, body []byte) error { return jsonwire.VerifyForm(m.MIMEType, encoded, body) }); err != nil {
-		return fmt.Errorf("%s is damaged: %w", file, err)
-	}
-	fmt.Fprintf(stdout, "%s: consistent\n", file)
-	return nil
+	return st, nil
 }

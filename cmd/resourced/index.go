@@ -46,3 +46,13 @@ func openIndex(ctx context.Context, cfg *config.Config) (*index.Index, error) {
 		return nil, fmt.Errorf("index.backend: unknown backend %q", b)
 	}
 }
+
+// indexNote is what /readyz says of the index: on S3, whose store several
+// instances share, a local index (bleve, memory) is this instance's only.
+func indexNote(cfg *config.Config) string {
+	if b := cfg.IndexBackend(); cfg.Store.Backend == "s3" && (b == "bleve" || b == "memory") {
+		return "search index: " + b + " is local to this instance; other instances of this S3 store neither see " +
+			"its entries nor update it (use index.backend: postgres to share one)"
+	}
+	return ""
+}

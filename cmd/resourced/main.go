@@ -119,6 +119,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fsck(args, getenv, stdout, stderr)
 	case "reconcile":
 		return reconcile(ctx, args, getenv, stdout, stderr)
+	case "reindex":
+		return reindex(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backup(args, getenv, stdout, stderr)
 	case "check":
@@ -161,7 +163,9 @@ usage:
   resourced config check [--syntax-only] [serve's flags]
                                         load and validate the configuration, print it (secrets redacted)
   resourced fsck [--config FILE] [--data-dir DIR]
-                                        check a stopped server's bbolt database
+                                        check a stopped server's bbolt database and search index
+  resourced reindex [--config FILE] [--data-dir DIR]
+                                        rebuild a stopped server's search index from its database
   resourced reconcile [--config FILE] [--tenant T]
                                         recount per-tenant usage on the s3 backend
   resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
@@ -486,7 +490,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		defer idx.Close()
 	}
 	srv, err := server.New(server.Options{
-		Store: st, Index: idx, Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
+		Store: st, Index: idx, DeepResearch: cfg.Index.DeepResearch, IndexNote: indexNote(cfg), Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
 		BaseURL:              cfg.CanonicalBaseURL(),
 		AuthorizationServers: cfg.Auth.AuthorizationServers,
 		AllowedOrigins:       cfg.Auth.AllowedOrigins,

@@ -354,5 +354,25 @@ func (d *Driver) Count(ctx context.Context, tenant string) (int64, error) {
 	return int64(res.Total), nil
 }
 
+// Expired implements index.Driver: a range on expires (never is 2^53,
+// past any now).
+func (d *Driver) Expired(ctx context.Context, now time.Time, limit int) ([]index.Ref, error) {
+	req := bleve.NewSearchRequestOptions(numeric("expires", time.Time{}, now.Add(time.Millisecond), false), limit, 0, false)
+	req.SortBy([]string{"_id"})
+	res, err := d.bi.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("bleveindex: expired: %w", err)
+	}
+	out := make([]index.Ref, 0, len(res.Hits))
+	for _, m := range res.Hits {
+		ref, ok := parseURI(m.ID)
+		if !ok {
+			return nil, fmt.Errorf("bleveindex: expired: a document id %q that is no URI", m.ID)
+		}
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
 // Close implements index.Driver.
 func (d *Driver) Close() error { return d.bi.Close() }

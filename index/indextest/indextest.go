@@ -49,6 +49,7 @@ func Run(t *testing.T, newDriver NewFunc) {
 		{"Syntax", testSyntax},
 		{"Filters", testFilters},
 		{"ExpiredHidden", testExpiredHidden},
+		{"ExpiredListed", testExpiredListed},
 		{"Paging", testPaging},
 		{"ReplaceAndDelete", testReplaceAndDelete},
 		{"TenantIsolation", testTenantIsolation},
@@ -246,6 +247,48 @@ func testExpiredHidden(t *testing.T, x *index.Index) {
 	wantSet(t, "at a later Now", uris(t, x, "acme", index.Query{Text: "needle", Now: epoch.Add(time.Second)}))
 	wantSet(t, "at an earlier Now", uris(t, x, "acme", index.Query{Text: "needle", Now: epoch.Add(-time.Second)}),
 		"search://acme/results/old", "search://acme/results/live")
+}
+
+// testExpiredListed: Expired names the documents of every tenant expired
+// at now (at, not only before), none that never expire or expire later,
+// and at most limit.
+func testExpiredListed(t *testing.T, x *index.Index) {
+	ctx := context.Background()
+	var want []string
+	for i, tn := range []string{"acme", "acme1", "beta"} {
+		d := doc(tn, "search", fmt.Sprintf("results/%d", i), "x")
+		d.Expires = epoch.Add(-time.Duration(i) * time.Hour)
+		later := doc(tn, "search", fmt.Sprintf("results/later%d", i), "x")
+		later.Expires = epoch.Add(time.Millisecond)
+		put(t, x, d, later, doc(tn, "report", "never", "x"))
+		want = append(want, d.URI())
+	}
+	refs, err := x.Expired(ctx, epoch, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range refs {
+		got = append(got, r.URI())
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("Expired(now) = %v, want %v", got, want)
+	}
+	if two, err := x.Expired(ctx, epoch, 2); err != nil || len(two) != 2 {
+		t.Errorf("Expired(now, 2) = %v, %v; want 2 refs", two, err)
+	}
+	if none, err := x.Expired(ctx, epoch.Add(-3*time.Hour), 10); err != nil || len(none) != 0 {
+		t.Errorf("Expired before every expiry = %v, %v; want none", none, err)
+	}
+	for _, r := range refs {
+		if err := x.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, err := x.Expired(ctx, epoch, 10); err != nil || len(left) != 0 {
+		t.Errorf("Expired after deleting them = %v, %v; want none", left, err)
+	}
 }
 
 func testPaging(t *testing.T, x *index.Index) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/resourced/resourced/index"
 )
@@ -171,6 +172,22 @@ func (d *Driver) Count(_ context.Context, tenant string) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// Expired implements index.Driver.
+func (d *Driver) Expired(ctx context.Context, now time.Time, limit int) ([]index.Ref, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var out []index.Ref
+	for _, e := range d.docs {
+		if len(out) == limit {
+			break
+		}
+		if !e.doc.Expires.IsZero() && !e.doc.Expires.After(now) {
+			out = append(out, e.doc.Ref)
+		}
+	}
+	return out, ctx.Err()
 }
 
 // Close implements index.Driver.

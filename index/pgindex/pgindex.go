@@ -109,7 +109,8 @@ func (d *Driver) setup(ctx context.Context) error {
 			if *got != layout {
 				return fmt.Errorf("the table holds layout %q, this version needs %q: drop it and run resourced reindex", *got, layout)
 			}
-			return nil
+			_, err := tx.Exec(ctx, expiresIndex(d.t))
+			return err
 		}
 		for _, stmt := range []string{
 			`CREATE TABLE IF NOT EXISTS ` + d.t + ` (
@@ -123,6 +124,7 @@ func (d *Driver) setup(ctx context.Context) error {
 			`CREATE INDEX IF NOT EXISTS ` + d.t + `_ltsv ON ` + d.t + ` USING GIN (ltsv)`,
 			`CREATE INDEX IF NOT EXISTS ` + d.t + `_tenant ON ` + d.t + ` (tenant, created)`,
 			`CREATE INDEX IF NOT EXISTS ` + d.t + `_shared ON ` + d.t + ` (created) WHERE shared`,
+			expiresIndex(d.t),
 			`COMMENT ON TABLE ` + d.t + ` IS '` + layout + `'`,
 		} {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
@@ -131,6 +133,12 @@ func (d *Driver) setup(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// expiresIndex is the index the sweep's Expired reads; a table of this
+// layout made before it existed gets it on its next Open.
+func expiresIndex(t string) string {
+	return `CREATE INDEX IF NOT EXISTS ` + t + `_expires ON ` + t + ` (expires) WHERE expires IS NOT NULL`
 }
 
 // noNUL replaces NUL, which a PostgreSQL text cannot hold.
@@ -313,6 +321,27 @@ func (d *Driver) Count(ctx context.Context, tenant string) (int64, error) {
 	var n int64
 	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM `+d.t+` WHERE $1 = '' OR tenant = $1`, tenant).Scan(&n)
 	return n, err
+}
+
+// Expired implements index.Driver.
+func (d *Driver) Expired(ctx context.Context, now time.Time, limit int) ([]index.Ref, error) {
+	rows, err := d.pool.Query(ctx, `SELECT tenant, scheme, path FROM `+d.t+` WHERE expires <= $1 LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgindex: expired: %w", err)
+	}
+	defer rows.Close()
+	var out []index.Ref
+	for rows.Next() {
+		var r index.Ref
+		if err := rows.Scan(&r.Tenant, &r.Scheme, &r.Path); err != nil {
+			return nil, fmt.Errorf("pgindex: expired: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgindex: expired: %w", err)
+	}
+	return out, nil
 }
 
 // Ping reports whether the database answers.

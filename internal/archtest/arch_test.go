@@ -59,7 +59,7 @@ var allowed = map[string][]string{
 	"config":  {"grammar"},
 	"checker": {"mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
-	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/jsonwire", "internal/sandbox", "server", "server/hostrun", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/jsonwire", "internal/sandbox", "server", "server/hostrun", "service", "store", "store/boltstore", "store/memstore", "store/s3store"},
 	// The Go client and what is built on it speak MCP as a client only.
 	"client":                {"toolapi"},
 	"client/clienttest":     {"auth", "server", "store/memstore"},

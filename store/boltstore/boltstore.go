@@ -317,6 +317,31 @@ func forEachRecord(r *bolt.Bucket, what string, fn func(tenant, scheme, path []b
 	})
 }
 
+// Walk calls fn with the metadata of every stored object, expired or not,
+// in (tenant, scheme, path) order, from one read transaction: what
+// resourced reindex and fsck compare the search index with. fn must not
+// call the store; Walk stops at fn's first error, and returns it, or at
+// ctx's end.
+func (s *Driver) Walk(ctx context.Context, fn func(m *store.Meta) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		r, err := root(tx)
+		if err != nil {
+			return fmt.Errorf("boltstore: walk: %w", err)
+		}
+		return forEachRecord(r, "boltstore: walk", func(tenant, scheme, p []byte, m *store.Meta) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			k, err := store.NewKey(string(tenant), string(scheme), string(p))
+			if err != nil {
+				return fmt.Errorf("boltstore: walk: %s://%s/%s: %w", scheme, tenant, p, err)
+			}
+			m.Key = k
+			return fn(m)
+		})
+	})
+}
+
 // buildIndex adds an index entry for every public listed object of the tree
 // under r; Open runs it when a file has no index yet.
 func buildIndex(r, idx *bolt.Bucket) error {

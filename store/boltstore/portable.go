@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"io"
 
 	"github.com/resourced/resourced/store"
@@ -27,4 +28,9 @@ func (s *Store) Check() error { return s.d.Check() }
 // CheckEncoded is Driver.CheckEncoded.
 func (s *Store) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) error) error {
 	return s.d.CheckEncoded(verify)
+}
+
+// Walk is Driver.Walk.
+func (s *Store) Walk(ctx context.Context, fn func(m *store.Meta) error) error {
+	return s.d.Walk(ctx, fn)
 }

@@ -1,0 +1,116 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/resourced/resourced/index"
+	"github.com/resourced/resourced/store"
+)
+
+// The index against the store, for resourced fsck and resourced reindex:
+// the store is the truth; an index entry whose object is gone (or
+// expired) is stale, a live object without an entry is missing, and one
+// whose entry holds another version (another sha256) is changed. An
+// expired object that is not swept yet is neither: its entry may be there
+// or not until the sweep removes both.
+
+// maxExamples bounds the URIs an IndexReport names of each kind.
+const maxExamples = 10
+
+// IndexReport is what CheckIndex found, and what it repaired.
+type IndexReport struct {
+	// Objects are the live objects of the store, Entries the index's.
+	Objects, Entries int
+	// Missing, Stale and Changed count each kind of difference; the
+	// Examples name the first few URIs of each.
+	Missing, Stale, Changed                         int
+	MissingExamples, StaleExamples, ChangedExamples []string
+	// Indexed and Removed count the entries put and deleted.
+	Indexed, Removed int
+}
+
+// Consistent reports whether the index holds exactly the live objects.
+func (r *IndexReport) Consistent() bool { return r.Missing+r.Stale+r.Changed == 0 }
+
+// CheckIndexOptions say what CheckIndex does about what it finds.
+type CheckIndexOptions struct {
+	// Repair puts the missing and changed objects and removes the stale
+	// entries; Rebuild also puts every other live object again (reindex:
+	// after a change of index.maxIndexBytes, or of the extraction).
+	Repair, Rebuild bool
+	// Now decides expiry; zero: time.Now.
+	Now time.Time
+}
+
+// CheckIndex compares x with the objects walk reports of st (every stored
+// object, expired or not, as boltstore's Walk does) and, as o says,
+// repairs x from st. Each object put is read again from st
+// (syncEntry), so a walk's metadata never reaches the index alone.
+func CheckIndex(ctx context.Context, st store.Backend, x *index.Index, walk func(ctx context.Context, fn func(m *store.Meta) error) error, o CheckIndexOptions) (*IndexReport, error) {
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	entries := map[index.Ref]string{}
+	if err := x.Walk(ctx, func(e index.Entry) error {
+		entries[e.Ref] = e.SHA256
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	rep := &IndexReport{Entries: len(entries)}
+	note := func(n *int, ex *[]string, uri string) {
+		*n++
+		if len(*ex) < maxExamples {
+			*ex = append(*ex, uri)
+		}
+	}
+	var put []store.Key
+	err := walk(ctx, func(m *store.Meta) error {
+		ref := refOf(m.Key)
+		sha, ok := entries[ref]
+		delete(entries, ref)
+		if !m.Expires.IsZero() && !m.Expires.After(now) {
+			// Expired, not swept yet: searches hide it, and the sweep
+			// removes the object and its entry alike.
+			return nil
+		}
+		rep.Objects++
+		switch {
+		case !ok:
+			note(&rep.Missing, &rep.MissingExamples, m.Key.String())
+		case sha != m.SHA256:
+			note(&rep.Changed, &rep.ChangedExamples, m.Key.String())
+		case !o.Rebuild:
+			return nil
+		}
+		if o.Repair || o.Rebuild {
+			put = append(put, m.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for ref := range entries {
+		note(&rep.Stale, &rep.StaleExamples, ref.URI())
+	}
+	if !o.Repair && !o.Rebuild {
+		return rep, nil
+	}
+	for _, k := range put {
+		if err := syncEntry(ctx, st, x, k); err != nil {
+			return rep, fmt.Errorf("indexing %s: %w", k, err)
+		}
+		rep.Indexed++
+	}
+	for ref := range entries {
+		if err := x.Delete(ctx, ref); err != nil {
+			return rep, fmt.Errorf("removing %s: %w", ref.URI(), err)
+		}
+		rep.Removed++
+	}
+	return rep, nil
+}
