@@ -13,7 +13,6 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
-	"github.com/resourced/resourced/index/pgindex"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -98,13 +97,6 @@ func effective(cfg *config.Config) *config.Config {
 	if c.Store.S3.ReadCache == nil {
 		rc := config.Size(s3store.DefaultReadCache)
 		c.Store.S3.ReadCache = &rc
-	}
-	if c.Index.MaxIndexBytes == nil {
-		mb := config.Size(c.MaxIndexBytes())
-		c.Index.MaxIndexBytes = &mb
-	}
-	if c.Index.Postgres.Table == "" {
-		c.Index.Postgres.Table = pgindex.DefaultTable
 	}
 	if c.Auth.Leeway == 0 {
 		c.Auth.Leeway = config.Duration(auth.DefaultLeeway)
