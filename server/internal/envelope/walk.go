@@ -141,8 +141,10 @@ type message struct {
 // walker is one walk over a body.
 type walker struct {
 	data    []byte
-	stack   []frame
-	depth   int // the deepest nesting seen
+	nested  int      // objects and arrays open
+	frames  [8]frame // the first of them: a request nests a few levels
+	deep    []frame  // the others
+	depth   int      // the deepest nesting seen
 	dup     string
 	dupPath string
 	hasDup  bool
@@ -167,8 +169,7 @@ var (
 // body is not one JSON value; *Error that it is not valid JSON-RPC (a
 // member named twice included).
 func Parse(body []byte) ([]Message, error) {
-	var buf [8]frame // a request nests a few levels: no allocation
-	w := walker{data: body, stack: buf[:0]}
+	w := walker{data: body}
 	if !w.walk() {
 		return nil, jsonwire.ErrSyntax
 	}
@@ -221,7 +222,7 @@ func (w *walker) walk() bool {
 					return false
 				}
 			} else {
-				w.stack[len(w.stack)-1].start = j
+				w.top().start = j
 				i = j
 			}
 			continue
@@ -259,7 +260,7 @@ func (w *walker) walk() bool {
 		}
 		// A value ended at i: go on after it, closing what ends there.
 		for {
-			if len(w.stack) == 0 {
+			if w.nested == 0 {
 				if skipSpace(data, i) != len(data) {
 					return false
 				}
@@ -268,7 +269,7 @@ func (w *walker) walk() bool {
 				}
 				return true
 			}
-			top := &w.stack[len(w.stack)-1]
+			top := w.top()
 			w.valueDone(top, i)
 			i = skipSpace(data, i)
 			if i >= len(data) {
@@ -296,28 +297,39 @@ func (w *walker) walk() bool {
 	}
 }
 
+// frame is the i-th open object or array, the body's at 0.
+func (w *walker) frame(i int) *frame {
+	if i < len(w.frames) {
+		return &w.frames[i]
+	}
+	return &w.deep[i-len(w.frames)]
+}
+
+// top is the innermost open object or array.
+func (w *walker) top() *frame { return w.frame(w.nested - 1) }
+
 // zone is where in params the walk is.
 func (w *walker) zone() zone {
-	if len(w.stack) == 0 {
+	if w.nested == 0 {
 		return zoneNone
 	}
-	return w.stack[len(w.stack)-1].zone
+	return w.top().zone
 }
 
 // open pushes an object or array, giving it its role.
 func (w *walker) open(object bool) bool {
-	if len(w.stack) >= maxDepth {
+	if w.nested >= maxDepth {
 		return false
 	}
 	f := frame{object: object}
-	if len(w.stack) == 0 {
+	if w.nested == 0 {
 		if object {
 			f.role = roleMessage
 		} else {
 			f.role = roleBatch
 		}
 	} else {
-		parent := &w.stack[len(w.stack)-1]
+		parent := w.top()
 		f.zone = parent.zone
 		switch parent.role {
 		case roleBatch:
@@ -347,8 +359,13 @@ func (w *walker) open(object bool) bool {
 		w.m = message{plainTop: true, metaFits: true}
 		w.m.Fast.ArgsFit = true
 	}
-	w.stack = append(w.stack, f)
-	w.depth = max(w.depth, len(w.stack))
+	if w.nested < len(w.frames) {
+		w.frames[w.nested] = f
+	} else {
+		w.deep = append(w.deep[:w.nested-len(w.frames)], f)
+	}
+	w.nested++
+	w.depth = max(w.depth, w.nested)
 	return true
 }
 
@@ -363,7 +380,7 @@ func (w *walker) key(i int) int {
 	if end < 0 {
 		return -1
 	}
-	top := &w.stack[len(w.stack)-1]
+	top := w.top()
 	name, _ := jsonwire.View(data[i:end])
 	if !top.add(name) && !w.hasDup {
 		w.hasDup, w.dup, w.dupPath = true, name, w.path()
@@ -381,7 +398,8 @@ func (w *walker) key(i int) int {
 // path names the innermost open object, e.g. params.arguments or hits[2].
 func (w *walker) path() string {
 	var b strings.Builder
-	for _, f := range w.stack[:len(w.stack)-1] {
+	for i := range w.nested - 1 {
+		f := w.frame(i)
 		if f.object {
 			if b.Len() > 0 {
 				b.WriteByte('.')
@@ -526,11 +544,11 @@ func setFirst(slot *error, err error) {
 
 // close pops the innermost object or array.
 func (w *walker) close() {
-	f := &w.stack[len(w.stack)-1]
+	f := w.top()
 	if f.role == roleMessage {
-		w.endMessage(len(w.stack) == 1)
+		w.endMessage(w.nested == 1)
 	}
-	w.stack = w.stack[:len(w.stack)-1]
+	w.nested--
 }
 
 // endMessage checks the message just walked as a whole and keeps it;
