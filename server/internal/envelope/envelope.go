@@ -40,11 +40,11 @@ type Message struct {
 	Params       []byte // raw JSON; nil when absent
 	Fast         Fast   // what the fast paths take; zero when they take nothing
 
-	// What Check answers for params that are an object, learned by the
-	// walk: for tools/call, for resources/read (the kinds of their
-	// members, inputResponses included) and for the other methods that
-	// take inputResponses.
-	callErr, readErr, inputErr error
+	// paramsErr is what the walk found wrong with params that are an
+	// object, for Check: the kinds of a tools/call's or resources/read's
+	// members, inputResponses included, or another method's
+	// inputResponses.
+	paramsErr error
 }
 
 // Error is a body that is not acceptable JSON-RPC; its text is the
@@ -67,10 +67,10 @@ var serverMethods = map[string]func() any{
 	"prompts/list":                     func() any { return new(mcp.ListPromptsParams) },
 	"prompts/get":                      func() any { return new(mcp.GetPromptParams) },
 	"tools/list":                       func() any { return new(mcp.ListToolsParams) },
-	"tools/call":                       nil, // by kind only (Message.callErr)
+	"tools/call":                       nil, // by kind only (Message.paramsErr)
 	"resources/list":                   func() any { return new(mcp.ListResourcesParams) },
 	"resources/templates/list":         func() any { return new(mcp.ListResourceTemplatesParams) },
-	"resources/read":                   nil, // by kind only (Message.readErr)
+	"resources/read":                   nil, // by kind only (Message.paramsErr)
 	"logging/setLevel":                 func() any { return new(mcp.SetLoggingLevelParams) },
 	"resources/subscribe":              func() any { return new(mcp.SubscribeParams) },
 	"subscriptions/listen":             func() any { return new(mcp.SubscriptionsListenParams) },
@@ -110,14 +110,13 @@ func Check(m *Message) error {
 	if p[0] != '{' {
 		return &ParamsError{"Invalid params: params must be an object"}
 	}
-	switch m.Method {
-	case "tools/call":
-		return m.callErr // checked by kind only: the arguments, maybe megabytes, are the tool's to check
-	case "resources/read":
-		return m.readErr // checked by kind only: the hottest path, two members
+	if newParams == nil {
+		// By kind only: tools/call's arguments, maybe megabytes, are the
+		// tool's to check; resources/read, the hottest path, has two members.
+		return m.paramsErr
 	}
-	if m.inputErr != nil && inputResponsesOf[m.Method] {
-		return m.inputErr
+	if m.paramsErr != nil && inputResponsesOf[m.Method] {
+		return m.paramsErr
 	}
 	err := json.Unmarshal(p, newParams())
 	var te *json.UnmarshalTypeError

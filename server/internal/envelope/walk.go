@@ -1,7 +1,7 @@
 package envelope
 
 import (
-	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -46,11 +46,10 @@ type Fast struct {
 	Read, Call bool
 	URI, Name  string // params.uri, params.name, as sent
 	Args       []byte // params.arguments, raw
-	Meta       []byte // params._meta, raw; nil when absent
 	// ArgsFit: every number of Args surely decodes into a float64 (go-sdk
 	// decodes a call's arguments into an any on 2026-07-28: numberFits).
 	ArgsFit bool
-	// The members of Meta go-sdk checks, raw; nil when absent.
+	// The members of params._meta go-sdk checks, raw; nil when absent.
 	ProtocolVersion, ClientInfo, ClientCapabilities, LogLevel []byte
 }
 
@@ -136,6 +135,10 @@ type message struct {
 	paramsObject         bool
 	metaFits             bool
 	inputsBad            bool
+	// What Check answers for params that are an object, by method: the
+	// kinds of tools/call's and resources/read's members (inputResponses
+	// included), and the inputResponses of the others that take them.
+	callErr, readErr, inputErr error
 }
 
 // walker is one walk over a body.
@@ -150,6 +153,7 @@ type walker struct {
 	hasDup  bool
 	msgErr  error // the first message that is not JSON-RPC
 	m       message
+	str     strKind // of the last string value scanned
 	msgs    []Message
 }
 
@@ -227,7 +231,7 @@ func (w *walker) walk() bool {
 			}
 			continue
 		case c == '"':
-			if i = scanString(data, i); i < 0 {
+			if i, w.str = scanString(data, i); i < 0 {
 				return false
 			}
 		case c == 't':
@@ -376,12 +380,12 @@ func (w *walker) key(i int) int {
 	if i >= len(data) || data[i] != '"' {
 		return -1
 	}
-	end := scanString(data, i)
+	end, kind := scanString(data, i)
 	if end < 0 {
 		return -1
 	}
 	top := w.top()
-	name, _ := jsonwire.View(data[i:end])
+	name := stringOf(data[i:end], kind)
 	if !top.add(name) && !w.hasDup {
 		w.hasDup, w.dup, w.dupPath = true, name, w.path()
 	}
@@ -467,7 +471,7 @@ func (w *walker) messageMember(name string, v []byte) {
 	case "method":
 		m.HasMethod = true
 		var ok bool
-		if m.Method, ok = jsonwire.View(v); !ok {
+		if m.Method, ok = w.value(v); !ok {
 			w.fail(errMethod)
 		}
 	case "result", "error":
@@ -488,15 +492,15 @@ func (w *walker) paramsMember(name string, v []byte) {
 	m := &w.m
 	switch name {
 	case "name":
-		m.Tool, _ = jsonwire.View(v)
+		m.Tool, _ = w.value(v)
 		m.params |= paramName
-		m.nameOK = len(v) >= 3 && v[0] == '"' && !hasBackslash(v)
+		m.nameOK = len(v) >= 3 && v[0] == '"' && w.str&escaped == 0
 		if m.nameOK {
 			m.Fast.Name = unsafeString(v[1 : len(v)-1])
 		}
 	case "uri":
 		m.params |= paramURI
-		m.uriOK = v[0] == '"' && !hasBackslash(v)
+		m.uriOK = v[0] == '"' && w.str&escaped == 0
 		if m.uriOK {
 			m.Fast.URI = unsafeString(v[1 : len(v)-1])
 		}
@@ -507,7 +511,6 @@ func (w *walker) paramsMember(name string, v []byte) {
 	case "_meta":
 		m.params |= paramMeta
 		m.metaObj = v[0] == '{'
-		m.Fast.Meta = v
 	default:
 		m.params |= paramOther
 	}
@@ -572,6 +575,14 @@ func (w *walker) endMessage(alone bool) {
 	if !m.Fast.Read && !m.Fast.Call {
 		m.Fast = Fast{}
 	}
+	switch m.Method {
+	case "tools/call":
+		m.paramsErr = m.callErr
+	case "resources/read":
+		m.paramsErr = m.readErr
+	default:
+		m.paramsErr = m.inputErr
+	}
 	w.msgs = append(w.msgs, m.Message)
 }
 
@@ -580,7 +591,24 @@ func decoded(v []byte) string {
 	return s
 }
 
-func hasBackslash(v []byte) bool { return bytes.IndexByte(v, '\\') >= 0 }
+// stringOf is the JSON string raw, of that kind, as a Go string: shared
+// with the body when it is ASCII without escapes, decoded otherwise.
+func stringOf(raw []byte, kind strKind) string {
+	if kind == 0 {
+		return unsafeString(raw[1 : len(raw)-1])
+	}
+	s, _ := jsonwire.View(raw)
+	return s
+}
+
+// value is stringOf the value that just ended, and false when it is not
+// a string.
+func (w *walker) value(v []byte) (string, bool) {
+	if v[0] != '"' {
+		return "", false
+	}
+	return stringOf(v, w.str), true
+}
 
 // unsafeString shares b's memory, as jsonwire.View does: the body is read
 // once and never written.
@@ -600,33 +628,71 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
+// strKind says what a JSON string holds beyond ASCII characters.
+type strKind uint8
+
+const (
+	escaped  strKind = 1 << iota // a backslash escape
+	nonASCII                     // a byte from 0x80 up
+)
+
 // scanString returns the end of the JSON string starting at data[i], or -1
-// when it is not one: unterminated, a control character, a bad escape.
-func scanString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
+// when it is not one (unterminated, a control character, a bad escape),
+// and its kind. Eight bytes at a time where none of them ends the string
+// or needs a look.
+func scanString(data []byte, i int) (int, strKind) {
+	var kind strKind
+	for i++; ; {
+		for i+8 <= len(data) {
+			x := binary.LittleEndian.Uint64(data[i:])
+			if hasByte(x, '"') || hasByte(x, '\\') || (x-lo*0x20)&^x&hi != 0 {
+				break // a quote, a backslash or a byte below 0x20
+			}
+			if x&hi != 0 {
+				kind |= nonASCII
+			}
+			i += 8
+		}
+		if i >= len(data) {
+			return -1, 0
+		}
 		switch c := data[i]; {
 		case c == '"':
-			return i + 1
+			return i + 1, kind
 		case c < 0x20:
-			return -1
+			return -1, 0
 		case c == '\\':
+			kind |= escaped
 			i++
 			if i >= len(data) {
-				return -1
+				return -1, 0
 			}
 			switch data[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if i+4 >= len(data) || !isHex(data[i+1]) || !isHex(data[i+2]) || !isHex(data[i+3]) || !isHex(data[i+4]) {
-					return -1
+					return -1, 0
 				}
 				i += 4
 			default:
-				return -1
+				return -1, 0
 			}
+		case c >= 0x80:
+			kind |= nonASCII
 		}
+		i++
 	}
-	return -1
+}
+
+const (
+	lo = 0x0101010101010101
+	hi = 0x8080808080808080
+)
+
+// hasByte reports whether one of the eight bytes of x is b.
+func hasByte(x uint64, b byte) bool {
+	y := x ^ lo*uint64(b)
+	return (y-lo)&^y&hi != 0
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

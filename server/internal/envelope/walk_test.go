@@ -54,7 +54,7 @@ func checked(body []byte) said {
 			ClientCapabilities: r.ClientCapabilities, LogLevel: r.LogLevel}
 	}
 	if c, ok := parseFastCall(body); ok && c.Name == msgs[0].Tool && oldNumbersFit(c.RawMeta) {
-		s.fast = Fast{Call: true, Name: c.Name, Args: c.Args, Meta: c.RawMeta, ArgsFit: oldNumbersFit(c.Args),
+		s.fast = Fast{Call: true, Name: c.Name, Args: c.Args, ArgsFit: oldNumbersFit(c.Args),
 			ProtocolVersion: c.Meta.ProtocolVersion, ClientInfo: c.Meta.ClientInfo,
 			ClientCapabilities: c.Meta.ClientCapabilities, LogLevel: c.Meta.LogLevel}
 	}
@@ -106,10 +106,10 @@ func agree(body []byte) string {
 	}
 	g, w := got.fast, want.fast
 	if !g.Call {
-		g.Args, g.Meta, g.ArgsFit = nil, nil, false // what only the call path reads
+		g.Args, g.ArgsFit = nil, false // what only the call path reads
 	}
 	if g.Read != w.Read || g.Call != w.Call || g.URI != w.URI || g.Name != w.Name ||
-		!bytes.Equal(g.Args, w.Args) || !bytes.Equal(g.Meta, w.Meta) || g.ArgsFit != w.ArgsFit ||
+		!bytes.Equal(g.Args, w.Args) || g.ArgsFit != w.ArgsFit ||
 		!bytes.Equal(g.ProtocolVersion, w.ProtocolVersion) || !bytes.Equal(g.ClientInfo, w.ClientInfo) ||
 		!bytes.Equal(g.ClientCapabilities, w.ClientCapabilities) || !bytes.Equal(g.LogLevel, w.LogLevel) {
 		return fmt.Sprintf("Fast: %+v, the old checks %+v", g, w)
