@@ -442,8 +442,8 @@ EOF
 draw_svg() {
 	local svg=${OUT%.txt}.svg
 	# shellcheck disable=SC2086 # COMPARE is a list of files
-	"$WORK/benchsvg" -o "$svg" ${COMPARE:-} "$OUT" || die "benchsvg failed"
-	log "ratios drawn: $svg"
+	"$WORK/benchsvg" -if-any -o "$svg" ${COMPARE:-} "$OUT" || die "benchsvg failed"
+	[ ! -f "$svg" ] || log "ratios drawn: $svg"
 }
 
 if [ -n "$SMOKE" ]; then

@@ -75,6 +75,9 @@ func parse(name string, r io.Reader) (*run, error) {
 	return ru, nil
 }
 
+// errNothing is the error of results without a ratio to a ceiling.
+var errNothing = errors.New("no row with a ratio to a ceiling in the results")
+
 // colors of the runs, in order (the last is the newest).
 var colors = []string{"#9aa5b1", "#2f6fb3", "#d08a2e", "#3a9a5b", "#a34a8f"}
 
@@ -102,7 +105,7 @@ func draw(w io.Writer, runs []*run) error {
 		}
 	}
 	if len(scenarios) == 0 {
-		return errors.New("no row with a ratio to a ceiling in the results")
+		return errNothing
 	}
 	scale := plotWidth / (float64(int(maxRatio*4+0.999)) / 4) // pixels per 1.0, the axis ends on a quarter
 	group := len(runs)*(barHeight+barGap) - barGap + groupGap
@@ -149,12 +152,18 @@ func draw(w io.Writer, runs []*run) error {
 
 func main() {
 	out := flag.String("o", "", "the SVG to write (default: standard output)")
+	ifAny := flag.Bool("if-any", false, "when no results file holds a ratio to a ceiling, write nothing and exit 0 (bench/run.sh: a run of gateway or abuse scenarios only)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: benchsvg [-o out.svg] results.txt... (oldest first)")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := mainErr(*out, flag.Args()); err != nil {
+	err := mainErr(*out, flag.Args())
+	if errors.Is(err, errNothing) && *ifAny {
+		fmt.Fprintln(os.Stderr, "benchsvg: nothing to draw:", err)
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchsvg:", err)
 		os.Exit(1)
 	}
@@ -179,6 +188,9 @@ func mainErr(out string, files []string) error {
 	}
 	if out == "" {
 		return draw(os.Stdout, runs)
+	}
+	if err := draw(io.Discard, runs); err != nil {
+		return err // before out is created
 	}
 	f, err := os.Create(out)
 	if err != nil {

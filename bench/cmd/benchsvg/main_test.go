@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,6 +66,14 @@ func TestDraw(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "not measured") {
 		t.Error("a scenario one run lacks is not marked as not measured")
+	}
+	empty, err := parse("empty", strings.NewReader(results("abc1234",
+		"| save_report 1KiB c=16 | 4187 | 3.70ms | 5.37ms | 7.39ms | 10.95ms | 0 | – | – | – | 1.18 | 0.00 | 284 MiB |")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := draw(io.Discard, []*run{empty}); !errors.Is(err, errNothing) {
+		t.Errorf("results without a ratio: %v, want errNothing", err)
 	}
 	if _, err := parse("x", strings.NewReader("| a | b |\n")); err == nil {
 		t.Error("a file without a commit line was taken for a results file")
