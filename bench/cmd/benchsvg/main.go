@@ -21,7 +21,8 @@ import (
 
 // run is one results file: which build it measured and its ratios.
 type run struct {
-	label  string             // the commit line's first word, and the date
+	commit string             // the commit line's first word
+	label  string             // commit and date
 	ratios map[string]float64 // scenario → ratio to its ceiling
 	order  []string           // scenarios in the order first recorded
 }
@@ -68,7 +69,7 @@ func parse(name string, r io.Reader) (*run, error) {
 	if commit == "" {
 		return nil, fmt.Errorf("%s: no commit line: not a results file of bench/run.sh", name)
 	}
-	ru.label = commit
+	ru.commit, ru.label = commit, commit
 	if date != "" {
 		ru.label += " (" + date + ")"
 	}
@@ -78,7 +79,8 @@ func parse(name string, r io.Reader) (*run, error) {
 // errNothing is the error of results without a ratio to a ceiling.
 var errNothing = errors.New("no row with a ratio to a ceiling in the results")
 
-// colors of the runs, in order (the last is the newest).
+// colors of the revisions, in the order they first appear: runs of one
+// revision share its color.
 var colors = []string{"#9aa5b1", "#2f6fb3", "#d08a2e", "#3a9a5b", "#a34a8f"}
 
 const (
@@ -90,7 +92,8 @@ const (
 	top        = 56
 )
 
-// draw writes the SVG of runs.
+// draw writes the SVG of runs: for each scenario one bar per run, in the
+// runs' order, one color per revision.
 func draw(w io.Writer, runs []*run) error {
 	var scenarios []string
 	seen := map[string]bool{}
@@ -111,6 +114,12 @@ func draw(w io.Writer, runs []*run) error {
 	group := len(runs)*(barHeight+barGap) - barGap + groupGap
 	height := top + len(scenarios)*group + 24*len(runs) + 30
 	width := labelWidth + plotWidth + 60
+	color := map[string]string{}
+	for _, ru := range runs {
+		if _, ok := color[ru.commit]; !ok {
+			color[ru.commit] = colors[len(color)%len(colors)]
+		}
+	}
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
@@ -137,13 +146,13 @@ func draw(w io.Writer, runs []*run) error {
 				continue
 			}
 			fmt.Fprintf(b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"><title>%s: %.3f</title></rect>`+"\n",
-				labelWidth, by, r*scale, barHeight, colors[j%len(colors)], html.EscapeString(ru.label), r)
+				labelWidth, by, r*scale, barHeight, color[ru.commit], html.EscapeString(ru.label), r)
 			fmt.Fprintf(b, `<text x="%.1f" y="%d" fill="#333">%.3f</text>`+"\n", float64(labelWidth)+r*scale+4, by+barHeight-3, r)
 		}
 	}
 	for j, ru := range runs {
 		y := plotBottom + 24 + j*24
-		fmt.Fprintf(b, `<rect x="%d" y="%d" width="14" height="14" fill="%s"/>`+"\n", labelWidth, y, colors[j%len(colors)])
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="14" height="14" fill="%s"/>`+"\n", labelWidth, y, color[ru.commit])
 		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", labelWidth+20, y+12, html.EscapeString(ru.label))
 	}
 	fmt.Fprintln(b, "</svg>")

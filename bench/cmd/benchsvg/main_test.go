@@ -64,6 +64,31 @@ func TestDraw(t *testing.T) {
 	if a, b := widths[want[0]], widths[want[1]]; a/b < 0.482/0.6-0.01 || a/b > 0.482/0.6+0.01 {
 		t.Errorf("bar widths %v and %v are not in the ratios' proportion", a, b)
 	}
+	// Runs of one revision share its color, another revision gets another.
+	again, err := parse("again", strings.NewReader(results("f19491b",
+		"| read 1KiB c=16 | 24685 | 506µs | 1.26ms | 3.27ms | 11.17ms | 0 | 51178 | 0.470 | 2.02ms | 1.03 | 0.00 | 32 MiB |")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var three bytes.Buffer
+	if err := draw(&three, []*run{old, cur, again}); err != nil {
+		t.Fatal(err)
+	}
+	fills := map[string]string{}
+	for _, line := range strings.Split(three.String(), "\n") {
+		if i := strings.Index(line, "<title>"); i >= 0 && strings.HasPrefix(line, "<rect") {
+			commit := strings.Fields(line[i+len("<title>"):])[0]
+			fill := line[strings.Index(line, `fill="`)+6:]
+			fill = fill[:strings.IndexByte(fill, '"')]
+			if f, ok := fills[commit]; ok && f != fill {
+				t.Errorf("%s drawn in %s and %s", commit, f, fill)
+			}
+			fills[commit] = fill
+		}
+	}
+	if fills["f19491b"] == "" || fills["f19491b"] == fills["abc1234"] {
+		t.Errorf("colors by revision: %v", fills)
+	}
 	if !strings.Contains(buf.String(), "not measured") {
 		t.Error("a scenario one run lacks is not marked as not measured")
 	}
