@@ -13,15 +13,16 @@ import (
 	"github.com/resourced/resourced/service"
 )
 
-// The walk: Parse reads a body once, byte by byte, and learns in that one
-// pass everything the stages before go-sdk ask of it — whether it is one
-// JSON value (as json.Valid decides, nesting limit included), the first
-// member named twice in any object, each message's envelope, the kinds of
-// the params members Check looks at, and what the fast paths take (Fast).
-// Its errors come out in the order the separate checks it replaced gave
-// them (not JSON, then a duplicate, then the first message that is not
-// JSON-RPC), whatever their places in the body; FuzzParse holds it to those
-// checks, kept in walk_test.go.
+// The walk: Parse reads a body once and learns in that one pass everything
+// the stages before go-sdk ask of it: whether it is one JSON value (as
+// json.Valid decides, nesting limit included), the first member named twice
+// in any object, each message's envelope, the kinds of the params members
+// Check looks at, and what the fast paths take (Fast). Its errors come out
+// in the order the separate checks it replaced gave them (not JSON, then a
+// duplicate, then the first message that is not JSON-RPC), whatever their
+// places in the body; FuzzParse holds it to those checks, kept in
+// oracle_test.go. Measurements: docs/decisions.md, "One walk over a
+// request".
 
 // maxDepth is encoding/json's nesting limit (its scanner's maxNestingDepth):
 // a deeper body is not one JSON value to it.
