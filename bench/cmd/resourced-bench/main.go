@@ -508,6 +508,10 @@ func finish(o *options, res *Result, stdout io.Writer) (int, error) {
 	if res.Server != nil && res.Server.OK == 0 {
 		return 1, errors.New("no request succeeded")
 	}
+	if c := res.Ceiling; c != nil && (c.Errors > 0 || c.OK == 0) {
+		// A ceiling that failed measures nothing, and its ratio misleads.
+		return 1, fmt.Errorf("the %s failed %d of %d requests", c.Target, c.Errors, c.Errors+c.OK)
+	}
 	return 0, nil
 }
 

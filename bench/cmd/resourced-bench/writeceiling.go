@@ -40,6 +40,8 @@ func startWriteCeiling(dir string, size int, response []byte, contentType string
 		return nil, err
 	}
 	length := strconv.Itoa(len(response))
+	// A new path per save, also when a later run opens the same database.
+	prefix := "w/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/"
 	var n atomic.Int64
 	const mimeType = "text/markdown"
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +51,7 @@ func startWriteCeiling(dir string, size int, response []byte, contentType string
 			return
 		}
 		body = body[:min(len(body), size)]
-		k, err := store.NewKey("ceiling", "report", "w/"+strconv.FormatInt(n.Add(1), 10))
+		k, err := store.NewKey("ceiling", "report", prefix+strconv.FormatInt(n.Add(1), 10))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
