@@ -34,7 +34,10 @@
 #   QUIET_WAIT    ... for at most this long, then run anyway [3m]
 #   RETRIES       measure a scenario again up to this many times while other processes
 #                 used more than QUIET cores during it; the quietest attempt is kept [2]
-#   OUT           results file [bench/results/<UTC date>-<backend>.txt; smoke: none]
+#   OUT           results file [bench/results/<UTC date>-<backend>.txt; smoke: none]; its ratio
+#                 tables are also drawn beside it as ${OUT%.txt}.svg (bench/cmd/benchsvg)
+#   COMPARE       results files of earlier runs (e.g. of REV=f19491b), drawn beside this one's in
+#                 the SVG, oldest first []
 #   ABUSE_ARGS    extra flags for every abuse scenario, e.g. "-hold 10s" []
 #   ABUSE_BUDGETS the abuse server's budgets section, e.g. "{writeMinRate: 1MiB}" [the defaults]
 #   ABUSE_ARGS_<scenario>  extra flags for one (- becomes _: ABUSE_ARGS_noisy_tenant),
@@ -50,7 +53,10 @@
 #             group commit, no MCP (Go benchmarks of store/boltstore; not in the default list)
 #   s3save    (BACKEND=s3) 1 KiB save_report at c=16 against a presigned create-only PUT of a new
 #             1 KiB object straight from the S3 server, alternated (not in the default list)
-#   save      1 KiB save_search_snapshot and save_report at c=16
+#   save      1 KiB save_search_snapshot at c=16 and save_report at c=16 and c=64, each against
+#             the write ceiling (resourced-bench -op save -ceiling: a plain net/http handler that
+#             stores the body through boltstore's group commit on the same disk), with the
+#             server's CPU per save
 #   scale     1 KiB reads at c=16 among SCALE_COUNTS stored resources (saved first), and a
 #             list_resources page (100) at a random place among them
 #   profile   CPU profiles of an in-process server (bbolt, jwt) under 1 KiB and
@@ -167,7 +173,8 @@ else
 fi
 
 log "building resourced and resourced-bench from $COMMIT"
-(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench)
+(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench &&
+	go build -o "$WORK/benchsvg" ./bench/cmd/benchsvg)
 SERVER="$WORK/resourced"
 TOOL="$WORK/resourced-bench"
 
@@ -431,9 +438,27 @@ EOF
 	[ "$rc" -eq 0 ] || die "resourced-bench gateway failed (exit $rc) in scenario: $label"
 }
 
+# The saves' write ceiling keeps its database beside the server's data
+# directory: the same disk. It is bbolt's group commit, so on S3 the saves
+# run without it (s3save compares them with S3 itself).
+wc=(-ceiling -ceiling-dir "$WORK/ceiling")
+vs=" vs write ceiling"
+if [ "$BACKEND" = s3 ]; then
+	wc=() vs=""
+fi
+
+# draw_svg draws the ratio tables of $COMPARE and $OUT as ${OUT%.txt}.svg.
+draw_svg() {
+	local svg=${OUT%.txt}.svg
+	# shellcheck disable=SC2086 # COMPARE is a list of files
+	"$WORK/benchsvg" -if-any -o "$svg" ${COMPARE:-} "$OUT" || die "benchsvg failed"
+	[ ! -f "$svg" ] || log "ratios drawn: $svg"
+}
+
 if [ -n "$SMOKE" ]; then
 	bench "smoke read 1KiB c=16" -op read -size 1KiB -c 16 -ceiling
-	bench "smoke save 1KiB c=16" -op save -size 1KiB -c 16 -d 2s
+	bench "smoke save 1KiB c=16$vs" -op save -size 1KiB -c 16 -d 2s "${wc[@]}"
+	draw_svg
 	stop_server
 	SERVER_CONFIG="$WORK/resourced-abuse.yaml"
 	start_server
@@ -480,8 +505,10 @@ for scenario in $SCENARIOS; do
 		bench "read 1KiB c=16 ($other_protocol)" -op read -size 1KiB -c 16 -ceiling -protocol "$other_protocol"
 		;;
 	save)
-		bench "save_search_snapshot 1KiB c=16" -op save -tool save_search_snapshot -size 1KiB -c 16
-		bench "save_report 1KiB c=16" -op save -tool save_report -size 1KiB -c 16
+		bench "save_search_snapshot 1KiB c=16$vs" -op save -tool save_search_snapshot -size 1KiB -c 16 "${wc[@]}"
+		for c in 16 64; do
+			bench "save_report 1KiB c=$c$vs" -op save -tool save_report -size 1KiB -c "$c" "${wc[@]}"
+		done
 		;;
 	scale)
 		from=0
@@ -557,4 +584,5 @@ if [ -n "$rows" ]; then
 		printf '%s\n' "$rows"
 	} >>"$OUT"
 fi
+draw_svg
 log "done: $OUT"

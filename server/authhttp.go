@@ -96,7 +96,7 @@ func (s *Server) readStage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
 		p, ok := auth.FromContext(r.Context())
-		if req != nil && ok && (s.fastRead(w, r, p, req.body, req.msgs) || s.fastCall(w, r, req.body, req.msgs)) {
+		if req != nil && ok && (s.fastRead(w, r, p, req.msgs) || s.fastCall(w, r, req.msgs)) {
 			return
 		}
 		next.ServeHTTP(w, r)

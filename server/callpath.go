@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,9 +24,10 @@ import (
 // time with a decoder that allocates and zeroes a 32 KiB buffer, then
 // marshals the result and compacts it again inside the response: on a
 // 1 KiB save that was a third of the server's CPU, three times the tool's
-// own work. Here the body, already parsed once by the envelope check, is
-// walked once more, the same handler runs with the same context, and the
-// result is marshalled once.
+// own work. Here the one walk over the body that checked its envelope
+// (envelope.Parse) has found the name, arguments and _meta already, the
+// same handler runs with the same context, and the result is marshalled
+// once.
 //
 // The wire stays what go-sdk produces (server/callpath_test.go sends the
 // same randomized calls of every tool through both paths, to two servers
@@ -42,7 +41,7 @@ import (
 //     Mcp-Name matching the body on 2026-07-28, no Mcp-Param-* header, no
 //     Last-Event-ID or Mcp-Session-Id, no gateway mounted, no number near
 //     float64's ends where go-sdk decodes one (_meta; the arguments on
-//     2026-07-28: numbersFit). Anything else — inputResponses or
+//     2026-07-28: envelope's numberFits). Anything else — inputResponses or
 //     requestState (multi-round-trip), batches, fixture tools, other
 //     methods — goes to go-sdk with the body untouched, and that is decided
 //     before the tool runs: a tool runs once, by one path.
@@ -107,98 +106,17 @@ func (c *callPath) callTool(ctx context.Context, _ string, req mcp.Request) (mcp
 	return res, nil
 }
 
-// fastCallRequest is what the fast path needs of a tools/call: the raw id,
-// the tool's name and raw arguments, and the _meta members go-sdk checks
-// (in fastReadRequest's slots; its URI is unused).
-type fastCallRequest struct {
-	ID      json.RawMessage
-	Name    string
-	Args    json.RawMessage
-	Meta    fastReadRequest
-	RawMeta []byte // the _meta object as sent, nil when absent
-}
-
-// parseFastCall reads body, a single request whose envelope was checked,
-// for the fast path. It accepts only jsonrpc exactly "2.0" and params
-// holding nothing but name (a string without escapes), arguments (an
-// object) and _meta (an object); anything else reports false.
-func parseFastCall(body []byte) (req fastCallRequest, ok bool) {
-	req.ID, ok = parseFastEnvelope(body, func(v []byte) bool { return parseFastCallParams(v, &req) })
-	return req, ok
-}
-
-func parseFastCallParams(v []byte, req *fastCallRequest) bool {
-	if len(v) == 0 || v[0] != '{' {
-		return false
-	}
-	var haveName bool
-	err := jsonwire.Members(v, func(name string, pv []byte) error {
-		switch name {
-		case "name":
-			if haveName || len(pv) < 3 || pv[0] != '"' || bytes.IndexByte(pv, '\\') >= 0 {
-				return jsonwire.ErrSyntax
-			}
-			haveName, req.Name = true, string(pv[1:len(pv)-1])
-		case "arguments":
-			if req.Args != nil || len(pv) == 0 || pv[0] != '{' {
-				return jsonwire.ErrSyntax
-			}
-			req.Args = pv
-		case "_meta":
-			if req.Meta.HasMeta || !parseFastMeta(pv, &req.Meta) {
-				return jsonwire.ErrSyntax
-			}
-			req.RawMeta = pv
-		default:
-			// inputResponses, requestState (go-sdk's multi-round-trip),
-			// and anything unknown: go-sdk's.
-			return jsonwire.ErrSyntax
-		}
-		return nil
-	})
-	return err == nil && haveName && req.Args != nil
-}
-
-// parseFastMeta reads a params _meta object into the slots of m, as
-// parseFastParams does for a read: each member go-sdk checks at most once.
-func parseFastMeta(v []byte, m *fastReadRequest) bool {
-	if len(v) == 0 || v[0] != '{' {
-		return false
-	}
-	m.HasMeta = true
-	err := jsonwire.Members(v, func(name string, mv []byte) error {
-		var slot *[]byte
-		switch name {
-		case metaProtocolVersion:
-			slot = &m.ProtocolVersion
-		case metaClientInfo:
-			slot = &m.ClientInfo
-		case metaClientCapabilities:
-			slot = &m.ClientCapabilities
-		case metaLogLevel:
-			slot = &m.LogLevel
-		default:
-			return nil
-		}
-		if *slot != nil {
-			return jsonwire.ErrSyntax
-		}
-		*slot = mv
-		return nil
-	})
-	return err == nil
-}
-
 // fastCall answers r itself when r is a tools/call of one of the server's
 // own tools in the plainest form (see the file comment), and reports
 // whether it did. Every check is made before the tool runs; once it runs,
 // its answer is written here, whatever it is.
-func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, msgs []envelope.Message) bool {
+func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, msgs []envelope.Message) bool {
 	c := s.calls
-	if c == nil || s.noFastCall || !fastGate(r, body, msgs, "tools/call") {
+	if c == nil || s.noFastCall || !fastGate(r, msgs, "tools/call") || !msgs[0].Fast.Call {
 		return false
 	}
-	if _, own := c.tools[msgs[0].Tool]; !own {
+	req := &msgs[0].Fast
+	if _, own := c.tools[req.Name]; !own {
 		return false
 	}
 	for k := range r.Header {
@@ -206,14 +124,11 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 			return false // go-sdk checks x-mcp-header parameters; ours have none
 		}
 	}
-	req, ok := parseFastCall(body)
-	if !ok || req.Name != msgs[0].Tool || !numbersFit(req.RawMeta) {
-		return false // go-sdk decodes _meta into a map of any on both versions
-	}
-	modern, ok := fastVersion(r, "tools/call", req.Name, &req.Meta)
-	if !ok || modern && !numbersFit(req.Args) {
+	modern, ok := fastVersion(r, "tools/call", req.Name, req)
+	if !ok || modern && !req.ArgsFit {
 		return false
 	}
+	id := msgs[0].ID
 
 	// From here on the tool runs, and this path answers. As in go-sdk
 	// (jsonrpc2's notDone), the tool runs to its end whatever the client
@@ -222,20 +137,20 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, body []byte, m
 	ctx := context.WithValue(context.WithoutCancel(r.Context()), callStateKey{}, st)
 	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args}})
 	if err != nil {
-		writeCallError(w, modern, req.ID, err)
+		writeCallError(w, modern, id, err)
 		return true
 	}
 	cres, _ := res.(*mcp.CallToolResult)
 	if cres == nil {
 		// No tool here returns neither a result nor an error.
-		writeCallError(w, modern, req.ID, rpcError(jsonrpc.CodeInternalError, "Internal error", nil))
+		writeCallError(w, modern, id, rpcError(jsonrpc.CodeInternalError, "Internal error", nil))
 		return true
 	}
-	out, err := s.appendCallResponse(nil, req.ID, cres, modern, st.returned)
+	out, err := s.appendCallResponse(nil, id, cres, modern, st.returned)
 	if err != nil {
 		// Marshalling a result failed: go-sdk answers a request whose
 		// result it cannot encode with an internal error too.
-		writeCallError(w, modern, req.ID, s.internal(ctx, "encoding a tool result", err))
+		writeCallError(w, modern, id, s.internal(ctx, "encoding a tool result", err))
 		return true
 	}
 	h := w.Header()
@@ -306,59 +221,4 @@ func writeCallError(w http.ResponseWriter, modern bool, rawID []byte, err error)
 func (s *Server) serverInfo() json.RawMessage {
 	const prefix = `"_meta":{"` + mcp.MetaKeyServerInfo + `":`
 	return json.RawMessage(s.serverInfoMeta[len(prefix) : len(s.serverInfoMeta)-1])
-}
-
-// numbersFit reports whether every number in the JSON value v surely
-// decodes into a float64. go-sdk decodes a call's _meta into a map of any
-// (CallToolParamsRaw), and on 2026-07-28 its arguments into an any too, to
-// compare the tool's name with Mcp-Name (extractName); a number beyond
-// float64 (1e400) fails that decoding, and the request is refused before
-// any tool runs (-32020 for the arguments), not given to the tool. Numbers
-// near either end of the range (above 1e300, or below 1e-300 but not
-// zero) go to go-sdk too, which decides; short ones without an exponent
-// cannot be near it.
-func numbersFit(v []byte) bool {
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '"':
-			for i++; i < len(v) && v[i] != '"'; i++ {
-				if v[i] == '\\' {
-					i++
-				}
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			start, exp := i, false
-			for ; i < len(v) && strings.IndexByte("0123456789+-.eE", v[i]) >= 0; i++ {
-				exp = exp || v[i] == 'e' || v[i] == 'E'
-			}
-			if !numberFits(v[start:i], exp) {
-				return false
-			}
-			i--
-		}
-	}
-	return true
-}
-
-func numberFits(tok []byte, exp bool) bool {
-	if !exp && len(tok) <= 20 {
-		return true
-	}
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		return false
-	}
-	if f == 0 {
-		// Zero only when every digit before the exponent is.
-		for _, c := range tok {
-			if c == 'e' || c == 'E' {
-				break
-			}
-			if c >= '1' && c <= '9' {
-				return false
-			}
-		}
-		return true
-	}
-	return math.Abs(f) > 1e-300 && math.Abs(f) < 1e300
 }

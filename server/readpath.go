@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -31,110 +30,40 @@ import (
 // everything else — other methods, batches, unusual headers or params —
 // falls through to go-sdk with the body untouched.
 
-// fastReadRequest is what the fast path needs of a resources/read: the
-// raw id, the URI, and the raw values of the _meta members go-sdk checks.
-type fastReadRequest struct {
-	ID                 json.RawMessage
-	URI                string
-	HasMeta            bool
-	ProtocolVersion    []byte // raw JSON, nil when absent
-	ClientInfo         []byte
-	ClientCapabilities []byte
-	LogLevel           []byte
-}
-
-// parseFastRead reads body, a single request whose envelope was checked
-// (one valid JSON value, members at the top level unique), for the fast
-// path. It accepts only the plainest form: jsonrpc exactly "2.0", params
-// holding nothing but uri (a string without escapes) and _meta, and no
-// member of params or _meta twice. Anything else reports false and goes to
-// go-sdk, which is never wrong.
-func parseFastRead(body []byte) (req fastReadRequest, ok bool) {
-	req.ID, ok = parseFastEnvelope(body, func(v []byte) bool { return parseFastParams(v, &req) })
-	return req, ok
-}
-
-// parseFastEnvelope walks the top level of body, a single request whose
-// envelope was checked, as the fast paths take it: jsonrpc exactly "2.0",
-// the id (returned raw), the method (checked by the envelope), and params,
-// which params must accept; any other member reports false.
-func parseFastEnvelope(body []byte, params func(v []byte) bool) (id json.RawMessage, ok bool) {
-	var rpcOK, paramsOK bool
-	err := jsonwire.Members(body, func(name string, v []byte) error {
-		switch name {
-		case "jsonrpc":
-			rpcOK = string(v) == `"2.0"`
-		case "id":
-			id = v
-		case "method":
-		case "params":
-			paramsOK = params(v)
-		default:
-			return jsonwire.ErrSyntax
-		}
-		return nil
-	})
-	return id, err == nil && rpcOK && paramsOK
-}
-
-func parseFastParams(v []byte, req *fastReadRequest) bool {
-	if len(v) == 0 || v[0] != '{' {
-		return false
-	}
-	var haveURI bool
-	err := jsonwire.Members(v, func(name string, pv []byte) error {
-		switch name {
-		case "uri":
-			if haveURI || len(pv) < 2 || pv[0] != '"' || bytes.IndexByte(pv, '\\') >= 0 {
-				return jsonwire.ErrSyntax
-			}
-			haveURI, req.URI = true, string(pv[1:len(pv)-1])
-		case "_meta":
-			// go-sdk decodes _meta into a map of any: a number beyond
-			// float64 fails there (numbersFit, callpath.go).
-			if req.HasMeta || !parseFastMeta(pv, req) || !numbersFit(pv) {
-				return jsonwire.ErrSyntax
-			}
-		default:
-			return jsonwire.ErrSyntax
-		}
-		return nil
-	})
-	return err == nil && haveURI
-}
-
 // fastRead is the read stage: it answers r itself when r is a
 // resources/read that go-sdk would dispatch to readResource unchanged — a
 // single request, in the plainest form, on 2026-07-28 or 2025-11-25, with
 // no header go-sdk would act on — and reports whether it did. It answers
 // every outcome of such a read, found or not, through resolve (read.go), so
 // a read costs one resolution whichever way it goes; anything else falls
-// through to go-sdk untouched. body is the request body, msgs its envelope.
-func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Principal, body []byte, msgs []envelope.Message) bool {
-	if s.noFastRead || !fastGate(r, body, msgs, "resources/read") {
+// through to go-sdk untouched. msgs is the request's envelope, whose Fast
+// holds what the walk over the body found for this path.
+func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Principal, msgs []envelope.Message) bool {
+	if s.noFastRead || !fastGate(r, msgs, "resources/read") || !msgs[0].Fast.Read {
 		return false
 	}
-	req, ok := parseFastRead(body)
-	if !ok || s.ext != nil && s.ext.OwnsURI(req.URI) {
+	m := &msgs[0]
+	uri := m.Fast.URI
+	if s.ext != nil && s.ext.OwnsURI(uri) {
 		return false // an upstream's URI is the extension's
 	}
-	modern, ok := fastVersion(r, "resources/read", req.URI, &req)
+	modern, ok := fastVersion(r, "resources/read", uri, &m.Fast)
 	if !ok || !p.Has(auth.ScopeRead) {
 		return false
 	}
 	ctx := r.Context()
-	rr := readResponse{id: req.ID, modern: modern, uri: req.URI}
-	v, err := s.resolveRead(ctx, p, req.URI, false)
+	rr := readResponse{id: m.ID, modern: modern, uri: uri}
+	v, err := s.resolveRead(ctx, p, uri, false)
 	if err != nil {
 		recordOutcome(ctx, "resources/read", "", nil, err)
-		writeRPCError(w, modern, req.ID, err)
+		writeRPCError(w, modern, m.ID, err)
 		return true
 	}
 	defer v.release()
 	if err := s.renderRead(w, ctx, &rr, v); err != nil {
 		// The status line is out: the response is cut and the client
 		// sees a broken stream. Say why in the log.
-		s.log.InfoContext(ctx, "read response cut", "uri", req.URI, "reason", err.Error())
+		s.log.InfoContext(ctx, "read response cut", "uri", uri, "reason", err.Error())
 		recordOutcome(ctx, "resources/read", "", nil, err)
 		return true
 	}
@@ -143,26 +72,20 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return true
 }
 
-// fastGate is the one gate of both fast paths, before either parses the
-// body: a single request of method with an id, a JSON Content-Type and an
-// Accept go-sdk takes, no header go-sdk acts on beyond those
-// (Last-Event-ID, refused on a POST; Mcp-Session-Id, read in a
-// compatibility mode), and a body that is an object nested at most
-// maxFastDepth deep. Everything it refuses is go-sdk's to answer.
-func fastGate(r *http.Request, body []byte, msgs []envelope.Message, method string) bool {
+// fastGate is the one gate of both fast paths: a single request of method
+// with an id, a JSON Content-Type and an Accept go-sdk takes, and no header
+// go-sdk acts on beyond those (Last-Event-ID, refused on a POST;
+// Mcp-Session-Id, read in a compatibility mode). The body's shape is the
+// walk's to judge (envelope.Fast: one object in the plainest form, nested
+// at most 64 deep). Everything either refuses is go-sdk's to answer.
+func fastGate(r *http.Request, msgs []envelope.Message, method string) bool {
 	if len(msgs) != 1 || msgs[0].Method != method || !msgs[0].HasID {
 		return false
 	}
 	if !isJSONType(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
-	if len(r.Header.Values("Last-Event-ID")) > 0 || len(r.Header.Values("Mcp-Session-Id")) > 0 {
-		return false
-	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	return jsonwire.Shallow(body, maxFastDepth)
+	return len(r.Header.Values("Last-Event-ID")) == 0 && len(r.Header.Values("Mcp-Session-Id")) == 0
 }
 
 // fastVersion is the gate's second half, once the body is parsed: the
@@ -170,7 +93,7 @@ func fastGate(r *http.Request, body []byte, msgs []envelope.Message, method stri
 // of the headers against the body and of the _meta triple (modernMetaOK).
 // name is what Mcp-Name must say. It reports whether the request is
 // modern, and false in ok for anything go-sdk decides.
-func fastVersion(r *http.Request, method, name string, meta *fastReadRequest) (modern, ok bool) {
+func fastVersion(r *http.Request, method, name string, meta *envelope.Fast) (modern, ok bool) {
 	switch r.Header.Get("MCP-Protocol-Version") {
 	case versionModern:
 		return true, modernMetaOK(r, method, name, meta)
@@ -188,7 +111,7 @@ func fastVersion(r *http.Request, method, name string, meta *fastReadRequest) (m
 //
 // method and name are what Mcp-Method and Mcp-Name must say: the read's
 // URI, the call's tool name.
-func modernMetaOK(r *http.Request, method, name string, req *fastReadRequest) bool {
+func modernMetaOK(r *http.Request, method, name string, req *envelope.Fast) bool {
 	if string(req.ProtocolVersion) != `"`+versionModern+`"` || !objectOf(req.ClientCapabilities, '{') {
 		return false
 	}
@@ -225,11 +148,6 @@ func objectOf(v []byte, first byte) bool {
 	})
 	return err == nil && ok
 }
-
-// maxFastDepth is the deepest nesting of arrays and objects the fast path
-// takes; go-sdk refuses bodies nested deeper than 1000, encoding/json
-// (the envelope check) only beyond 10000.
-const maxFastDepth = 64
 
 // isJSONType reports whether a Content-Type is application/json (with
 // parameters or not), as go-sdk's check reads it.

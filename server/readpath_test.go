@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/store"
@@ -468,3 +470,11 @@ func TestMemberCacheServesTheCurrentBody(t *testing.T) {
 		t.Fatalf("after a replace the cache has %d entries, want 2", n)
 	}
 }
+
+// The _meta members of a modern request, as the tests write them.
+const (
+	metaProtocolVersion    = mcp.MetaKeyProtocolVersion
+	metaClientInfo         = mcp.MetaKeyClientInfo
+	metaClientCapabilities = mcp.MetaKeyClientCapabilities
+	metaLogLevel           = mcp.MetaKeyLogLevel
+)

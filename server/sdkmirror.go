@@ -10,8 +10,8 @@ package server
 //   - The protocol versions both paths answer: versionModern (per-request
 //     _meta, Mcp-Method and Mcp-Name headers, resultType, serverInfo _meta;
 //     SEP-2575's HTTP statuses for errors) and versionLegacy.
-//   - The _meta keys go-sdk reads on a modern request (metaProtocolVersion
-//     and the rest).
+//   - The _meta members go-sdk reads on a modern request (modernMetaOK;
+//     the walk of envelope.Parse finds them by go-sdk's mcp.MetaKey names).
 //   - The status of an error response on the modern version
 //     (writeErrorResponse): 404 for -32601; 400 for -32602 and the version
 //     and capability errors; 200 otherwise.
@@ -23,11 +23,4 @@ const sdkMirrorVersion = "v1.8.0"
 const (
 	versionModern = "2026-07-28"
 	versionLegacy = "2025-11-25"
-)
-
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
 )

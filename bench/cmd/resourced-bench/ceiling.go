@@ -14,8 +14,9 @@ import (
 // connections, it measures the most one HTTP request/response of that size
 // can do on this machine: the ceiling every server figure is a ratio to.
 type ceiling struct {
-	srv *http.Server
-	url string
+	srv   *http.Server
+	url   string
+	close func() // what else to close after the server, or nil
 }
 
 // startCeiling serves body with the given Content-Type on 127.0.0.1.
@@ -44,4 +45,9 @@ func startCeiling(body []byte, contentType string) (*ceiling, error) {
 	return c, nil
 }
 
-func (c *ceiling) Close() { _ = c.srv.Close() }
+func (c *ceiling) Close() {
+	_ = c.srv.Close()
+	if c.close != nil {
+		c.close()
+	}
+}

@@ -15,7 +15,9 @@
 // the server and that handler in -slice slices until each has run -d. The
 // ratio server/ceiling is what one request/response of this size costs in
 // resourced, relative to the cheapest possible HTTP exchange on this machine
-// at the same moment.
+// at the same moment. For -op save the ceiling also stores what it reads
+// (writeceiling.go): the write ceiling, in a database of its own in
+// -ceiling-dir, through the same group commit on the same disk.
 //
 // Usage (see bench/README.md for the scenarios):
 //
@@ -59,6 +61,7 @@ type options struct {
 	d, warmup, slice     time.Duration
 	timeout              time.Duration
 	ceiling              bool
+	ceilingDir           string
 	prepare, prepareFrom int
 	keys                 int
 	pid                  int
@@ -101,7 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before measuring, per target")
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -ceiling: alternate server and ceiling in slices this long")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "per-request timeout")
-	fs.BoolVar(&o.ceiling, "ceiling", false, "also load an in-process net/http handler returning the same bytes, and report ratios to it")
+	fs.BoolVar(&o.ceiling, "ceiling", false, "also load an in-process net/http handler returning the same bytes, and report ratios to it; for -op save it stores each body first (the write ceiling)")
+	fs.StringVar(&o.ceilingDir, "ceiling-dir", "", "with -op save -ceiling: where the write ceiling keeps its bbolt database; use the server's disk (default: a new directory in $TMPDIR, removed after)")
 	fs.StringVar(&o.s3.endpoint, "s3-direct", "", "the ceiling is this S3 endpoint itself: for -op read a presigned GET of the resource's object, for -op save a presigned create-only PUT of a new object of -size (needs -s3-bucket, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 	fs.StringVar(&o.s3.bucket, "s3-bucket", "", "with -s3-direct: the server's store.s3.bucket")
 	fs.StringVar(&o.s3.prefix, "s3-prefix", "", "with -s3-direct: the server's store.s3.prefix")
@@ -182,6 +186,9 @@ type Result struct {
 	Ceiling     *Summary       `json:"ceiling,omitempty"`
 	// Ratio is server/ceiling successful requests per second.
 	Ratio float64 `json:"ratio,omitempty"`
+	// ServerCPUMicros is the server's CPU time per successful request in
+	// its slices, in µs (with -pid).
+	ServerCPUMicros float64 `json:"serverCPUMicros,omitempty"`
 	// ResponseBytes is the size of one response (the captured one).
 	ResponseBytes int  `json:"responseBytes,omitempty"`
 	RSS           *RSS `json:"rss,omitempty"`
@@ -328,6 +335,20 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 			return 1, fmt.Errorf("direct S3 GET of %s failed: %s", res.Target, x.err)
 		}
 		targets = append(targets, t)
+	case o.ceiling && o.op == "save":
+		dir := o.ceilingDir
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "resourced-bench-ceiling-"); err != nil {
+				return 1, err
+			}
+			defer os.RemoveAll(dir)
+		}
+		c, err := startWriteCeiling(dir, o.size, append([]byte(nil), first.body...), first.ctype)
+		if err != nil {
+			return 1, fmt.Errorf("write ceiling: %w", err)
+		}
+		defer c.Close()
+		targets = append(targets, newTarget("ceiling", c.url, o.c, o.timeout))
 	case o.ceiling:
 		c, err := startCeiling(append([]byte(nil), first.body...), first.ctype)
 		if err != nil {
@@ -378,6 +399,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	res.OthersCores = bestNoise
 	s := summarize("server", st[0])
 	res.Server = &s
+	if s.CPU != nil && o.pid > 0 && s.PerSecond > 0 {
+		res.ServerCPUMicros = s.CPU.Server / s.PerSecond * 1e6
+	}
 	if len(st) > 1 {
 		c := summarize(targets[1].name, st[1])
 		res.Ceiling = &c
@@ -484,6 +508,10 @@ func finish(o *options, res *Result, stdout io.Writer) (int, error) {
 	if res.Server != nil && res.Server.OK == 0 {
 		return 1, errors.New("no request succeeded")
 	}
+	if c := res.Ceiling; c != nil && (c.Errors > 0 || c.OK == 0) {
+		// A ceiling that failed measures nothing, and its ratio misleads.
+		return 1, fmt.Errorf("the %s failed %d of %d requests", c.Target, c.Errors, c.Errors+c.OK)
+	}
 	return 0, nil
 }
 
@@ -511,6 +539,9 @@ func printText(w io.Writer, r *Result) {
 		fmt.Fprintln(w, r.Ceiling.row())
 		fmt.Fprintf(w, "ratio    %.3f of the ceiling's req/s; latency p50 ×%.2f, p99 ×%.2f\n",
 			r.Ratio, ratio(r.Server.P50, r.Ceiling.P50), ratio(r.Server.P99, r.Ceiling.P99))
+	}
+	if r.ServerCPUMicros > 0 {
+		fmt.Fprintf(w, "cpu      server %.0f µs per request (%.2f cores)\n", r.ServerCPUMicros, r.Server.CPU.Server)
 	}
 	fmt.Fprint(w, r.Server.errorLines())
 	if r.Ceiling != nil {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/resourced/resourced/server"
+	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/memstore"
 )
 
@@ -225,5 +227,43 @@ func TestSavePathsUniqueAcrossAttempts(t *testing.T) {
 			t.Fatalf("path %q again in a second attempt", req.Params.Arguments.Path)
 		}
 		seen[req.Params.Arguments.Path] = true
+	}
+}
+
+// TestWriteCeilingStores: with -op save -ceiling the ceiling stores every
+// body it answers, fsynced, size bytes each, in its own database, run
+// after run.
+func TestWriteCeilingStores(t *testing.T) {
+	url := startServer(t)
+	dir := t.TempDir()
+	// Twice into one directory, as bench/run.sh runs its save scenarios.
+	var answered int64
+	for range 2 {
+		var stdout, stderr bytes.Buffer
+		args := []string{"-url", url, "-token", "", "-c", "2", "-d", "300ms", "-warmup", "0s", "-slice", "100ms", "-json",
+			"-op", "save", "-tool", "save_report", "-size", "1KiB", "-ceiling", "-ceiling-dir", dir}
+		if code, err := run(args, &stdout, &stderr); code != 0 || err != nil {
+			t.Fatalf("run: exit %d, %v\n%s", code, err, &stderr)
+		}
+		var res Result
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Ceiling == nil || res.Ceiling.OK == 0 || res.Ceiling.Errors != 0 || res.Ratio <= 0 {
+			t.Fatalf("ceiling summary: %+v, ratio %v", res.Ceiling, res.Ratio)
+		}
+		answered += res.Ceiling.OK
+	}
+	st, err := boltstore.Open(filepath.Join(dir, "ceiling.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.Usage(t.Context(), "ceiling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Objects != answered || u.Bytes != 1024*answered {
+		t.Errorf("the ceiling answered %d saves and stored %d objects of %d bytes in all", answered, u.Objects, u.Bytes)
 	}
 }

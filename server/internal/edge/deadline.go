@@ -189,7 +189,13 @@ var errSlowBody = errors.New("the request body arrived too slowly")
 // IsSlowBody reports whether err is a body read that missed its deadline.
 func IsSlowBody(err error) bool { return errors.Is(err, errSlowBody) }
 
-// deadlineBody is a request body under a read deadline.
+// deadlineBody is a request body under a read deadline, set once (Body)
+// and moved only for a body without a Content-Length. It is not cleared at
+// the end of the body: net/http clears it itself when the body reaches EOF,
+// as it starts reading the connection in the background to notice a client
+// going away (connReader.startBackgroundRead), so that a request outliving
+// its body's deadline (a subscriptions/listen) keeps its context;
+// TestListenOutlivesBudgets holds net/http to it.
 type deadlineBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
@@ -208,13 +214,6 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 			d.set = next
 			_ = d.rc.SetReadDeadline(next)
 		}
-	}
-	if errors.Is(err, io.EOF) {
-		// The whole body is in. net/http now reads the connection in the
-		// background to notice a client going away, and a deadline left
-		// set would end the request's context when it passes (a
-		// subscriptions/listen lives far longer than its body took).
-		_ = d.rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		err = fmt.Errorf("%w (%d bytes in %s): %w", errSlowBody, d.read, time.Since(d.start).Round(time.Millisecond), err)

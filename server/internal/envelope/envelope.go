@@ -15,14 +15,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/server/internal/mcptool"
-	"github.com/resourced/resourced/service"
 )
 
 // Beyond that, what go-sdk would answer with Go's words (a params value of
@@ -42,6 +38,13 @@ type Message struct {
 	HasMethod    bool
 	ID           []byte // raw JSON; nil when absent
 	Params       []byte // raw JSON; nil when absent
+	Fast         Fast   // what the fast paths take; zero when they take nothing
+
+	// paramsErr is what the walk found wrong with params that are an
+	// object, for Check: the kinds of a tools/call's or resources/read's
+	// members, inputResponses included, or another method's
+	// inputResponses.
+	paramsErr error
 }
 
 // Error is a body that is not acceptable JSON-RPC; its text is the
@@ -50,100 +53,9 @@ type Error struct{ Reason string }
 
 func (e *Error) Error() string { return e.Reason }
 
-// Parse checks body and returns its messages. jsonwire.ErrSyntax means the
-// body is not one JSON value; *errEnvelope that it is not valid JSON-RPC.
-func Parse(body []byte) ([]Message, error) {
-	if !json.Valid(body) {
-		return nil, jsonwire.ErrSyntax
-	}
-	if err := jsonwire.UniqueMembers(body); err != nil {
-		var de *jsonwire.DuplicateError
-		if errors.As(err, &de) {
-			return nil, &Error{de.Error()}
-		}
-		return nil, err
-	}
-	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '[' {
-		var msgs []Message
-		err := jsonwire.Elements(body, func(_ int, v []byte) error {
-			m, err := parseMessage(v)
-			msgs = append(msgs, m)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return msgs, nil
-	}
-	m, err := parseMessage(body)
-	if err != nil {
-		return nil, err
-	}
-	return []Message{m}, nil
-}
-
 // maxSafeID is the largest integer id every JSON implementation carries
 // exactly (2^53 - 1).
 const maxSafeID = 1<<53 - 1
-
-func parseMessage(data []byte) (Message, error) {
-	var m Message
-	if d := bytes.TrimLeft(data, " \t\r\n"); len(d) == 0 || d[0] != '{' {
-		return m, &Error{"a JSON-RPC message is an object (a batch, an array of them)"}
-	}
-	var hasMethod, hasResult, versionOK bool
-	err := jsonwire.Members(data, func(name string, v []byte) error {
-		switch name {
-		case "jsonrpc":
-			versionOK = string(v) == `"2.0"` || v[0] == '"' && mustString(v) == "2.0"
-		case "id":
-			if string(v) == "null" {
-				return nil // go-sdk answers a null id itself
-			}
-			m.HasID, m.ID = true, v
-			if v[0] == '"' {
-				return nil
-			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || n > maxSafeID || n < -maxSafeID {
-				return &Error{"the id must be a string or an integer between -(2^53-1) and 2^53-1, got " + service.Truncate(string(v), 40)}
-			}
-		case "method":
-			hasMethod, m.HasMethod = true, true
-			var ok bool
-			if m.Method, ok = jsonwire.View(v); !ok {
-				return &Error{"the method must be a string"}
-			}
-		case "result", "error":
-			hasResult = true
-		case "params":
-			m.Params = v
-			return jsonwire.Members(v, func(name string, pv []byte) error {
-				if name == "name" {
-					m.Tool, _ = jsonwire.View(pv)
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return m, err
-	}
-	if !versionOK {
-		return m, &Error{`the jsonrpc member must be "2.0"`}
-	}
-	if m.HasID && !hasMethod && !hasResult {
-		return m, &Error{"a message with an id needs a method (a request) or a result or error (a response)"}
-	}
-	return m, nil
-}
-
-func mustString(v []byte) string {
-	s, _ := jsonwire.String(v)
-	return s
-}
 
 // serverMethods are the methods go-sdk v1.8.0 serves, each with the type
 // its params decode into (its serverMethodInfos).
@@ -155,10 +67,10 @@ var serverMethods = map[string]func() any{
 	"prompts/list":                     func() any { return new(mcp.ListPromptsParams) },
 	"prompts/get":                      func() any { return new(mcp.GetPromptParams) },
 	"tools/list":                       func() any { return new(mcp.ListToolsParams) },
-	"tools/call":                       nil, // checkKinds: its arguments may be most of the body
+	"tools/call":                       nil, // by kind only (Message.paramsErr)
 	"resources/list":                   func() any { return new(mcp.ListResourcesParams) },
 	"resources/templates/list":         func() any { return new(mcp.ListResourceTemplatesParams) },
-	"resources/read":                   nil, // checkKinds: the hottest path, two members
+	"resources/read":                   nil, // by kind only (Message.paramsErr)
 	"logging/setLevel":                 func() any { return new(mcp.SetLoggingLevelParams) },
 	"resources/subscribe":              func() any { return new(mcp.SubscribeParams) },
 	"subscriptions/listen":             func() any { return new(mcp.SubscriptionsListenParams) },
@@ -199,12 +111,12 @@ func Check(m *Message) error {
 		return &ParamsError{"Invalid params: params must be an object"}
 	}
 	if newParams == nil {
-		return checkKinds(p, kindsOf[m.Method]) // inputResponses too, in the same pass
+		// By kind only: tools/call's arguments, maybe megabytes, are the
+		// tool's to check; resources/read, the hottest path, has two members.
+		return m.paramsErr
 	}
-	if inputResponsesOf[m.Method] {
-		if err := checkInputResponses(p); err != nil {
-			return err
-		}
+	if m.paramsErr != nil && inputResponsesOf[m.Method] {
+		return m.paramsErr
 	}
 	err := json.Unmarshal(p, newParams())
 	var te *json.UnmarshalTypeError
@@ -220,66 +132,9 @@ func Check(m *Message) error {
 	}
 }
 
-// kindsOf are the JSON kinds of the params members of the methods checked
-// by kind only (checkKinds): tools/call, whose arguments (possibly
-// megabytes) are the tool's to check, answered with a validation_error
-// result; resources/read, the hottest path, which has only these two.
-var kindsOf = map[string]map[string]byte{
-	"tools/call":     {"name": '"', "_meta": '{'},
-	"resources/read": {"uri": '"', "_meta": '{'},
-}
-
-// inputResponsesOf are the methods whose params may carry the
-// inputResponses of a multi-round-trip request (SEP-2322).
-var inputResponsesOf = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
-
-// checkInputResponses refuses an inputResponses member that is not an
-// object of objects (each an elicitation, sampling or roots result):
-// null, a number, an array, or a response that is not an object are
-// protocol errors, answered -32602 before any tool or upstream runs.
-func checkInputResponses(p []byte) error {
-	return jsonwire.Members(p, func(name string, v []byte) error {
-		if !strings.EqualFold(name, "inputResponses") {
-			return nil
-		}
-		return checkInputResponsesValue(v)
-	})
-}
-
-var errInputResponses = &ParamsError{"Invalid params: inputResponses must be an object whose values are input responses (objects)"}
-
-// checkInputResponsesValue checks the value of an inputResponses member.
-func checkInputResponsesValue(v []byte) error {
-	if v[0] != '{' {
-		return errInputResponses
-	}
-	return jsonwire.Members(v, func(_ string, r []byte) error {
-		if r[0] != '{' {
-			return errInputResponses
-		}
-		return nil
-	})
-}
-
-// checkKinds checks that the members of params named in kinds (compared
-// as go-sdk's decoder compares them, ignoring case) hold a value of that
-// kind or null, without decoding them, and an inputResponses member as
-// checkInputResponses does, in the same pass.
-func checkKinds(p []byte, kinds map[string]byte) error {
-	return jsonwire.Members(p, func(name string, v []byte) error {
-		if strings.EqualFold(name, "inputResponses") {
-			return checkInputResponsesValue(v) // both methods take them (SEP-2322)
-		}
-		for want, kind := range kinds {
-			if !strings.EqualFold(name, want) || v[0] == kind || string(v) == "null" {
-				continue
-			}
-			what := "an object"
-			if kind == '"' {
-				what = "a string"
-			}
-			return &ParamsError{"Invalid params: " + want + " must be " + what}
-		}
-		return nil
-	})
-}
+// inputResponsesOf are the methods besides tools/call and resources/read
+// whose params may carry the inputResponses of a multi-round-trip request
+// (SEP-2322): an object of objects (each an elicitation, sampling or roots
+// result). null, a number, an array, or a response that is not an object
+// are protocol errors, answered -32602 before any tool or upstream runs.
+var inputResponsesOf = map[string]bool{"prompts/get": true}
