@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/service"
@@ -596,22 +597,14 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			session := req.Session
 			q = newQuiet()
-			var (
-				mu   sync.Mutex
-				last time.Time
-			)
+			lim := rate.NewLimiter(progressRate, progressBurst)
 			upTok, done := f.sessions.Progress().Route(cs, func(n *mcp.ProgressNotificationParams) {
 				q.touch()
-				// Coalesced: at most one a progressEvery, and the last
-				// step (progress reaching total) always.
-				mu.Lock()
-				now := time.Now()
-				if final := n.Total > 0 && n.Progress >= n.Total; !final && now.Sub(last) < progressEvery {
-					mu.Unlock()
+				// Bounded per call: a burst, then progressRate a second;
+				// the last step (progress reaching total) always passes.
+				if final := n.Total > 0 && n.Progress >= n.Total; !final && !lim.Allow() {
 					return
 				}
-				last = now
-				mu.Unlock()
 				c := *n
 				c.ProgressToken = tok
 				c.Meta = forwardMeta(n.Meta)
@@ -668,11 +661,12 @@ type quiet struct {
 const (
 	progressQuiet  = 10 * time.Millisecond
 	progressSettle = 100 * time.Millisecond
-	// progressEvery is the least time between two progress notifications
-	// forwarded for one call: the ones between are dropped (progress is a
+	// progressRate and progressBurst bound the progress notifications
+	// forwarded for one call: the ones over are dropped (progress is a
 	// state, the latest says it all), so an upstream's flood costs its
-	// caller's stream at most 50 a second.
-	progressEvery = 20 * time.Millisecond
+	// caller's stream at most 50 a second after the first 100.
+	progressRate  = 50
+	progressBurst = 100
 )
 
 func newQuiet() *quiet { return &quiet{last: time.Now()} }
