@@ -189,6 +189,18 @@ func (c *charge) attribute(tenant string) (busyData, bool) {
 	return busyData{}, true
 }
 
+// attributeTo charges what is held to tenant, moving it from the tenant
+// it was charged to while the line was read when that is another (an
+// answer with two ids: go-sdk takes the last).
+func (c *charge) attributeTo(tenant string) (busyData, bool) {
+	if c.tenant == tenant || c.tenant == "" {
+		return c.attribute(tenant)
+	}
+	c.b.give(c.tenant, 0, c.tenantN)
+	c.tenant, c.tenantN = "", 0
+	return c.attribute(tenant)
+}
+
 // release gives back everything c holds.
 func (c *charge) release() {
 	c.b.give(c.tenant, c.n, c.tenantN)
@@ -321,6 +333,18 @@ func (r *tickets) waiting() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.m) > 0
+}
+
+// takeID is take of a decoded id.
+func (r *tickets) takeID(id jsonrpc.ID) *ticket {
+	if r == nil || !id.IsValid() {
+		return nil
+	}
+	raw, err := json.Marshal(id.Raw())
+	if err != nil {
+		return nil
+	}
+	return r.take(raw)
 }
 
 // peek is the ticket of the call with the raw id, or nil.

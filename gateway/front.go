@@ -219,13 +219,16 @@ func tenantOf(ctx context.Context) (auth.Principal, bool) {
 }
 
 // session returns the upstream's session for the caller, bounded by its
-// CallTimeout, with the caller's cancellation (front_inflight.go) attached.
+// CallTimeout, with the caller's cancellation (front_inflight.go) and a
+// ticket (budget.go) attached: the answer's bytes count against the
+// in-flight budget, and its large strings wait in the ticket, until stop.
 func (f *Front) session(ctx context.Context, up string) (context.Context, context.CancelFunc, *mcp.ClientSession, error) {
 	u := f.ups[up]
-	cctx, cancel := f.calls.context(ctx)
-	cctx, cancelTimeout := context.WithTimeout(cctx, u.CallTimeout)
-	stop := func() { cancelTimeout(); cancel() }
 	p, _ := tenantOf(ctx)
+	t := newTicket(p.Tenant)
+	cctx, cancel := f.calls.context(withTicket(ctx, t))
+	cctx, cancelTimeout := context.WithTimeout(cctx, u.CallTimeout)
+	stop := func() { cancelTimeout(); cancel(); t.release() }
 	cs, err := f.sessions.Session(cctx, up, p.Tenant)
 	if err != nil {
 		return cctx, stop, nil, err
@@ -581,11 +584,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	f.ensureListed(ctx, up)
 	cctx, stop, cs, err := f.session(ctx, up)
 	defer stop()
-	// The answer's bytes count against the in-flight budget, and its
-	// large strings wait in the ticket, until this call is answered.
-	t := newTicket(p.Tenant)
-	defer t.release()
-	cctx = withTicket(cctx, t)
+	t := ticketFrom(cctx)
 	var res *mcp.CallToolResult
 	if err == nil {
 		args := req.Params.Arguments
@@ -775,6 +774,11 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, 
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
+		f.logFailure(ctx, up, "resources/read", "", start, e)
+		return nil, e.rpcError(up)
+	}
+	if err := restoreContents(ticketFrom(cctx), res.Contents); err != nil {
+		e := upstreamError{bad: true, cause: err.Error()}
 		f.logFailure(ctx, up, "resources/read", "", start, e)
 		return nil, e.rpcError(up)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/time/rate"
 )
 
@@ -269,6 +270,11 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 	}
 	n := copy(p, g.out)
 	g.out = g.out[n:]
+	if len(g.out) == 0 && cap(g.sc.out) > 1<<20 {
+		// Handed on whole: a large line's buffer is not kept until the
+		// upstream's next line.
+		g.out, g.sc.out = nil, nil
+	}
 	return n, nil
 }
 
@@ -334,42 +340,49 @@ func (g *lineGuard) next() {
 		if g.dropped != nil {
 			g.dropped(size, id != nil)
 		}
-		if id != nil {
-			g.out = append(tooLargeResponse(id, size, g.limit), '\n')
-		}
+		g.answer(id, func() []byte { return tooLargeResponse(id, size, g.limit) })
 		return
 	case busy != nil:
 		g.refuse("busy", id)
-		if id != nil {
-			g.out = append(busyResponse(id, *busy), '\n')
-		}
+		g.answer(id, func() []byte { return busyResponse(id, *busy) })
 		return
 	}
 	msg := g.sc.out
 	if len(msg) == 0 && size == 0 {
 		return // end of stream, or an empty line
 	}
-	if g.notes != nil && g.sc.topObject && g.sc.hasMethod && g.sc.idState == idNone && !g.notes.Allow() {
-		g.refuse("noisy", nil)
-		g.pending = ch
-		return
-	}
-	t := g.tickets.take(id)
-	if !json.Valid(msg) || !g.sc.jsonrpc() {
+	// go-sdk's reader ends the session at a message it cannot decode: such
+	// a line fails its own call (when its id can be read) or is dropped.
+	// The decode is go-sdk's own, of the message without its spills.
+	msgs, err := decodeLine(msg)
+	if err != nil {
 		ch.release()
 		g.refuse("bad", id)
-		if id != nil {
-			g.out = append(badMessageResponse(id), '\n')
-		}
+		g.answer(id, func() []byte { return badMessageResponse(id) })
 		return
 	}
+	var t *ticket
+	if len(msgs) == 1 {
+		switch m := msgs[0].(type) {
+		case *jsonrpc.Request:
+			// Notifications and server requests alike: each costs a
+			// decode (and a request an answer).
+			if g.notes != nil && !g.notes.Allow() {
+				g.refuse("noisy", nil)
+				g.pending = ch
+				return
+			}
+		case *jsonrpc.Response:
+			t = g.tickets.takeID(m.ID) // the call go-sdk hands the answer to
+		}
+	}
 	if t != nil {
-		if d, ok := ch.attribute(t.tenant); !ok {
+		if d, ok := ch.attributeTo(t.tenant); !ok {
 			// Over the tenant's share only now that its call is known
 			// (an answer whose id comes last).
 			ch.release()
 			g.refuse("busy", id)
-			g.out = append(busyResponse(id, d), '\n')
+			g.answer(id, func() []byte { return busyResponse(id, d) })
 			return
 		}
 		t.hold(ch, g.sc.spills)
@@ -381,6 +394,49 @@ func (g *lineGuard) next() {
 		msg = append(msg, '\n')
 	}
 	g.out = msg
+}
+
+// answer hands go-sdk the gateway's error for id in place of a line, when
+// there is an id and go-sdk can decode the answer (an id such as 1e400
+// cannot be answered: the line is then only dropped).
+func (g *lineGuard) answer(id []byte, resp func() []byte) {
+	if id == nil {
+		return
+	}
+	b := resp()
+	if _, err := jsonrpc.DecodeMessage(b); err != nil {
+		return
+	}
+	g.out = append(b, '\n')
+}
+
+// decodeLine decodes a line as go-sdk's stdio reader does (a batch, or one
+// message), so that a line it would fail on is known before it is handed
+// on.
+func decodeLine(b []byte) ([]jsonrpc.Message, error) {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return nil, err
+		}
+		if len(raws) == 0 {
+			return nil, errors.New("empty batch")
+		}
+		msgs := make([]jsonrpc.Message, 0, len(raws))
+		for _, raw := range raws {
+			m, err := jsonrpc.DecodeMessage(raw)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, nil
+	}
+	m, err := jsonrpc.DecodeMessage(b)
+	if err != nil {
+		return nil, err
+	}
+	return []jsonrpc.Message{m}, nil
 }
 
 func (g *lineGuard) refuse(why string, id []byte) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -19,7 +20,7 @@ const maxStderrLine = 2048
 // The stderr of an upstream is logged at most stderrRate lines a second
 // (bursts of stderrBurst), so at most about 40 KiB/s of log per process
 // whatever it writes; the lines over it are read and dropped, counted,
-// and summed up in one entry at most every stderrSummary.
+// and summed up in one entry stderrSummary after the first of them.
 const (
 	stderrRate    = 20
 	stderrBurst   = 200
@@ -34,18 +35,33 @@ const (
 func logStderr(r io.Reader, log *slog.Logger, dropped func()) {
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	lim := rate.NewLimiter(stderrRate, stderrBurst)
-	var skipped, skippedBytes int64
-	lastSummary := time.Now()
+	var (
+		mu                    sync.Mutex
+		skipped, skippedBytes int64
+		timer                 *time.Timer
+	)
+	// summary logs what was dropped since the last one: stderrSummary
+	// after the first drop (a timer, so that a process that floods and
+	// then goes quiet is still reported), and at the end.
+	summary := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if skipped > 0 {
+			log.Warn("upstream stderr lines dropped: over the gateway's rate", "lines", skipped, "bytes", skippedBytes, "linesPerSecond", stderrRate)
+		}
+		skipped, skippedBytes, timer = 0, 0, nil
+	}
 	emit := func(line []byte, truncated bool) {
 		if !lim.Allow() {
+			mu.Lock()
 			skipped++
 			skippedBytes += int64(len(line))
+			if timer == nil {
+				timer = time.AfterFunc(stderrSummary, summary)
+			}
+			mu.Unlock()
 			if dropped != nil {
 				dropped()
-			}
-			if time.Since(lastSummary) >= stderrSummary {
-				log.Warn("upstream stderr lines dropped: over the gateway's rate", "lines", skipped, "bytes", skippedBytes, "linesPerSecond", stderrRate)
-				skipped, skippedBytes, lastSummary = 0, 0, time.Now()
 			}
 			return
 		}
@@ -56,9 +72,12 @@ func logStderr(r io.Reader, log *slog.Logger, dropped func()) {
 		log.Info("upstream stderr", "line", string(bytes.TrimRight(line, "\r\n")))
 	}
 	defer func() {
-		if skipped > 0 {
-			log.Warn("upstream stderr lines dropped: over the gateway's rate", "lines", skipped, "bytes", skippedBytes, "linesPerSecond", stderrRate)
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
 		}
+		mu.Unlock()
+		summary()
 	}()
 	for {
 		line, err := br.ReadSlice('\n')

@@ -42,7 +42,9 @@ const rawUpstreamEnv = "RESOURCED_GATEWAY_POOL_TEST_RAW_UPSTREAM"
 //   - tools/call structured {n}: a text and a structuredContent of n
 //     bytes each;
 //   - tools/call flood {n}: n progress notifications with the call's
-//     token, then its result.
+//     token, then its result;
+//   - tools/call lines {lines, repeat}: the lines as given, {ID} the call's
+//     id and {BIG} 100 000 bytes of text, the first one repeat times.
 func rawUpstream(r io.Reader, w io.Writer) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -59,8 +61,10 @@ func rawUpstream(r io.Reader, w io.Writer) {
 				ProtocolVersion string `json:"protocolVersion"`
 				Name            string `json:"name"`
 				Arguments       struct {
-					N      int  `json:"n"`
-					IDLast bool `json:"id_last"`
+					N      int      `json:"n"`
+					IDLast bool     `json:"id_last"`
+					Lines  []string `json:"lines"`
+					Repeat int      `json:"repeat"`
 				} `json:"arguments"`
 				Meta struct {
 					ProgressToken json.RawMessage `json:"progressToken"`
@@ -108,6 +112,14 @@ func rawUpstream(r io.Reader, w io.Writer) {
 			case "structured":
 				x := strings.Repeat("s", a.N)
 				reply(m.ID, `{"content":[{"type":"text","text":"`+x+`"}],"structuredContent":{"content":"`+x+`","n":1}}`)
+			case "lines": // the lines as given ({ID}: the call's id, {BIG}: 100 000 x "b"), the first repeated
+				for i, l := range a.Lines {
+					l = strings.ReplaceAll(strings.ReplaceAll(l, "{ID}", string(m.ID)), "{BIG}", strings.Repeat("b", 100000))
+					for range max(1, a.Repeat*btoi(i == 0)) {
+						fmt.Fprintln(out, l)
+					}
+				}
+				out.Flush()
 			case "flood":
 				for i := range a.N {
 					fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}`+"\n", m.Params.Meta.ProgressToken, i)
@@ -257,4 +269,11 @@ func newTestUpstream() *mcp.Server {
 		return text("written"), nil, nil
 	})
 	return s
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

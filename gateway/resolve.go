@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -93,7 +94,9 @@ func (p payload) head(n int) []byte {
 }
 
 // structured is a structuredContent's JSON: the JSON of the value go-sdk
-// decoded, with the spilled strings of t spliced back as they were sent.
+// decoded, with the spilled strings of t spliced back decoded and escaped
+// again as json.Marshal escapes them: the bytes json.Marshal gives the
+// whole value.
 func structured(t *ticket, v any) (payload, error) {
 	skel, err := json.Marshal(v)
 	if err != nil || t == nil {
@@ -122,7 +125,7 @@ func structured(t *ticket, v any) (payload, error) {
 		rs := make([]io.Reader, 0, 2*len(found)+1)
 		last := 0
 		for _, f := range found {
-			rs = append(rs, bytes.NewReader(skel[last:f.i]), f.sp.raw())
+			rs = append(rs, bytes.NewReader(skel[last:f.i]), newJSONEscaper(newUnescaper(f.sp.raw())))
 			last = f.i + placeholderLen
 		}
 		return io.MultiReader(append(rs, bytes.NewReader(skel[last:]))...)
@@ -228,4 +231,125 @@ func restoreValue(t *ticket, v any) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// restoreContents gives the contents of a resources/read answer their
+// spilled strings back.
+func restoreContents(t *ticket, contents []*mcp.ResourceContents) error {
+	for _, c := range contents {
+		if c == nil {
+			continue
+		}
+		if sp := spilledText(t, c.Text); sp != nil {
+			b, err := sp.bytes()
+			if err != nil {
+				return err
+			}
+			c.Text = string(b)
+		}
+		if sp := spilledData(t, c.Blob); sp != nil {
+			b, err := sp.bytes()
+			if err != nil {
+				return err
+			}
+			c.Blob = b
+		}
+	}
+	return nil
+}
+
+// jsonEscaper reads the UTF-8 text read from src as the inside of a JSON
+// string, escaped as encoding/json escapes it (HTML characters, U+2028
+// and U+2029 included), so that a spliced structuredContent has the bytes
+// json.Marshal would give its decoded value.
+type jsonEscaper struct {
+	src   io.Reader
+	in    []byte
+	carry int // bytes of an incomplete rune at the start of in
+	out   []byte
+	err   error
+}
+
+func newJSONEscaper(src io.Reader) *jsonEscaper {
+	return &jsonEscaper{src: src, in: make([]byte, 32<<10)}
+}
+
+func (e *jsonEscaper) Read(p []byte) (int, error) {
+	for len(e.out) == 0 {
+		if e.err != nil {
+			return 0, e.err
+		}
+		n, err := e.src.Read(e.in[e.carry:])
+		n += e.carry
+		chunk := e.in[:n]
+		end := n
+		if err == nil {
+			// Keep a rune cut by the read for the next one.
+			for k := 1; k < utf8.UTFMax && k <= n; k++ {
+				if utf8.RuneStart(chunk[n-k]) {
+					if !utf8.FullRune(chunk[n-k:]) {
+						end = n - k
+					}
+					break
+				}
+			}
+		}
+		e.out = appendJSONEscaped(e.out[:0], chunk[:end])
+		e.carry = copy(e.in, chunk[end:])
+		e.err = err
+	}
+	n := copy(p, e.out)
+	e.out = e.out[n:]
+	return n, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONEscaped appends b (UTF-8) escaped as encoding/json escapes a
+// string's characters.
+func appendJSONEscaped(dst, b []byte) []byte {
+	start := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, b[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			dst = append(dst, b[start:i]...)
+			if r == utf8.RuneError {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, b[start:]...)
 }

@@ -6,19 +6,18 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // Spilling (docs/gateway.md, "What the gateway holds"): the large strings
 // of a tool result — a content item's text, data or blob, an embedded
-// resource's text or blob, and any string inside structuredContent —
+// resource's text or blob, and any string inside structuredContent — and
+// of a resources/read answer (a content's text or blob)
 // are taken out of the upstream's message as it is read, kept once as
 // bytes, and replaced in the message go-sdk decodes by a placeholder. So
 // go-sdk decodes a small message, and the front saves the large parts
@@ -27,9 +26,8 @@ import (
 // Only a call made with a ticket (budget.go) is spilled: the ticket is
 // where its spilled strings wait for the front.
 //
-// A placeholder is 44 characters of standard base64 (33 bytes: 16 of the
-// pool's secret, 8 of a counter, 9 zero), valid as a text and as base64
-// data, and unguessable by an upstream, which never sees one.
+// A placeholder is 44 characters of standard base64 (33 random bytes),
+// valid as a text and as base64 data, and unguessable.
 
 // placeholderLen is the length of a placeholder.
 const placeholderLen = 44
@@ -166,22 +164,16 @@ func (sp *spill) bytes() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// placeholders makes the pool's placeholders.
-type placeholders struct {
-	secret [16]byte
-	seq    atomic.Uint64
-}
+// placeholders makes the pool's placeholders: each 33 bytes from
+// crypto/rand, so that one seen (never by an upstream, which is not sent
+// any; a bug's leak to a caller) tells nothing of the others.
+type placeholders struct{}
 
-func newPlaceholders() *placeholders {
-	p := &placeholders{}
-	_, _ = rand.Read(p.secret[:])
-	return p
-}
+func newPlaceholders() *placeholders { return &placeholders{} }
 
-func (p *placeholders) next() string {
+func (*placeholders) next() string {
 	var b [33]byte
-	copy(b[:], p.secret[:])
-	binary.BigEndian.PutUint64(b[16:], p.seq.Add(1))
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
@@ -222,11 +214,6 @@ type frameScanner struct {
 	sp       *spill
 
 	started, topObject, hasMethod bool
-	hasResult, hasError           bool
-	scalarTop                     bool // the message is a string, number, true, false or null
-	batchItems                    bool // the message is an array with something in it
-	verState                      uint8 // idNone, idPending (after "jsonrpc":), idString, idDone
-	ver                           []byte
 	idState                       uint8
 	id                            []byte
 	idBad                         bool
@@ -237,7 +224,6 @@ const (
 	strValue uint8 = iota
 	strKey
 	strCand
-	strVer // the value of "jsonrpc"
 )
 
 // id capture states.
@@ -254,7 +240,7 @@ func (s *frameScanner) reset() {
 	if cap(out) > 1<<20 {
 		out = nil // do not keep a large message's buffer
 	}
-	*s = frameScanner{spillAt: s.spillAt, keys: s.keys, out: out, stack: s.stack[:0], key: s.key[:0], id: s.id[:0], ver: s.ver[:0]}
+	*s = frameScanner{spillAt: s.spillAt, keys: s.keys, out: out, stack: s.stack[:0], key: s.key[:0], id: s.id[:0]}
 }
 
 // drop makes the scanner keep nothing more of the message (and drop what
@@ -324,9 +310,6 @@ func (s *frameScanner) write(p []byte) {
 			if s.idState == idPending {
 				s.idState, s.idBad = idDone, true
 			}
-			if s.depth == 1 && !s.topObject {
-				s.batchItems = true
-			}
 			s.depth++
 			if len(s.stack) < maxTracked {
 				s.stack = append(s.stack, frame{obj: c == '{', expectKey: c == '{'})
@@ -349,20 +332,13 @@ func (s *frameScanner) write(p []byte) {
 		case ':':
 			if f := s.top(); f != nil && f.obj {
 				f.expectKey = false
-				if s.depth == 1 && f.key == "id" && s.idState == idNone {
-					s.idState = idPending
-				}
-				if s.depth == 1 && f.key == "jsonrpc" && s.verState == idNone {
-					s.verState = idPending
+				// The last "id" and "jsonrpc" count, as in go-sdk's decode.
+				if s.depth == 1 && f.key == "id" {
+					s.idState, s.id, s.idBad = idPending, s.id[:0], false
 				}
 			}
-			default:
-			if !s.started {
-				s.started, s.scalarTop = true, true
-			}
-			if s.depth == 1 && !s.topObject {
-				s.batchItems = true
-			}
+		default:
+			s.started = true
 			switch s.idState {
 			case idPending:
 				s.idState = idScalar
@@ -395,12 +371,7 @@ func (s *frameScanner) keepID(c byte) {
 // startString reads the opening quote at p[i].
 func (s *frameScanner) startString(i int, from *int, emit func(int)) {
 	s.inString, s.bsRun, s.strKind = true, 0, strValue
-	if !s.started {
-		s.started, s.scalarTop = true, true
-	}
-	if s.depth == 1 && !s.topObject {
-		s.batchItems = true
-	}
+	s.started = true
 	f := s.top()
 	switch {
 	case f != nil && f.obj && f.expectKey:
@@ -409,9 +380,6 @@ func (s *frameScanner) startString(i int, from *int, emit func(int)) {
 	case s.idState == idPending && s.depth == 1:
 		s.idState = idString
 		s.keepID('"')
-		return
-	case s.verState == idPending && s.depth == 1:
-		s.verState, s.strKind, s.ver = idString, strVer, s.ver[:0]
 		return
 	}
 	if s.discard || s.spillAt <= 0 {
@@ -433,6 +401,15 @@ func (s *frameScanner) candidate() (spillKind, bool) {
 	}
 	if st[1].key == "structuredContent" {
 		return spillJSON, true
+	}
+	if st[1].key == "contents" && len(st) == 4 && !st[2].obj && st[3].obj { // resources/read
+		switch st[3].key {
+		case "text":
+			return spillText, true
+		case "blob":
+			return spillBase64, true
+		}
+		return 0, false
 	}
 	if st[1].key != "content" || len(st) < 4 || st[2].obj || !st[3].obj {
 		return 0, false
@@ -471,12 +448,6 @@ func (s *frameScanner) stringBytes(b []byte, from *int, end int) {
 			s.sp = &spill{key: s.keys.next(), kind: s.candKind, chunks: [][]byte{s.cand}, n: len(s.cand)}
 			s.cand = nil
 		}
-	case strVer:
-		if len(s.ver)+len(b) <= 8 {
-			s.ver = append(s.ver, b...)
-		} else {
-			s.verState = idNone // not "2.0"
-		}
 	default:
 		if s.idState == idString {
 			for _, c := range b {
@@ -495,15 +466,8 @@ func (s *frameScanner) endString(from *int, i int) {
 			if !s.keyLong {
 				f.key = string(s.key)
 			}
-			if s.depth == 1 {
-				switch f.key {
-				case "method":
-					s.hasMethod = true
-				case "result":
-					s.hasResult = true
-				case "error":
-					s.hasError = true
-				}
+			if s.depth == 1 && f.key == "method" {
+				s.hasMethod = true
 			}
 		}
 	case strCand:
@@ -520,10 +484,6 @@ func (s *frameScanner) endString(from *int, i int) {
 		}
 		s.out = append(s.out, '"')
 		s.cand, s.sp = nil, nil
-	case strVer:
-		if s.verState == idString {
-			s.verState = idDone
-		}
 	default:
 		if s.idState == idString {
 			s.keepID('"')
@@ -531,18 +491,6 @@ func (s *frameScanner) endString(from *int, i int) {
 		}
 	}
 	s.strKind = strValue
-}
-
-// jsonrpc reports whether the message, valid JSON, is one go-sdk takes: a
-// batch (go-sdk judges its members), or an object with "jsonrpc":"2.0"
-// that is a request or notification (a method) or a response (an id and
-// a result or an error). go-sdk ends the session at any other.
-func (s *frameScanner) jsonrpc() bool {
-	if !s.topObject {
-		return s.started && !s.scalarTop && s.batchItems
-	}
-	return s.verState == idDone && string(s.ver) == "2.0" &&
-		(s.hasMethod || s.idState == idDone && !s.idBad && (s.hasResult || s.hasError))
 }
 
 // trailingBackslashes is how many backslashes end the string so far,

@@ -561,17 +561,17 @@ func TestPoolJunkLinesAreDropped(t *testing.T) {
 	}
 }
 
-func TestFrameScannerJSONRPC(t *testing.T) {
+func TestDecodeLine(t *testing.T) {
 	for msg, want := range map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                          true,
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`:   true,
 		`{"id":"a","result":{},"jsonrpc":"2.0"}`:                            true,
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`: true,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`: false, // go-sdk: invalid request
 		`[{"jsonrpc":"2.0","id":1,"result":{}}]`:                            true,
 		`{"jsonrpc":"1.0","id":1,"result":{}}`:                              false,
 		`{"jsonrpc":2.0,"id":1,"result":{}}`:                                false,
 		`{"id":1,"result":{}}`:                                              false,
-		`{"jsonrpc":"2.0","id":1}`:                                          false,
+		`{"jsonrpc":"2.0","id":1}`:                                          true, // go-sdk: a response with neither result nor error
 		`{"jsonrpc":"2.0","id":[1],"result":{}}`:                            false,
 		`{"jsonrpc":"2.0","result":{}}`:                                     false,
 		`{"params":{"jsonrpc":"2.0","method":"x"}}`:                         false,
@@ -581,8 +581,111 @@ func TestFrameScannerJSONRPC(t *testing.T) {
 		`"s"`:   false,
 		`null`:  false,
 	} {
-		if got := scan([]byte(msg), 3, 16).jsonrpc(); got != want {
-			t.Errorf("%s: jsonrpc() = %t, want %t", msg, got, want)
+		if _, err := decodeLine([]byte(msg)); (err == nil) != want {
+			t.Errorf("%s: decodeLine = %v, want ok %t", msg, err, want)
+		}
+	}
+}
+
+// The hostile review of issue 24: lines that pass a JSON check but that
+// go-sdk's reader cannot decode ended the shared session; answers with
+// two ids or a fractional one reached a call other than the one holding
+// their spills (a caller saw a placeholder); notifications with
+// "id":null passed the rate limit.
+func TestPoolHostileLines(t *testing.T) {
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
+	cs := session(t, p, "fs", "")
+	pid := callText(t, cs, "pid", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	answer := `{"jsonrpc":"2.0","id":{ID},"result":{"content":[{"type":"text","text":"answered"}]}}`
+	lines := func(ls ...string) map[string]any { return map[string]any{"lines": ls} }
+	for _, junk := range []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{}}`,
+		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":[1],"method":"ping"}`,
+		`{"jsonrpc":"2.0","method":5}`,
+		`{"jsonrpc":"2.0","method":"notifications/x","jsonrpc":"1.0"}`,
+		`{"jsonrpc":"2.0","id":123456,"error":"boom"}`,
+		`{"jsonrpc":"2.0","id":1e400,"result":{}}`,
+		`{"jsonrpc":"2.0","method":"n","params":{"d":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}}`,
+	} {
+		if got := callText(t, cs, "lines", lines(junk, answer)); got != "answered" {
+			t.Fatalf("after %.60s: %q", junk, got)
+		}
+	}
+	if callText(t, cs, "pid", nil) != pid {
+		t.Fatal("the session did not survive the lines go-sdk cannot decode")
+	}
+	// Two ids (go-sdk takes the last) and a fractional one (go-sdk takes
+	// its integer part): the spills go with the answer to the call that
+	// gets it, which sees its text whole.
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":999999,"result":{"content":[{"type":"text","text":"{BIG}"}]},"id":{ID}}`,
+		`{"jsonrpc":"2.0","id":{ID}.5,"result":{"content":[{"type":"text","text":"{BIG}"}]}}`,
+	} {
+		tk, res, err := ticketCall(ctx, cs, "alice", "lines", lines(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restore(tk, res); err != nil || res.Content[0].(*mcp.TextContent).Text != strings.Repeat("b", 100000) {
+			t.Errorf("%.40s: the caller got %.60q (%v)", l, res.Content[0].(*mcp.TextContent).Text, err)
+		}
+		tk.release()
+	}
+	// Notifications with "id":null are notifications: rate-limited.
+	before := refusedCount(t, p, "noisy")
+	args := lines(`{"jsonrpc":"2.0","method":"notifications/message","id":null,"params":{"level":"info","data":"x"}}`, answer)
+	args["repeat"] = 5000
+	if got := callText(t, cs, "lines", args); got != "answered" {
+		t.Fatalf("after the flood: %q", got)
+	}
+	if n := refusedCount(t, p, "noisy") - before; n < 5000-notificationBurst-notificationRate*10 {
+		t.Errorf("%v of 5000 id-null notifications dropped", n)
+	}
+	if callText(t, cs, "pid", nil) != pid {
+		t.Fatal("the session did not survive")
+	}
+}
+
+// The hostile review of issue 24: a spliced structuredContent kept its
+// spilled strings as sent (raw bytes that are not UTF-8, lone surrogates),
+// so the stored JSON depended on the strings' sizes. It is what
+// json.Marshal gives the decoded value, whatever the sizes.
+func TestStructuredIsWhatMarshalGives(t *testing.T) {
+	for _, text := range append(spillTexts, "bad \xff utf-8 \\ud800 lone \u2028 sep <&>") {
+		msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"a":"` + text + `","b":["` + text + `"],"n":1}}}`)
+		var want struct {
+			Result struct {
+				StructuredContent any `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(msg, &want); err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, _ := json.Marshal(want.Result.StructuredContent)
+		s := scan(msg, 5, 8)
+		tk := newTicket("")
+		tk.hold(charge{}, s.spills)
+		var got struct {
+			Result struct {
+				StructuredContent any `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(s.out, &got); err != nil {
+			t.Fatal(err)
+		}
+		p, err := structured(tk, got.Result.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := p.body
+		if p.open != nil {
+			b, _ = io.ReadAll(p.open())
+		}
+		if !bytes.Equal(b, wantJSON) || p.size != int64(len(wantJSON)) || p.sum != sha256.Sum256(wantJSON) {
+			t.Errorf("%.40q: structured\n%.200s\nwant\n%.200s", text, b, wantJSON)
 		}
 	}
 }
