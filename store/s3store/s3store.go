@@ -386,6 +386,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"strconv"
@@ -445,6 +446,11 @@ type Options struct {
 	// read recently are kept, and a later Get asks S3 only whether they
 	// changed. Zero: no cache. Objects over an eighth of it are not cached.
 	ReadCache int64
+	// SingleWriter is for an S3 service that fails the probe (Probe):
+	// writes need the lease HoldLease takes, so that no other process
+	// writes, the writes of one key are serialised, and there is no read
+	// cache (lease.go).
+	SingleWriter bool
 }
 
 // Validate reports every problem of o, each naming its key below
@@ -541,6 +547,11 @@ type Driver struct {
 	}
 
 	usage usageState // usage.go
+
+	// keys is set in single-writer mode, and lease once HoldLease took it
+	// (lease.go).
+	keys  *keyLocks
+	lease atomic.Pointer[lease]
 }
 
 var (
@@ -578,7 +589,7 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 	if base != "" {
 		base += "/"
 	}
-	return &Driver{
+	d := &Driver{
 		client:  client,
 		bucket:  opts.Bucket,
 		base:    base,
@@ -587,7 +598,12 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 		cache:   newReadCache(opts.ReadCache),
 		getter:  newGetter(client, opts.Bucket),
 		putter:  newPutter(client, opts.Bucket),
-	}, nil
+	}
+	if opts.SingleWriter {
+		d.keys = &keyLocks{seed: maphash.MakeSeed()}
+		d.cache = nil
+	}
+	return d, nil
 }
 
 // callOptions are the client settings this package depends on, applied to
@@ -611,6 +627,12 @@ func (s *Driver) beginWrite(ctx context.Context, op string) (end func(), err err
 	if err := s.begin(ctx, op); err != nil {
 		s.writing.RUnlock()
 		return nil, err
+	}
+	if s.keys != nil {
+		if err := s.lease.Load().check(time.Now()); err != nil {
+			s.writing.RUnlock()
+			return nil, fmt.Errorf("s3store: %s: %w", op, err)
+		}
 	}
 	return s.writing.RUnlock, nil
 }
@@ -1131,6 +1153,8 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 		replaced bool
 		err      error
 	)
+	unlock := s.keyLock(w.objKey)
+	defer unlock()
 	w.usage = newIntent(s, k.Tenant(), cond.Quota, w.id)
 	switch cond.Kind {
 	case store.IfNone:
@@ -1385,6 +1409,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	if len(objKey) > maxKeyLen {
 		return store.ErrNotFound
 	}
+	defer s.keyLock(objKey)()
 	id := newWriteID()
 	uncertain := false // a tombstone PUT was retried: it may have landed
 	var bound *head    // what the last tombstone PUT was bound to
@@ -1654,10 +1679,14 @@ func (s *Driver) Close() error {
 	// land within a round trip; one that does not leaves an over-count.
 	s.writing.Lock()
 	s.writing.Unlock() //nolint:staticcheck // a barrier: every write that began has ended
+	var errs []error
 	if !s.flushUsage(closeFlush) {
-		return fmt.Errorf("s3store: closed with usage commits still in flight after %s: usage over-counts until the next reconcile", closeFlush)
+		errs = append(errs, fmt.Errorf("s3store: closed with usage commits still in flight after %s: usage over-counts until the next reconcile", closeFlush))
 	}
-	return nil
+	if err := s.releaseLease(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // closeFlush bounds how long Close waits for queued usage commits.
