@@ -158,7 +158,7 @@ func (s *Driver) takeLease(ctx context.Context, rec *leaseRecord) (string, time.
 			return etag, sent, nil
 		}
 		if !isConflict(err) {
-			return "", time.Time{}, scrubURL(err)
+			return "", time.Time{}, err
 		}
 		// Held, or left by a process that died: watch it for a term.
 		theirs, seen, err := s.readLease(ctx)
@@ -193,7 +193,7 @@ func (s *Driver) takeLease(ctx context.Context, rec *leaseRecord) (string, time.
 			return etag, sent, nil
 		}
 		if !isConflict(err) {
-			return "", time.Time{}, scrubURL(err)
+			return "", time.Time{}, err
 		}
 	}
 	return "", time.Time{}, errors.New("the lease kept changing hands")
@@ -235,7 +235,7 @@ func (s *Driver) readLease(ctx context.Context) (leaseRecord, string, error) {
 		if isMissing(err) {
 			return leaseRecord{}, "", nil
 		}
-		return leaseRecord{}, "", scrubURL(err)
+		return leaseRecord{}, "", err
 	}
 	defer out.Body.Close()
 	var rec leaseRecord
@@ -299,7 +299,7 @@ func (s *Driver) releaseLease() error {
 	defer cancel()
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.base + leaseKey), IfMatch: aws.String(etag)}, callOptions)
 	if err != nil && !isMissing(err) {
-		return fmt.Errorf("s3store: releasing the lease: %w (the next instance takes it over after %v)", scrubURL(err), leaseTerm)
+		return fmt.Errorf("s3store: releasing the lease: %w (the next instance takes it over after %v)", err, leaseTerm)
 	}
 	return nil
 }

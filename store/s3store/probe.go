@@ -217,7 +217,7 @@ func answer(err error) string {
 	}
 	status, code := apiError(err)
 	if status == 0 && code == "" {
-		return "failed: " + scrubURL(err).Error()
+		return "failed: " + err.Error()
 	}
 	if code == "" {
 		return fmt.Sprintf("answered %d", status)
@@ -232,11 +232,11 @@ func is412(err error) bool {
 
 // errProbeBroken marks a request of the probe that failed for another
 // reason than a guarantee: the probe could not run.
-var errProbeBroken = errors.New("the probe could not run")
+var errProbeBroken = errors.New("unexpected answer")
 
 // broken is the error of a request that should have worked.
 func broken(what string, err error) error {
-	return fmt.Errorf("%w: %s: %w", errProbeBroken, what, scrubURL(err))
+	return fmt.Errorf("%w: %s: %w", errProbeBroken, what, err)
 }
 
 func (s *Driver) probe(ctx context.Context) (ProbeReport, error) {
@@ -293,14 +293,14 @@ func (p *prober) cleanup(ctx context.Context) error {
 		}, callOptions)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("removing the probe's objects below %s: %w", p.base, scrubURL(err))
+			return fmt.Errorf("removing the probe's objects below %s: %w", p.base, err)
 		}
 		for _, o := range out.Contents {
 			cctx, cancel := p.s.call(ctx)
 			_, err := p.s.client.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String(p.s.bucket), Key: o.Key}, callOptions)
 			cancel()
 			if err != nil && !isMissing(err) {
-				return fmt.Errorf("removing the probe's object %s: %w", aws.ToString(o.Key), scrubURL(err))
+				return fmt.Errorf("removing the probe's object %s: %w", aws.ToString(o.Key), err)
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) || aws.ToString(out.NextContinuationToken) == "" {
