@@ -98,7 +98,7 @@ func printProbe(w io.Writer, rep *s3store.ProbeReport) {
 		if !r.OK {
 			detail = r.Detail
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, verdict, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\n", r.Name, verdict, r.Took.Milliseconds(), detail)
 	}
 	_ = tw.Flush()
 }

@@ -51,14 +51,20 @@ var Guarantees = []Guarantee{
 	{Name: "list-order", Want: "ListObjectsV2 keeps a/x! beside a/x/y! and lists keys in byte order after StartAfter"},
 	{Name: "delete-if-match", Want: "a DELETE with If-Match of a stale ETag fails and keeps the object"},
 	{Name: "get-if-none-match", Want: "a GET with If-None-Match: <current ETag> answers 304 (else the read cache is off)", Advisory: true},
+	{Name: "race-latency", Want: "each of the racing conditional PUTs above answers within 1 s (else a tenant's saves from several instances wait on its usage object)", Advisory: true},
 }
 
 // probeRacers is how many requests each race of the probe sends at once,
-// and probeReplaces how many replaces the reads of read-atomic race.
+// and probeReplaces how many replaces the reads of read-atomic race. A
+// racing PUT has raceTimeout (or the call timeout, if longer): a service
+// may queue contended conditional writes for seconds (SeaweedFS retries
+// its object lock once a second), which race-latency reports.
 const (
-	probeRacers   = 8
+	probeRacers   = 4
 	probeReplaces = 12
 	probeReaders  = 4
+	raceTimeout   = 30 * time.Second
+	raceSlow      = time.Second
 )
 
 // probeDir is the key segment, below the prefix, of the probe's objects.
@@ -71,6 +77,7 @@ type ProbeResult struct {
 	// Detail says what the service did when it failed (or, when it
 	// passed, anything worth knowing); never credentials.
 	Detail string
+	Took   time.Duration
 }
 
 // ProbeReport is the outcome of one Probe.
@@ -112,7 +119,8 @@ func (r *ProbeReport) Err() error {
 
 // Probe checks the S3 service for Guarantees under a private prefix that
 // it removes again (what it cannot remove is reported in the error). It
-// takes a few dozen requests: about 0.1 s on loopback. The error is
+// takes a few hundred requests: 0.3 to 1.5 s on loopback (docs/s3.md),
+// longer on a service that queues contended writes. The error is
 // non-nil when the probe could not run (no answer, no permission, the
 // bucket missing); a service that failed a guarantee is a report whose
 // Err is non-nil.
@@ -123,9 +131,10 @@ func (s *Store) Probe(ctx context.Context) (ProbeReport, error) {
 // prober runs the probe's requests, each without SDK retries: a retry
 // would hide (or fake) the answer the service gave.
 type prober struct {
-	s     *Driver
-	base  string // the probe's own prefix
-	exact string // what readAtomic found for read-exact
+	s       *Driver
+	base    string        // the probe's own prefix
+	exact   string        // what readAtomic found for read-exact
+	slowest time.Duration // the slowest racing PUT
 }
 
 func noRetries(o *s3.Options) {
@@ -136,6 +145,10 @@ func noRetries(o *s3.Options) {
 // put sends one PUT of body at key; ifNoneMatch sends If-None-Match: *,
 // ifMatch If-Match.
 func (p *prober) put(ctx context.Context, key, body string, ifNoneMatch bool, ifMatch string) (string, error) {
+	return p.putWithin(ctx, p.s.timeout, key, body, ifNoneMatch, ifMatch)
+}
+
+func (p *prober) putWithin(ctx context.Context, timeout time.Duration, key, body string, ifNoneMatch bool, ifMatch string) (string, error) {
 	sum := md5.Sum([]byte(body))
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(p.s.bucket),
@@ -151,7 +164,7 @@ func (p *prober) put(ctx context.Context, key, body string, ifNoneMatch bool, if
 	if ifMatch != "" {
 		in.IfMatch = aws.String(ifMatch)
 	}
-	cctx, cancel := p.s.call(ctx)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := p.s.client.PutObject(cctx, in, noRetries)
 	if err != nil {
@@ -259,16 +272,19 @@ func (s *Driver) probe(ctx context.Context) (ProbeReport, error) {
 		"list-order":        p.listOrder,
 		"delete-if-match":   p.deleteIfMatch,
 		"get-if-none-match": p.getIfNoneMatch,
+		"race-latency":      p.raceLatency,
 	}
 	var rep ProbeReport
 	var err error
 	for _, g := range Guarantees {
 		var failure string
+		t0 := time.Now()
 		failure, err = checks[g.Name](ctx)
 		if err != nil {
+			err = fmt.Errorf("%s: %w", g.Name, err)
 			break
 		}
-		rep.Results = append(rep.Results, ProbeResult{Guarantee: g, OK: failure == "", Detail: failure})
+		rep.Results = append(rep.Results, ProbeResult{Guarantee: g, OK: failure == "", Detail: failure, Took: time.Since(t0)})
 	}
 	if cerr := p.cleanup(context.WithoutCancel(ctx)); cerr != nil {
 		err = errors.Join(err, cerr)
@@ -379,6 +395,7 @@ func (p *prober) race(ctx context.Context, key string, ifNoneMatch bool, ifMatch
 	type result struct {
 		etag, body string
 		err        error
+		took       time.Duration
 	}
 	results := make([]result, probeRacers)
 	var wg sync.WaitGroup
@@ -387,8 +404,9 @@ func (p *prober) race(ctx context.Context, key string, ifNoneMatch bool, ifMatch
 		wg.Go(func() {
 			body := fmt.Sprintf("racer %d", i)
 			<-startLine
-			e, err := p.put(ctx, key, body, ifNoneMatch, ifMatch)
-			results[i] = result{e, body, err}
+			t0 := time.Now()
+			e, err := p.putWithin(ctx, max(raceTimeout, p.s.timeout), key, body, ifNoneMatch, ifMatch)
+			results[i] = result{e, body, err, time.Since(t0)}
 		})
 	}
 	close(startLine)
@@ -396,6 +414,7 @@ func (p *prober) race(ctx context.Context, key string, ifNoneMatch bool, ifMatch
 	var winners []result
 	var others []string
 	for _, r := range results {
+		p.slowest = max(p.slowest, r.took)
 		switch {
 		case r.err == nil:
 			winners = append(winners, r)
@@ -535,6 +554,15 @@ func (p *prober) readAtomic(ctx context.Context) (string, error) {
 	}
 	if p.exact != "" {
 		p.exact += fmt.Sprintf(" (%d reads)", len(reads))
+	}
+	return "", nil
+}
+
+// raceLatency reports the slowest racing PUT of create-only-race and
+// if-match-race (which run first).
+func (p *prober) raceLatency(context.Context) (string, error) {
+	if p.slowest > raceSlow {
+		return fmt.Sprintf("the slowest of %d racing conditional PUTs of one key took %v", probeRacers, p.slowest.Round(time.Millisecond)), nil
 	}
 	return "", nil
 }

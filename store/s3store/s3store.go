@@ -353,6 +353,20 @@
 // both, and bypass expiry and visibility. (The driver presigns the URLs of
 // its own read GETs, below, and keeps them to itself.)
 //
+// # Probe and single-writer mode
+//
+// All of the above is only as safe as the service's conditional requests
+// and its publication of an object. Probe (probe.go) checks each property
+// this doc relies on (Guarantees), with the raw client under a private
+// <prefix>/!probe/<random>/ that it removes again, in well under a
+// second; resourced runs it before every s3 start and refuses a service
+// that fails one, and `resourced s3 check` runs it for operators
+// (docs/s3.md has the results per service). Options.SingleWriter (the
+// config's store.s3.unsafeAllowSingleWriter) is for such a service, with
+// one instance: writes need the lease <prefix>/!lease that HoldLease
+// takes, the writes of one key are serialised in the process, and there
+// is no read cache (lease.go).
+//
 // # Calls
 //
 // Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
