@@ -123,3 +123,43 @@ func TestS3CheckVersitygwModes(t *testing.T) {
 		}
 	})
 }
+
+// checkVerdicts is what `resourced s3 check` answers on each S3 service
+// the scripts start (RESOURCED_TEST_S3_KIND): its exit code and the
+// guarantees it fails that are not advisory (docs/s3.md's matrix).
+var checkVerdicts = map[string]struct {
+	exit   int
+	failed []string
+}{
+	"versitygw-xattr":   {0, nil},
+	"versitygw-sidecar": {1, []string{"read-atomic"}},
+	"seaweedfs":         {0, nil},
+}
+
+// TestS3CheckOnTarget: `resourced s3 check` on the S3 server the tests
+// run on gives that server's verdict.
+func TestS3CheckOnTarget(t *testing.T) {
+	endpoint, bucket := s3Target(t)
+	kind := os.Getenv("RESOURCED_TEST_S3_KIND")
+	want, ok := checkVerdicts[kind]
+	if !ok {
+		t.Skipf("RESOURCED_TEST_S3_KIND %q has no verdict on record (scripts/versitygw.sh and scripts/seaweedfs.sh set it)", kind)
+	}
+	path := writeConfig(t, s3Config(endpoint, bucket, "chk-"+randomHex(4)))
+	code, stdout, stderr := runResourced(t, 2*time.Minute, nil, "s3", "check", "--config", path)
+	t.Logf("s3 check on %s: exit %d\n%s%s", kind, code, stdout, stderr)
+	var failed []string
+	for _, g := range []string{"create-only", "if-match", "if-match-missing", "create-only-race", "if-match-race", "read-atomic",
+		"get-if-match", "missing-is-404", "range", "list-order", "delete-if-match"} {
+		switch checkVerdict(stdout, g) {
+		case "ok":
+		case "FAILED":
+			failed = append(failed, g)
+		default:
+			t.Errorf("s3 check printed no verdict for %s", g)
+		}
+	}
+	if code != want.exit || strings.Join(failed, ",") != strings.Join(want.failed, ",") {
+		t.Errorf("s3 check on %s: exit %d, failed %q; want exit %d, failed %q", kind, code, failed, want.exit, want.failed)
+	}
+}

@@ -21,6 +21,7 @@ import (
 var expectedFailures = map[string][]string{
 	"versitygw-xattr":   nil,
 	"versitygw-sidecar": {"read-atomic"},
+	"seaweedfs":         nil,
 }
 
 // TestProbe runs the probe on the test server: it finds what the matrix
