@@ -270,7 +270,7 @@ func (s *Driver) renewLease(l *lease) {
 		case err == nil:
 			l.etag, l.renewed, l.rec = e, sent, rec
 		case isConflict(err):
-			l.held, l.lost = false, "another process took the lease over; restart this one once that one is stopped"
+			l.held, l.lost = false, "the lease was taken over by another process, or removed; restart this one once no other one runs on the prefix"
 		}
 		held := l.held
 		l.mu.Unlock()

@@ -286,8 +286,12 @@ func (s *Driver) probe(ctx context.Context) (ProbeReport, error) {
 		}
 		rep.Results = append(rep.Results, ProbeResult{Guarantee: g, OK: failure == "", Detail: failure, Took: time.Since(t0)})
 	}
-	if cerr := p.cleanup(context.WithoutCancel(ctx)); cerr != nil {
+	if cerr := p.cleanup(context.WithoutCancel(ctx), p.base, time.Time{}); cerr != nil {
 		err = errors.Join(err, cerr)
+	}
+	// What an earlier probe left (it crashed, or lost its answers) goes too.
+	if cerr := p.cleanup(context.WithoutCancel(ctx), s.base+probeDir, start.Add(-staleProbe)); cerr != nil && err == nil {
+		err = cerr
 	}
 	rep.Took = time.Since(start)
 	if err != nil {
@@ -299,19 +303,27 @@ func (s *Driver) probe(ctx context.Context) (ProbeReport, error) {
 	return rep, nil
 }
 
-// cleanup removes every object below the probe's prefix.
-func (p *prober) cleanup(ctx context.Context) error {
+// staleProbe is the age past which a probe object is another probe's
+// leftover (a variable for the tests).
+var staleProbe = 10 * time.Minute
+
+// cleanup removes the objects below prefix, only those last modified
+// before olderThan when that is set.
+func (p *prober) cleanup(ctx context.Context, prefix string, olderThan time.Time) error {
 	var token *string
 	for {
 		cctx, cancel := p.s.call(ctx)
 		out, err := p.s.client.ListObjectsV2(cctx, &s3.ListObjectsV2Input{
-			Bucket: aws.String(p.s.bucket), Prefix: aws.String(p.base), ContinuationToken: token,
+			Bucket: aws.String(p.s.bucket), Prefix: aws.String(prefix), ContinuationToken: token,
 		}, callOptions)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("removing the probe's objects below %s: %w", p.base, err)
+			return fmt.Errorf("removing the probe's objects below %s: %w", prefix, err)
 		}
 		for _, o := range out.Contents {
+			if !olderThan.IsZero() && !aws.ToTime(o.LastModified).Before(olderThan) {
+				continue
+			}
 			cctx, cancel := p.s.call(ctx)
 			_, err := p.s.client.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: aws.String(p.s.bucket), Key: o.Key}, callOptions)
 			cancel()
