@@ -145,7 +145,10 @@
 // expired and, for ListedOnly, unlisted objects. A page of n items costs
 // about n+1 header reads plus one ListObjectsV2 call per 1000 keys
 // examined; the reads run 8 at a time. Expired objects still stored cost a
-// read each until something removes them.
+// read each until something removes them. Once a prefix's ListObjectsV2
+// misses the call deadline (a service that reads a directory of a million
+// files per call), the pages of that prefix fail at once for 30 s instead
+// of each waiting the whole deadline (slowlist.go).
 //
 // ListPublic pages through ListObjectsV2 under the index prefix, starting
 // after the cursor's marker key, and reads the header of each marker's
@@ -566,6 +569,8 @@ type Driver struct {
 	// (lease.go).
 	keys  *keyLocks
 	lease atomic.Pointer[lease]
+
+	slow slowLists // prefixes whose listing missed the deadline (slowlist.go)
 }
 
 var (
@@ -1545,7 +1550,7 @@ func (s *Driver) List(ctx context.Context, q store.ListQuery, now func() time.Ti
 		} else {
 			in.StartAfter = startAfter
 		}
-		out, err := s.listObjects(ctx, in)
+		out, err := s.listPage(ctx, prefix, in)
 		if err != nil {
 			return store.Page{}, s.fail(ctx, "list", what, err)
 		}
