@@ -94,6 +94,20 @@ func (l *lease) check(now time.Time) error {
 	return nil
 }
 
+// beginReconcile is begin for a reconcile, which writes usage objects: in
+// single-writer mode it needs the lease like every write.
+func (s *Driver) beginReconcile(ctx context.Context) error {
+	if err := s.begin(ctx, "reconcile"); err != nil {
+		return err
+	}
+	if s.keys != nil {
+		if err := s.lease.Load().check(time.Now()); err != nil {
+			return fmt.Errorf("s3store: reconcile: %w", err)
+		}
+	}
+	return nil
+}
+
 // keyLocks serialise the writes of one key in single-writer mode.
 type keyLocks struct {
 	seed  maphash.Seed

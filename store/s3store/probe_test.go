@@ -110,8 +110,14 @@ func TestSingleWriterLease(t *testing.T) {
 	if err := save(a, "before the lease"); !errors.Is(err, errNoLease) {
 		t.Fatalf("Put before HoldLease = %v, want errNoLease", err)
 	}
+	if _, _, err := a.Reconcile(ctx, "t1"); !errors.Is(err, errNoLease) {
+		t.Fatalf("Reconcile before HoldLease = %v, want errNoLease", err)
+	}
 	if err := a.HoldLease(ctx); err != nil {
 		t.Fatalf("HoldLease = %v", err)
+	}
+	if _, _, err := a.Reconcile(ctx, "t1"); err != nil {
+		t.Fatalf("Reconcile while holding the lease = %v", err)
 	}
 	if err := save(a, "a"); err != nil {
 		t.Fatalf("Put while holding the lease = %v", err)
