@@ -52,7 +52,7 @@ find_bin() {
 		return
 	fi
 	command -v go >/dev/null 2>&1 || die "go is not installed: cannot build weed"
-	log "building weed from $MODULE@$VERSION (about 10 minutes on 2 cores, once; cached as $bin)"
+	log "building weed from $MODULE@$VERSION (about 13 min of CPU, once; cached as $bin)"
 	start=$SECONDS
 	dir="$(go mod download -json "$MODULE@$VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 	[ -n "$dir" ] && [ -d "$dir" ] || die "go mod download $MODULE@$VERSION gave no directory"
