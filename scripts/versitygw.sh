@@ -108,8 +108,10 @@ start() {
 		# (ext4, xfs, tmpfs since Linux 6.6): there versitygw changes an
 		# object's data and ETag together, as S3 does, so a conditional write
 		# cannot slip between them. In --sidecar mode (VERSITYGW_SIDECAR=1,
-		# or no user xattrs) it stores the ETag before linking the data, and
-		# two racing If-Match writes can both succeed (store/s3store doc).
+		# or no user xattrs) it stores the ETag before linking the data: a GET
+		# can pair the new ETag with the old body, and a replace bound to it
+		# overwrite a newer write. resourced's start-up probe refuses that
+		# (read-atomic, docs/s3.md), so the S3 tests need xattrs.
 		local meta_args=()
 		kind=versitygw-xattr
 		if [ "${VERSITYGW_SIDECAR:-}" = 1 ] || ! xattrs_work "$dir"; then
