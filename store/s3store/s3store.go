@@ -111,8 +111,8 @@
 // xattrs, the ETag and the content change together. versitygw's --sidecar
 // mode stores the new ETag before it links the new data, so for a moment a
 // reader may pair the old header with the new ETag; a replace bound to the
-// old hash can then overwrite that newer write. Use xattr mode in
-// production; sidecar mode is for tests on file systems without xattrs.
+// old hash can then overwrite that newer write. Use xattr mode; Probe
+// finds the sidecar pairing (read-atomic), and resourced refuses it.
 //
 // Delete reads the header, checks expiry and the hash, and replaces the
 // object with a tombstone: a record with no body whose expiry is 1970
