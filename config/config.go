@@ -173,6 +173,11 @@ type S3 struct {
 	// JSON forms of the bodies it served, so that a body read again is
 	// not encoded again. Unset: 64MiB; 0: off.
 	ReadCache *Size `yaml:"readCache"`
+	// UnsafeAllowSingleWriter runs on a service that fails the start-up
+	// probe of its guarantees (docs/s3.md), for one instance only: that
+	// instance holds a lease object on the prefix, every other one
+	// refuses to start, and it keeps no read cache.
+	UnsafeAllowSingleWriter bool `yaml:"unsafeAllowSingleWriter"`
 }
 
 // Bbolt configures the embedded bbolt backend.
@@ -618,6 +623,9 @@ func (c *Config) validateStore(p *problems) {
 	case "s3", "memory":
 	default:
 		p.bad("store.backend", "want bbolt, s3 or memory, got %q", c.Store.Backend)
+	}
+	if c.Store.S3.UnsafeAllowSingleWriter && c.Store.Backend != "s3" {
+		p.bad("store.s3.unsafeAllowSingleWriter", "only with store.backend s3 (it relaxes the S3 start-up probe), got backend %q", c.Store.Backend)
 	}
 }
 

@@ -234,3 +234,30 @@ func TestQuotaOnS3(t *testing.T) {
 		t.Errorf("Validate(negative quota) = %v, want the quota named", err)
 	}
 }
+
+// TestUnsafeAllowSingleWriter: the key decodes, is valid with the s3
+// backend and refused with any other, where it would silently do nothing.
+func TestUnsafeAllowSingleWriter(t *testing.T) {
+	for _, tc := range []struct {
+		backend, want string
+	}{
+		{"s3", ""},
+		{"bbolt", `store.s3.unsafeAllowSingleWriter: only with store.backend s3 (it relaxes the S3 start-up probe), got backend "bbolt"`},
+		{"memory", `got backend "memory"`},
+	} {
+		c, err := Decode(strings.NewReader("store:\n  backend: " + tc.backend + "\n  s3: {bucket: b, unsafeAllowSingleWriter: true}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Store.S3.UnsafeAllowSingleWriter {
+			t.Errorf("%s: unsafeAllowSingleWriter did not decode", tc.backend)
+		}
+		err = c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: Validate = %v, want nil", tc.backend, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: Validate = %v, want %q", tc.backend, err, tc.want)
+		}
+	}
+}

@@ -200,10 +200,14 @@ func TestLinearizableS3LostResponses(t *testing.T) {
 }
 
 // TestSidecarModeViolationIsCaught: versitygw with --sidecar stores an
-// object's ETag apart from its data, so two If-Match replaces can both
-// win (store/s3store's package doc). Two instances racing ifMatch
-// replaces on one report there must give a history porcupine rejects:
-// the checker catches a real violation.
+// object's ETag apart from its data, so a read can pair a new ETag with
+// the old body and a replace bound to it overwrite a newer write
+// (store/s3store's package doc). Two instances racing ifMatch replaces on
+// one report there must give a history porcupine rejects: the checker
+// catches a real violation. The start-up probe refuses sidecar mode
+// (TestS3CheckVersitygwModes), so the instances start on the same
+// versitygw in xattr mode, which is then restarted with --sidecar under
+// them: the probe runs at start only.
 //
 // It is bounded to sidecarBudget: one pair of instances runs short rounds
 // (one report, a few hundred operations, a few seconds of clients), each
@@ -211,12 +215,15 @@ func TestLinearizableS3LostResponses(t *testing.T) {
 // checker gives up on counts as not caught, and the next round starts.
 func TestSidecarModeViolationIsCaught(t *testing.T) {
 	const sidecarBudget, sidecarCheck = 15 * time.Second, 2 * time.Second
-	vs := startVersity(t) // --sidecar; skips like the other S3 tests
-	env := []string{"AWS_ACCESS_KEY_ID=" + vs.key, "AWS_SECRET_ACCESS_KEY=" + vs.sec}
+	vs := startVersity(t) // xattr mode first; skips like the other S3 tests
+	env := vs.env()
 	mix := map[opKind]int{opRead: 30, opIfMatch: 60, opCreate: 5, opOverwrite: 5}
-	deadline := time.Now().Add(sidecarBudget)
 	a := startServerEnv(t, s3LinConfig("http://"+vs.addr, "faults", "side-"+randomHex(6), 3*time.Second), env...)
 	b := linPeer(t, a)
+	vs.stop()
+	vs.sidecar = true
+	vs.start()
+	deadline := time.Now().Add(sidecarBudget)
 	for round := 1; time.Now().Add(3*time.Second + sidecarCheck).Before(deadline); round++ {
 		w := workload{Seed: uint64(round), Keys: 1, Clients: 4, Ops: 25, Mix: mix, Deadline: 3 * time.Second, Timeout: 10 * time.Second}
 		// Each round its own report path, so histories do not share state.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // s3Target returns the S3-compatible server the tests use (started by
@@ -112,16 +114,40 @@ func TestScaleOutOnS3(t *testing.T) {
 	}
 }
 
-// versity is an S3 server the test owns, so it can stop and restart it.
+// versity is an S3 server the test owns, so it can stop and restart it,
+// in either metadata mode (sidecar: --sidecar, which the probe refuses;
+// else extended attributes).
 type versity struct {
 	t          *testing.T
 	bin, addr  string
 	root, meta string
 	key, sec   string
+	sidecar    bool
 	cmd        *exec.Cmd
 }
 
+// startVersity starts versitygw in xattr mode, or skips when the
+// temporary directory's file system has no user extended attributes.
 func startVersity(t *testing.T) *versity {
+	t.Helper()
+	v := newVersity(t)
+	if err := unix.Setxattr(v.root, "user.resourced-probe", []byte("1"), 0); err != nil {
+		t.Skipf("the temporary directory takes no user extended attributes (%v): versitygw's xattr mode cannot run here", err)
+	}
+	v.start()
+	return v
+}
+
+// startVersitySidecar starts versitygw with --sidecar.
+func startVersitySidecar(t *testing.T) *versity {
+	t.Helper()
+	v := newVersity(t)
+	v.sidecar = true
+	v.start()
+	return v
+}
+
+func newVersity(t *testing.T) *versity {
 	t.Helper()
 	s3Target(t) // same skip rule as the other S3 tests
 	bin, err := exec.LookPath("versitygw")
@@ -142,14 +168,22 @@ func startVersity(t *testing.T) *versity {
 	v := &versity{t: t, bin: bin, addr: addr, root: filepath.Join(dir, "root"), meta: filepath.Join(dir, "meta"), key: "it" + randomHex(8), sec: randomHex(16)}
 	os.MkdirAll(filepath.Join(v.root, "faults"), 0o700)
 	os.MkdirAll(v.meta, 0o700)
-	v.start()
 	t.Cleanup(v.stop)
 	return v
 }
 
+// env is the environment an instance needs for this server's credentials.
+func (v *versity) env() []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + v.key, "AWS_SECRET_ACCESS_KEY=" + v.sec}
+}
+
 func (v *versity) start() {
 	v.t.Helper()
-	v.cmd = exec.Command(v.bin, "--port", v.addr, "posix", "--sidecar", v.meta, v.root)
+	args := []string{"--port", v.addr, "posix", v.root}
+	if v.sidecar {
+		args = []string{"--port", v.addr, "posix", "--sidecar", v.meta, v.root}
+	}
+	v.cmd = exec.Command(v.bin, args...)
 	v.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+v.key, "ROOT_SECRET_KEY="+v.sec)
 	if err := v.cmd.Start(); err != nil {
 		v.t.Fatal(err)
@@ -182,7 +216,7 @@ func TestS3OutageAndRecovery(t *testing.T) {
 	vs := startVersity(t)
 	endpoint := "http://" + vs.addr
 	// The instance needs this server's credentials, not the shared ones.
-	in := startServerEnv(t, s3Config(endpoint, "faults", "p"+randomHex(4)), "AWS_ACCESS_KEY_ID="+vs.key, "AWS_SECRET_ACCESS_KEY="+vs.sec)
+	in := startServerEnv(t, s3Config(endpoint, "faults", "p"+randomHex(4)), vs.env()...)
 
 	rep := checkSuccess(t, in.call(v2026, "save_report", map[string]any{"path": "before", "mimeType": "text/plain", "text": "kept"}), 1)
 	vs.stop()

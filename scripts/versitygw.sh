@@ -84,7 +84,7 @@ answers() {
 }
 
 start() {
-	local bin dir port pid access secret attempt ready i
+	local bin dir port pid access secret attempt ready i kind
 	bin="$(find_bin)"
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/versitygw.XXXXXX")"
 	touch "$dir/$MARKER"
@@ -108,12 +108,16 @@ start() {
 		# (ext4, xfs, tmpfs since Linux 6.6): there versitygw changes an
 		# object's data and ETag together, as S3 does, so a conditional write
 		# cannot slip between them. In --sidecar mode (VERSITYGW_SIDECAR=1,
-		# or no user xattrs) it stores the ETag before linking the data, and
-		# two racing If-Match writes can both succeed (store/s3store doc).
+		# or no user xattrs) it stores the ETag before linking the data: a GET
+		# can pair the new ETag with the old body, and a replace bound to it
+		# overwrite a newer write. resourced's start-up probe refuses that
+		# (read-atomic, docs/s3.md), so the S3 tests need xattrs.
 		local meta_args=()
+		kind=versitygw-xattr
 		if [ "${VERSITYGW_SIDECAR:-}" = 1 ] || ! xattrs_work "$dir"; then
 			meta_args=(--sidecar "$dir/meta")
-			log "metadata in a sidecar directory (--sidecar)"
+			kind=versitygw-sidecar
+			log "metadata in a sidecar directory (--sidecar): resourced refuses to serve on it (docs/s3.md)"
 		else
 			log "metadata in extended attributes"
 		fi
@@ -156,6 +160,7 @@ start() {
 	printf 'export %s=%q\n' \
 		RESOURCED_TEST_S3_ENDPOINT "http://127.0.0.1:$port" \
 		RESOURCED_TEST_S3_BUCKET "$BUCKET" \
+		RESOURCED_TEST_S3_KIND "$kind" \
 		AWS_ACCESS_KEY_ID "$access" \
 		AWS_SECRET_ACCESS_KEY "$secret" \
 		AWS_REGION us-east-1 \

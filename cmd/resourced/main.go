@@ -121,6 +121,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return reconcile(ctx, args, getenv, stdout, stderr)
 	case "reindex":
 		return reindex(ctx, args, getenv, stdout, stderr)
+	case "s3":
+		return s3Cmd(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backup(args, getenv, stdout, stderr)
 	case "check":
@@ -168,6 +170,7 @@ usage:
                                         rebuild a stopped server's search index from its database
   resourced reconcile [--config FILE] [--tenant T]
                                         recount per-tenant usage on the s3 backend
+  resourced s3 check [--config FILE]    check that the S3 service keeps the guarantees resourced needs
   resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
                                         online backup of the bbolt database
   resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25]
@@ -458,6 +461,9 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		return fmt.Errorf("opening the %s store: %w", cfg.Store.Backend, err)
 	}
 	defer st.Close()
+	if err := probeS3(ctx, cfg, st, log, metrics); err != nil {
+		return err
+	}
 	admin, err := serveAdmin(cfg, st, log)
 	if err != nil {
 		log.Warn("no admin socket: online backups need the server stopped", "err", err)
@@ -577,7 +583,7 @@ func s3Options(cfg *config.Config) s3store.Options {
 	s3 := &cfg.Store.S3
 	o := s3store.Options{
 		Bucket: s3.Bucket, Prefix: s3.Prefix, CallTimeout: s3.CallTimeout.Std(), SpoolDir: s3.SpoolDir,
-		ReadCache: s3store.DefaultReadCache,
+		ReadCache: s3store.DefaultReadCache, SingleWriter: s3.UnsafeAllowSingleWriter,
 	}
 	if s3.ReadCache != nil {
 		o.ReadCache = int64(*s3.ReadCache)

@@ -116,7 +116,7 @@ func (s *Driver) ListPublic(ctx context.Context, after store.PublicPosition, lim
 		} else {
 			in.StartAfter = startAfter
 		}
-		out, err := s.listObjects(ctx, in)
+		out, err := s.listPage(ctx, s.publicPrefix(), in)
 		if err != nil {
 			return store.PublicPage{}, s.fail(ctx, op, "index", err)
 		}

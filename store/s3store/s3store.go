@@ -111,8 +111,8 @@
 // xattrs, the ETag and the content change together. versitygw's --sidecar
 // mode stores the new ETag before it links the new data, so for a moment a
 // reader may pair the old header with the new ETag; a replace bound to the
-// old hash can then overwrite that newer write. Use xattr mode in
-// production; sidecar mode is for tests on file systems without xattrs.
+// old hash can then overwrite that newer write. Use xattr mode; Probe
+// finds the sidecar pairing (read-atomic), and resourced refuses it.
 //
 // Delete reads the header, checks expiry and the hash, and replaces the
 // object with a tombstone: a record with no body whose expiry is 1970
@@ -145,7 +145,10 @@
 // expired and, for ListedOnly, unlisted objects. A page of n items costs
 // about n+1 header reads plus one ListObjectsV2 call per 1000 keys
 // examined; the reads run 8 at a time. Expired objects still stored cost a
-// read each until something removes them.
+// read each until something removes them. Once a prefix's ListObjectsV2
+// misses the call deadline (a service that reads a directory of a million
+// files per call), the pages of that prefix fail at once for 30 s instead
+// of each waiting the whole deadline (slowlist.go).
 //
 // ListPublic pages through ListObjectsV2 under the index prefix, starting
 // after the cursor's marker key, and reads the header of each marker's
@@ -353,6 +356,20 @@
 // both, and bypass expiry and visibility. (The driver presigns the URLs of
 // its own read GETs, below, and keeps them to itself.)
 //
+// # Probe and single-writer mode
+//
+// All of the above is only as safe as the service's conditional requests
+// and its publication of an object. Probe (probe.go) checks each property
+// this doc relies on (Guarantees), with the raw client under a private
+// <prefix>/!probe/<random>/ that it removes again, in well under a
+// second; resourced runs it before every s3 start and refuses a service
+// that fails one, and `resourced s3 check` runs it for operators
+// (docs/s3.md has the results per service). Options.SingleWriter (the
+// config's store.s3.unsafeAllowSingleWriter) is for such a service, with
+// one instance: writes need the lease <prefix>/!lease that HoldLease
+// takes, the writes of one key are serialised in the process, and there
+// is no read cache (lease.go).
+//
 // # Calls
 //
 // Every S3 call runs under its own deadline, Options.CallTimeout (10 s by
@@ -386,6 +403,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"strconv"
@@ -445,6 +463,11 @@ type Options struct {
 	// read recently are kept, and a later Get asks S3 only whether they
 	// changed. Zero: no cache. Objects over an eighth of it are not cached.
 	ReadCache int64
+	// SingleWriter is for an S3 service that fails the probe (Probe):
+	// writes need the lease HoldLease takes, so that no other process
+	// writes, the writes of one key are serialised, and there is no read
+	// cache (lease.go).
+	SingleWriter bool
 }
 
 // Validate reports every problem of o, each naming its key below
@@ -541,6 +564,13 @@ type Driver struct {
 	}
 
 	usage usageState // usage.go
+
+	// keys is set in single-writer mode, and lease once HoldLease took it
+	// (lease.go).
+	keys  *keyLocks
+	lease atomic.Pointer[lease]
+
+	slow slowLists // prefixes whose listing missed the deadline (slowlist.go)
 }
 
 var (
@@ -578,7 +608,7 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 	if base != "" {
 		base += "/"
 	}
-	return &Driver{
+	d := &Driver{
 		client:  client,
 		bucket:  opts.Bucket,
 		base:    base,
@@ -587,7 +617,12 @@ func OpenDriver(client *s3.Client, opts Options) (*Driver, error) {
 		cache:   newReadCache(opts.ReadCache),
 		getter:  newGetter(client, opts.Bucket),
 		putter:  newPutter(client, opts.Bucket),
-	}, nil
+	}
+	if opts.SingleWriter {
+		d.keys = &keyLocks{seed: maphash.MakeSeed()}
+		d.cache = nil
+	}
+	return d, nil
 }
 
 // callOptions are the client settings this package depends on, applied to
@@ -611,6 +646,12 @@ func (s *Driver) beginWrite(ctx context.Context, op string) (end func(), err err
 	if err := s.begin(ctx, op); err != nil {
 		s.writing.RUnlock()
 		return nil, err
+	}
+	if s.keys != nil {
+		if err := s.lease.Load().check(time.Now()); err != nil {
+			s.writing.RUnlock()
+			return nil, fmt.Errorf("s3store: %s: %w", op, err)
+		}
 	}
 	return s.writing.RUnlock, nil
 }
@@ -1131,6 +1172,8 @@ func (w *write) run(ctx context.Context, cond store.Cond) (store.Meta, bool, err
 		replaced bool
 		err      error
 	)
+	unlock := s.keyLock(w.objKey)
+	defer unlock()
 	w.usage = newIntent(s, k.Tenant(), cond.Quota, w.id)
 	switch cond.Kind {
 	case store.IfNone:
@@ -1385,6 +1428,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	if len(objKey) > maxKeyLen {
 		return store.ErrNotFound
 	}
+	defer s.keyLock(objKey)()
 	id := newWriteID()
 	uncertain := false // a tombstone PUT was retried: it may have landed
 	var bound *head    // what the last tombstone PUT was bound to
@@ -1506,7 +1550,7 @@ func (s *Driver) List(ctx context.Context, q store.ListQuery, now func() time.Ti
 		} else {
 			in.StartAfter = startAfter
 		}
-		out, err := s.listObjects(ctx, in)
+		out, err := s.listPage(ctx, prefix, in)
 		if err != nil {
 			return store.Page{}, s.fail(ctx, "list", what, err)
 		}
@@ -1654,10 +1698,14 @@ func (s *Driver) Close() error {
 	// land within a round trip; one that does not leaves an over-count.
 	s.writing.Lock()
 	s.writing.Unlock() //nolint:staticcheck // a barrier: every write that began has ended
+	var errs []error
 	if !s.flushUsage(closeFlush) {
-		return fmt.Errorf("s3store: closed with usage commits still in flight after %s: usage over-counts until the next reconcile", closeFlush)
+		errs = append(errs, fmt.Errorf("s3store: closed with usage commits still in flight after %s: usage over-counts until the next reconcile", closeFlush))
 	}
-	return nil
+	if err := s.releaseLease(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // closeFlush bounds how long Close waits for queued usage commits.

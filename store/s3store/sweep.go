@@ -140,6 +140,7 @@ func (s *Driver) DeleteExpired(ctx context.Context, limit int, clock func() time
 // it has not changed since, and then its marker; ok reports that this call
 // deleted it.
 func (s *Driver) deleteExpired(ctx context.Context, k store.Key, h *head, now func() time.Time) (ok bool, err error) {
+	defer s.keyLock(s.objectKey(k))()
 	// The usage it gives back is reserved first, like any write's (see
 	// "Quotas"); tombstones count nothing.
 	usage := newIntent(s, k.Tenant(), store.Quota{}, newWriteID())

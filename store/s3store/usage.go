@@ -769,7 +769,7 @@ const maxSeen = 1 << 17
 // object reported before (zero when there was none) and after. Writes
 // running meanwhile are kept: see the package doc, "Quotas".
 func (s *Driver) Reconcile(ctx context.Context, tenant string) (before, after store.Usage, err error) {
-	if err := s.begin(ctx, "reconcile"); err != nil {
+	if err := s.beginReconcile(ctx); err != nil {
 		return store.Usage{}, store.Usage{}, err
 	}
 	if err := store.ValidTenant(tenant); err != nil {
@@ -865,7 +865,7 @@ type Reconciled struct {
 // object, one after the other, and returns what each gave; err is the
 // failure to list the tenants, or the first tenant's failure.
 func (s *Driver) ReconcileAll(ctx context.Context) ([]Reconciled, error) {
-	if err := s.begin(ctx, "reconcile"); err != nil {
+	if err := s.beginReconcile(ctx); err != nil {
 		return nil, err
 	}
 	tenants, err := s.tenants(ctx)
