@@ -68,6 +68,10 @@
 #             through the gateway (offloaded to a link) vs from server-filesystem directly:
 #             bytes reaching the caller and time to the answer. Needs integration/upstreams
 #             (npm ci --prefix integration/upstreams). GATEWAY_N pass-through calls each [1000]
+#   gateway-memory  `resourced gateway` fronting server-filesystem (stdio): read_text_file of a
+#             40 MiB and a 100 MiB text, one call each, then 4 calls at once of a 30 MiB one;
+#             each call's outcome and time and the gateway's peak RSS per phase (issue 24;
+#             not in the default list; needs integration/upstreams). GWMEM_SIZES_MIB ["40 100 30"]
 #   abuse     all five abuse scenarios below, in this order (not in the default list)
 #   abuse-slowbody      slow upload and /mcp bodies holding connections; a 1 KiB probe read meanwhile
 #   abuse-noread        clients asking for a 16 MiB body of '"' and never reading; server RSS
@@ -438,6 +442,79 @@ EOF
 	[ "$rc" -eq 0 ] || die "resourced-bench gateway failed (exit $rc) in scenario: $label"
 }
 
+# gwmem_bench starts `resourced gateway` (auth none, its own data directory)
+# fronting server-filesystem over stdio, writes text files with what JSON
+# must escape in them, and runs `resourced-bench gwmemory` against it.
+gwmem_bench() {
+	local fsrv="$ROOT/integration/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+	[ -f "$fsrv" ] || die "scenario gateway-memory: integration/upstreams is not installed (npm ci --prefix integration/upstreams)"
+	local gwport="" p
+	for _ in $(seq 1 100); do
+		p=$(random_port)
+		if port_free "$p" && [ "$p" != "$PORT" ]; then
+			gwport=$p
+			break
+		fi
+	done
+	[ -n "$gwport" ] || die "no free port for the gateway-memory scenario"
+	rm -rf "$WORK/gwm"
+	mkdir -p "$WORK/gwm/files"
+	local sizes=(${GWMEM_SIZES_MIB:-40 100 30}) files=() f mib
+	for mib in "${sizes[@]}"; do
+		f="$WORK/gwm/files/text-$mib.txt"
+		# (yes in a process substitution: its SIGPIPE must not fail the pipeline.)
+		head -c $((mib << 20)) < <(yes 'line "quoted" back\slash	tab <a & b> é ✓ xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx') >"$f"
+		files+=("$f")
+	done
+	cat >"$WORK/gwm/gateway.yaml" <<EOF
+listen: 127.0.0.1:$gwport
+dataDir: $WORK/gwm/data
+logLevel: $LOG_LEVEL
+auth:
+  mode: none
+gateway:
+  upstreams:
+    - name: fs
+      command: node
+      args: ["$fsrv", "$WORK/gwm/files"]
+EOF
+	"$SERVER" gateway --config "$WORK/gwm/gateway.yaml" </dev/null >"$WORK/gwm/gateway.stdout" 2>"$WORK/gwm/gateway.log" &
+	local gwpid=$!
+	local ok=""
+	for _ in $(seq 1 300); do
+		if ready "$gwport"; then
+			ok=1
+			break
+		fi
+		kill -0 "$gwpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$ok" ]; then
+		tail -n 5 "$WORK/gwm/gateway.log" >&2 || true
+		kill "$gwpid" 2>/dev/null || true
+		die "scenario gateway-memory: resourced gateway did not start"
+	fi
+	local last=$((${#files[@]} - 1)) seq_files
+	seq_files=$(IFS=,; echo "${files[*]:0:$last}")
+	local cmd=("$TOOL" gwmemory -gateway "http://127.0.0.1:$gwport/mcp" -pid "$gwpid" -protocol "$PROTOCOL"
+		-files "$seq_files" -concurrent-file "${files[$last]}" -concurrent 4)
+	log "gateway-memory: ${sizes[*]} MiB"
+	{
+		echo "## gateway-memory: read_text_file of ${sizes[*]:0:$last} MiB one at a time, then 4 x ${sizes[$last]} MiB at once"
+		echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "\$ resourced-bench $(printf '%q ' "${cmd[@]:1}")"
+	} >>"$OUT"
+	local rc
+	set +e
+	"${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
+	rc=${PIPESTATUS[0]}
+	set -e
+	echo >>"$OUT"
+	kill "$gwpid" 2>/dev/null || true
+	wait "$gwpid" 2>/dev/null || true
+	[ "$rc" -eq 0 ] || die "resourced-bench gwmemory failed (exit $rc)"
+}
+
 # The saves' write ceiling keeps its database beside the server's data
 # directory: the same disk. It is bbolt's group commit, so on S3 the saves
 # run without it (s3save compares them with S3 itself).
@@ -558,6 +635,9 @@ for scenario in $SCENARIOS; do
 	gateway)
 		gateway_bench "gateway: echo pass-through and a 2 MB read_text_file" "${GATEWAY_N:-1000}" 5
 		;;
+	gateway-memory)
+		gwmem_bench
+		;;
 	abuse | abuse-*)
 		list=${scenario#abuse-}
 		[ "$scenario" = abuse ] && list=$ABUSE_ALL
@@ -572,7 +652,7 @@ for scenario in $SCENARIOS; do
 		SERVER_CONFIG="$WORK/resourced.yaml"
 		start_server
 		;;
-	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench floor gateway abuse abuse-<name>)" ;;
+	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench floor gateway gateway-memory abuse abuse-<name>)" ;;
 	esac
 done
 

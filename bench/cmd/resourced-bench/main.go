@@ -252,6 +252,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 && args[0] == "gateway" {
 		return runGateway(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "gwmemory" {
+		return runGatewayMemory(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return 1, err
