@@ -362,6 +362,9 @@ func New(opts Options) (*Server, error) {
 	if s.bearer.Required() {
 		mux.Handle(edge.MetadataPath, s.bearer.Metadata())
 		mux.Handle(edge.MetadataPath+"/mcp", s.bearer.Metadata())
+		if !s.bearer.Advertised() {
+			mux.Handle("POST "+edge.RegistrationPath, s.origin.Wrap(s.bearer.RefuseRegistration()))
+		}
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
