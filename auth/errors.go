@@ -38,11 +38,33 @@ const (
 	reasonUnavailable  = "unavailable"   // key source unreachable
 )
 
+// descriptions are what a client is told for each reason when the
+// verifier has nothing more precise (JWT.describe): the cause and what to
+// do, never the token or a key. RFC 6750 error_description values: no
+// double quote or backslash.
+var descriptions = map[string]string{
+	reasonMissing:      "this server needs a bearer token: send Authorization: Bearer <token>",
+	reasonMalformed:    "the bearer token is not a JWT: want three base64url segments, a JSON header and JSON claims",
+	reasonTooLarge:     "the bearer token is too long",
+	reasonBadAlgorithm: "the token is signed with an algorithm or key type this server does not accept",
+	reasonBadSignature: "the token's signature does not verify with this server's keys: it was signed with another key",
+	reasonUnknownKID:   "the token's key id (kid) is not in the issuer's key set: the key is unknown or was rotated out",
+	reasonExpired:      "the token has expired: get a new one",
+	reasonNotYetValid:  "the token is not valid yet (nbf is in the future): check the clocks",
+	reasonMissingExp:   "the token has no exp claim: this server accepts only tokens that expire",
+	reasonBadAudience:  "the token's audience (aud) is not this server",
+	reasonBadIssuer:    "the token's issuer (iss) is not the one this server trusts",
+	reasonBadTenant:    "the token's tenant claim is missing or not a tenant name (lower-case letters, digits and inner hyphens, at most 63)",
+	reasonBadClaims:    "a claim of the token has the wrong type: sub is a string, scope a string or an array of strings, exp and nbf numbers",
+	reasonUnavailable:  "the token cannot be checked now: the server cannot fetch its verification keys; retry shortly",
+}
+
 // authError is the one error type returned by Authenticate and Verify.
 type authError struct {
 	class  error // ErrUnauthenticated or ErrUnavailable
 	reason string
-	detail string
+	detail string // for logs
+	public string // for the client; "" means descriptions[reason]
 }
 
 func (e *authError) Error() string {
@@ -60,8 +82,41 @@ func unauthenticated(reason, format string, args ...any) error {
 	return &authError{class: ErrUnauthenticated, reason: reason, detail: fmt.Sprintf(format, args...)}
 }
 
+// unauthenticatedSaying is unauthenticated with the text the client is told
+// (Description) when the reason's own does not fit.
+func unauthenticatedSaying(reason, public, format string, args ...any) error {
+	return &authError{class: ErrUnauthenticated, reason: reason, public: public, detail: fmt.Sprintf(format, args...)}
+}
+
 func unavailable(format string, args ...any) error {
 	return &authError{class: ErrUnavailable, reason: reasonUnavailable, detail: fmt.Sprintf(format, args...)}
+}
+
+// Description returns what the client that sent the refused token may be
+// told about err, for an RFC 6750 error_description: the cause and what to
+// do about it ("the token expired at 2026-11-03T10:00:00Z: get a new one",
+// "the token's audience (aud) is not this server: it must contain
+// http://127.0.0.1:28815"), naming only the token's own claims and the
+// server's public identity (its URL, issuer, algorithms), never the token,
+// a key or a claim the client did not send. The text holds no double
+// quote or backslash. It returns "" for a nil error.
+func Description(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *authError
+	if errors.As(err, &e) {
+		if e.public != "" {
+			return e.public
+		}
+		if d, ok := descriptions[e.reason]; ok {
+			return d
+		}
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return descriptions[reasonUnavailable]
+	}
+	return "the bearer token is not valid"
 }
 
 // Reason returns a short stable label for err, for metrics and logs:

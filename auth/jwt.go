@@ -98,6 +98,8 @@ type JWTOptions struct {
 // JWT verifies bearer JWTs. It is safe for concurrent use.
 type JWT struct {
 	parser        *jwt.Parser
+	issuer        string
+	audiences     []string
 	algorithms    []string
 	tenantClaim   string
 	maxTokenBytes int
@@ -122,6 +124,8 @@ func NewJWT(ctx context.Context, o JWTOptions) (*JWT, error) {
 		return nil, err
 	}
 	j := &JWT{
+		issuer:        o.Issuer,
+		audiences:     slices.Clone(o.Audiences),
 		algorithms:    slices.Clone(o.Algorithms),
 		tenantClaim:   o.TenantClaim,
 		maxTokenBytes: o.MaxTokenBytes,
@@ -395,12 +399,17 @@ func (j *JWT) Close() {
 // <token>" (scheme case-insensitive, exactly one token) and verifies the
 // token with Verify.
 func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
+	p, err := j.authenticate(r)
+	return p, j.describe(err, nil)
+}
+
+func (j *JWT) authenticate(r *http.Request) (Principal, error) {
 	vals := r.Header.Values("Authorization")
 	switch {
 	case len(vals) == 0 || (len(vals) == 1 && strings.TrimSpace(vals[0]) == ""):
 		return Principal{}, unauthenticated(reasonMissing, "no Authorization header")
 	case len(vals) > 1:
-		return Principal{}, unauthenticated(reasonMalformed, "%d Authorization headers", len(vals))
+		return Principal{}, unauthenticatedSaying(reasonMalformed, "the request has more than one Authorization header: send one", "%d Authorization headers", len(vals))
 	}
 	h := vals[0]
 	// Room for the scheme and spaces; longer values cannot hold an
@@ -414,17 +423,24 @@ func (j *JWT) Authenticate(r *http.Request) (Principal, error) {
 	}
 	switch len(f) {
 	case 1:
-		return Principal{}, unauthenticated(reasonMalformed, "Bearer credential without a token")
+		return Principal{}, unauthenticatedSaying(reasonMalformed, "the Authorization header says Bearer but carries no token", "Bearer credential without a token")
 	case 2:
 	default:
-		return Principal{}, unauthenticated(reasonMalformed, "Bearer credential with %d tokens, want 1", len(f)-1)
+		return Principal{}, unauthenticatedSaying(reasonMalformed, "the Authorization header carries more than one token after Bearer: send one", "Bearer credential with %d tokens, want 1", len(f)-1)
 	}
 	return j.Verify(r.Context(), f[1])
 }
 
 // Verify checks token and returns its principal. Every error wraps
-// ErrUnauthenticated or ErrUnavailable; Reason labels it.
+// ErrUnauthenticated or ErrUnavailable; Reason labels it and Description
+// says what the client may be told.
 func (j *JWT) Verify(ctx context.Context, token string) (Principal, error) {
+	claims := jwt.MapClaims{}
+	p, err := j.verify(ctx, token, claims)
+	return p, j.describe(err, claims)
+}
+
+func (j *JWT) verify(ctx context.Context, token string, claims jwt.MapClaims) (Principal, error) {
 	if token == "" {
 		return Principal{}, unauthenticated(reasonMissing, "empty token")
 	}
@@ -442,7 +458,6 @@ func (j *JWT) Verify(ctx context.Context, token string) (Principal, error) {
 	if err := j.checkHeader(token); err != nil {
 		return Principal{}, err
 	}
-	claims := jwt.MapClaims{}
 	_, err := j.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) { return j.key(ctx, t) })
 	if err != nil {
 		return Principal{}, classify(err, claims)
@@ -541,6 +556,42 @@ func classify(err error, claims jwt.MapClaims) error {
 		return unauthenticated(reasonBadClaims, "%v", err)
 	}
 	return unauthenticated(reasonMalformed, "%v", err)
+}
+
+// describe gives err, an error of Verify or Authenticate, the text the
+// client is told (Description) where this verifier knows more than the
+// reason: the token's own exp or nbf, the audiences and issuer it must
+// name, the algorithms and size it may use, the tenant claim's name.
+// claims are the token's, read only when the signature verified (expired,
+// not yet valid).
+func (j *JWT) describe(err error, claims jwt.MapClaims) error {
+	var e *authError
+	if !errors.As(err, &e) || e.public != "" {
+		return err
+	}
+	switch e.reason {
+	case reasonExpired:
+		if exp, _ := claims.GetExpirationTime(); exp != nil {
+			e.public = "the token expired at " + exp.UTC().Format(time.RFC3339) + ": get a new one"
+		}
+	case reasonNotYetValid:
+		if nbf, _ := claims.GetNotBefore(); nbf != nil {
+			e.public = "the token is not valid before " + nbf.UTC().Format(time.RFC3339) + " (nbf): check the clocks"
+		}
+	case reasonBadAudience:
+		e.public = descriptions[reasonBadAudience] + ": it must contain " + strings.Join(j.audiences, " or ")
+	case reasonBadIssuer:
+		if j.issuer != "" {
+			e.public = descriptions[reasonBadIssuer] + ": it must be " + j.issuer
+		}
+	case reasonBadAlgorithm:
+		e.public = descriptions[reasonBadAlgorithm] + " (accepted: " + strings.Join(j.algorithms, ", ") + ")"
+	case reasonTooLarge:
+		e.public = fmt.Sprintf("the bearer token is longer than %d bytes", j.maxTokenBytes)
+	case reasonBadTenant:
+		e.public = "the token's " + j.tenantClaim + " claim, which names the tenant, is missing or not a tenant name (lower-case letters, digits and inner hyphens, at most 63)"
+	}
+	return err
 }
 
 // principal builds the Principal from verified claims.

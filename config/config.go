@@ -53,6 +53,7 @@ type Config struct {
 	Store                     Store   `yaml:"store"`
 	Index                     Index   `yaml:"index"`
 	Auth                      Auth    `yaml:"auth"`
+	Metrics                   Metrics `yaml:"metrics"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
 	// Fixtures adds the fixture tools and their public resources in tenant
@@ -117,6 +118,14 @@ type Links struct {
 	DefaultTTL Duration `yaml:"defaultTTL"`
 	// MaxTTL is the longest life a caller may ask for.
 	MaxTTL Duration `yaml:"maxTTL"`
+}
+
+// Metrics protects GET /metrics.
+type Metrics struct {
+	// BearerTokenFile holds a token (mode 0600, one line, at least 16
+	// bytes) that scrapers must send as "Authorization: Bearer <token>"
+	// (Prometheus: authorization.credentials_file). "": /metrics is open.
+	BearerTokenFile string `yaml:"bearerTokenFile"`
 }
 
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources

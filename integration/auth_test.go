@@ -36,21 +36,66 @@ func (in *instance) listTools() *rawResponse {
 	return in.post(hdr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 }
 
-// checkUnauthorized asserts a 401 with the RFC 9728 challenge and no
-// verifier detail in the body.
-func checkUnauthorized(t *testing.T, r *rawResponse, what string) {
+// refusal is the OAuth error body of a refused registration.
+type refusal struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description"`
+	Scope       string `json:"scope"`
+}
+
+// challengeParams parses a Bearer WWW-Authenticate value into its
+// auth-params (RFC 6750 §3: quoted strings without escapes).
+func challengeParams(t *testing.T, ch string) map[string]string {
+	t.Helper()
+	rest, ok := strings.CutPrefix(ch, "Bearer ")
+	if !ok {
+		t.Errorf("WWW-Authenticate = %q, want the Bearer scheme", ch)
+		return nil
+	}
+	params := map[string]string{}
+	for _, m := range regexp.MustCompile(`([a-z_]+)="([^"\\]*)"(, |$)`).FindAllStringSubmatch(rest, -1) {
+		params[m[1]] = m[2]
+	}
+	return params
+}
+
+// checkUnauthorized asserts a 401 whose challenge names the cause: with a
+// token sent, error="invalid_token" and an error_description containing
+// want, the same in the plain-text body, and neither echoing the token.
+// With static keys no resource_metadata is advertised.
+func checkUnauthorized(t *testing.T, r *rawResponse, token, what, want string) {
 	t.Helper()
 	if r.Status != http.StatusUnauthorized {
 		t.Errorf("%s: HTTP %d, want 401: %s", what, r.Status, r.Body)
 		return
 	}
-	if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") || !strings.Contains(ch, `resource_metadata="`+metadataURL+`"`) {
-		t.Errorf("%s: WWW-Authenticate = %q", what, ch)
+	ch := r.Header.Get("WWW-Authenticate")
+	p := challengeParams(t, ch)
+	body, ok := strings.CutPrefix(strings.TrimSpace(string(r.Body)), "Unauthorized: ")
+	if !ok || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("%s: body %q (%s), want text saying Unauthorized: and the cause", what, r.Body, r.Header.Get("Content-Type"))
 	}
-	body := strings.ToLower(string(r.Body))
-	for _, leak := range []string{"signature", "expired", "malformed", "claim", "crypto", "key", "audience", "issuer", "tenant", "segment", "base64", "algorithm"} {
-		if strings.Contains(body, leak) {
-			t.Errorf("%s: response body leaks verifier detail %q: %s", what, leak, r.Body)
+	if _, ok := p["resource_metadata"]; ok {
+		t.Errorf("%s: WWW-Authenticate %q advertises resource_metadata with static keys", what, ch)
+	}
+	wantError := "invalid_token"
+	if token == "" || what == "basic auth" {
+		wantError = "" // RFC 6750 §3.1: no error code without a bearer token
+	}
+	if p["error"] != wantError {
+		t.Errorf("%s: WWW-Authenticate %q, want error %q", what, ch, wantError)
+	}
+	if wantError != "" && p["error_description"] != body {
+		t.Errorf("%s: header says %q, body %q", what, p["error_description"], body)
+	}
+	if !strings.Contains(body, want) {
+		t.Errorf("%s: refusal %q, want it to contain %q", what, body, want)
+	}
+	if len(token) > 8 {
+		for _, part := range strings.Split(token, ".") {
+			if len(part) > 8 && (strings.Contains(ch, part) || strings.Contains(string(r.Body), part)) {
+				t.Errorf("%s: the refusal echoes the token: %s %s", what, ch, r.Body)
+			}
 		}
 	}
 }
@@ -71,33 +116,42 @@ func TestBadTokensAreRejected(t *testing.T) {
 		edit(c)
 		return sign(in.Key, c)
 	}
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	future := time.Now().Add(time.Hour).Truncate(time.Second)
 	b64 := base64.RawURLEncoding.EncodeToString
 	claimsJSON, _ := json.Marshal(tokenClaims("default", scopeRead))
-	cases := map[string]string{
-		"no token":          "",
-		"alg none":          b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(claimsJSON) + ".",
-		"wrong signature":   sign(other, tokenClaims("default", scopeRead)),
-		"expired":           with(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() }),
-		"nbf in the future": with(func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() }),
-		"missing exp":       with(func(c jwt.MapClaims) { delete(c, "exp") }),
-		"wrong aud":         with(func(c jwt.MapClaims) { c["aud"] = "http://elsewhere.test" }),
-		"wrong iss":         with(func(c jwt.MapClaims) { c["iss"] = "http://evil.test" }),
-		"missing tenant":    with(func(c jwt.MapClaims) { delete(c, "tenant") }),
-		"upper-case tenant": with(func(c jwt.MapClaims) { c["tenant"] = "ACME" }),
-		"tenant with slash": with(func(c jwt.MapClaims) { c["tenant"] = "a/../b" }),
-		"tenant not string": with(func(c jwt.MapClaims) { c["tenant"] = 7 }),
-		"64 KB token":       with(func(c jwt.MapClaims) { c["pad"] = strings.Repeat("x", 64<<10) }),
-		"garbage base64":    "!!!.@@@.###",
-		"two segments":      "abc.def",
+	cases := []struct{ name, token, want string }{
+		{"no token", "", "this server needs a bearer token"},
+		{"alg none", b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(claimsJSON) + ".", "algorithm or key type this server does not accept (accepted: HS256)"},
+		{"wrong signature", sign(other, tokenClaims("default", scopeRead)), "signature does not verify with this server's keys"},
+		{"expired", with(func(c jwt.MapClaims) { c["exp"] = past.Unix() }), "the token expired at " + past.UTC().Format(time.RFC3339) + ": get a new one"},
+		{"nbf in the future", with(func(c jwt.MapClaims) { c["nbf"] = future.Unix() }), "not valid before " + future.UTC().Format(time.RFC3339)},
+		{"missing exp", with(func(c jwt.MapClaims) { delete(c, "exp") }), "no exp claim"},
+		{"wrong aud", with(func(c jwt.MapClaims) { c["aud"] = "http://elsewhere.test" }), "audience (aud) is not this server: it must contain " + testBaseURL},
+		{"missing aud", with(func(c jwt.MapClaims) { delete(c, "aud") }), "it must contain " + testBaseURL},
+		{"wrong iss", with(func(c jwt.MapClaims) { c["iss"] = "http://evil.test" }), "issuer (iss) is not the one this server trusts: it must be " + testBaseURL},
+		{"missing tenant", with(func(c jwt.MapClaims) { delete(c, "tenant") }), "tenant claim, which names the tenant, is missing"},
+		{"upper-case tenant", with(func(c jwt.MapClaims) { c["tenant"] = "ACME" }), "not a tenant name"},
+		{"tenant with slash", with(func(c jwt.MapClaims) { c["tenant"] = "a/../b" }), "not a tenant name"},
+		{"tenant not string", with(func(c jwt.MapClaims) { c["tenant"] = 7 }), "not a tenant name"},
+		{"scope not string", with(func(c jwt.MapClaims) { c["scope"] = 7 }), "scope a string or an array of strings"},
+		{"64 KB token", with(func(c jwt.MapClaims) { c["pad"] = strings.Repeat("x", 64<<10) }), "longer than 8192 bytes"},
+		{"garbage base64", "!!!.@@@.###", "not a JWT"},
+		{"two segments", "abc.def", "not a JWT"},
+		{"two tokens", "abc def", "more than one token"},
+		{"quote in token", `a"b.c\d.e`, "not a JWT"},
 	}
-	for name, tok := range cases {
-		t.Run(name, func(t *testing.T) {
-			checkUnauthorized(t, in.as(tok).listTools(), name)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkUnauthorized(t, in.as(c.token).listTools(), c.token, c.name, c.want)
 		})
 	}
 	// Not a bearer scheme at all.
 	hdr := http.Header{"Authorization": {"Basic " + b64([]byte("a:b"))}, "Mcp-Protocol-Version": {v2025}}
-	checkUnauthorized(t, in.post(hdr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), "basic auth")
+	checkUnauthorized(t, in.post(hdr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), "", "basic auth", "send Authorization: Bearer <token>")
+	// Two Authorization headers.
+	hdr = http.Header{"Authorization": {"Bearer " + in.Token, "Bearer " + in.Token}, "Mcp-Protocol-Version": {v2025}}
+	checkUnauthorized(t, in.post(hdr, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), in.Token, "two headers", "more than one Authorization header")
 	// The server kept serving throughout.
 	if r := in.listTools(); r.Status != 200 || r.Error != nil {
 		t.Fatalf("valid token after bad ones: HTTP %d %s", r.Status, r.Body)
@@ -117,8 +171,13 @@ func TestScopesAreEnforced(t *testing.T) {
 	forbidden := func(t *testing.T, r *rawResponse, scope string) {
 		t.Helper()
 		ch := r.Header.Get("WWW-Authenticate")
-		if r.Status != http.StatusForbidden || !strings.Contains(ch, `error="insufficient_scope"`) || !strings.Contains(ch, `scope="`+scope+`"`) || !strings.Contains(ch, "resource_metadata=") {
+		p := challengeParams(t, ch)
+		want := "this call needs the " + scope + " scope"
+		if r.Status != http.StatusForbidden || p["error"] != "insufficient_scope" || p["scope"] != scope || !strings.Contains(p["error_description"], want) {
 			t.Errorf("HTTP %d WWW-Authenticate %q, want 403 insufficient_scope %s", r.Status, ch, scope)
+		}
+		if got := strings.TrimSpace(string(r.Body)); got != "Forbidden: "+p["error_description"] {
+			t.Errorf("403 body %q does not say what the challenge %q says", got, ch)
 		}
 	}
 	save := body("tools/call", `{"name":"save_report","arguments":{"path":"x","mimeType":"text/plain","text":"x"}}`)
@@ -196,23 +255,83 @@ func TestTenantIsolation(t *testing.T) {
 	}
 }
 
+// TestProtectedResourceMetadata: RFC 9728 metadata is served, and named
+// in challenges, only with an authorization server configured. With static
+// keys there is none, and a dynamic client registration is refused with
+// the reason the request's token was refused.
 func TestProtectedResourceMetadata(t *testing.T) {
-	in := startServer(t, "")
-	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-		resp, err := http.Get(in.URL + path)
+	paths := []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
+	t.Run("static keys", func(t *testing.T) {
+		in := startServer(t, "")
+		for _, path := range paths {
+			if code, body := getText(t, in.URL+path); code != http.StatusNotFound {
+				t.Errorf("GET %s with static keys: HTTP %d %s, want 404", path, code, body)
+			}
+		}
+		register := func(token string) (int, refusal) {
+			req, _ := http.NewRequest("POST", in.URL+"/register", strings.NewReader(`{"redirect_uris":["http://localhost:1/cb"]}`))
+			req.Header.Set("Content-Type", "application/json")
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var r refusal
+			json.NewDecoder(resp.Body).Decode(&r)
+			return resp.StatusCode, r
+		}
+		wrongAud := tokenClaims("default", scopeRead)
+		wrongAud["aud"] = "http://127.0.0.1:8765"
+		for _, c := range []struct{ name, token, want string }{
+			{"no token", "", "it takes bearer tokens issued out of band"},
+			{"wrong audience", in.mint(wrongAud), "the token this request carried was refused: the token's audience (aud) is not this server: it must contain " + testBaseURL},
+			{"good token", in.Token, "the token this request carried is valid here"},
+		} {
+			code, r := register(c.token)
+			if code != http.StatusForbidden || r.Error != "registration_not_supported" || !strings.Contains(r.Description, c.want) {
+				t.Errorf("POST /register, %s: HTTP %d %+v, want 403 registration_not_supported saying %q", c.name, code, r, c.want)
+			}
+		}
+	})
+	t.Run("authorization server", func(t *testing.T) {
+		in := startServer(t, "  authorizationServers: [https://idp.test]\n")
+		for _, path := range paths {
+			resp, err := http.Get(in.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var md map[string]any
+			json.NewDecoder(resp.Body).Decode(&md)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || md["resource"] != testBaseURL+"/mcp" {
+				t.Errorf("GET %s: HTTP %d %v", path, resp.StatusCode, md)
+			}
+			if s, _ := json.Marshal(md["authorization_servers"]); string(s) != `["https://idp.test"]` {
+				t.Errorf("GET %s: authorization_servers = %s", path, s)
+			}
+			if s, _ := json.Marshal(md["scopes_supported"]); !strings.Contains(string(s), scopeWrite) {
+				t.Errorf("GET %s: scopes_supported = %s", path, s)
+			}
+		}
+		for _, token := range []string{"", "garbage"} {
+			r := in.as(token).listTools()
+			if p := challengeParams(t, r.Header.Get("WWW-Authenticate")); r.Status != 401 || p["resource_metadata"] != metadataURL {
+				t.Errorf("token %q: HTTP %d WWW-Authenticate %q, want resource_metadata=%q", token, r.Status, r.Header.Get("WWW-Authenticate"), metadataURL)
+			}
+		}
+		// The authorization server registers clients, not resourced.
+		resp, err := http.Post(in.URL+"/register", "application/json", strings.NewReader("{}"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var md map[string]any
-		json.NewDecoder(resp.Body).Decode(&md)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || md["resource"] != testBaseURL+"/mcp" {
-			t.Errorf("GET %s: HTTP %d %v", path, resp.StatusCode, md)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("POST /register with an authorization server: HTTP %d, want 404", resp.StatusCode)
 		}
-		if s, _ := json.Marshal(md["scopes_supported"]); !strings.Contains(string(s), scopeWrite) {
-			t.Errorf("GET %s: scopes_supported = %s", path, s)
-		}
-	}
+	})
 }
 
 func TestOriginAndHostProtection(t *testing.T) {
@@ -386,7 +505,17 @@ func TestJWKSRotationAndOutage(t *testing.T) {
 	}
 	// Algorithm confusion: an HS256 token keyed with public material is refused.
 	hs, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, claims()).SignedString([]byte("k1"))
-	checkUnauthorized(t, in.as(hs).listTools(), "HS256 against a JWKS")
+	checkUnauthorized(t, in.as(hs).listTools(), hs, "HS256 against a JWKS", "(accepted: RS256, ES256, EdDSA)")
+	// A kid the issuer's set does not hold, after a fresh fetch.
+	stray := newJWKSServer(t)
+	stray.add(t, "k9")
+	k9 := stray.sign(t, "k9", claims())
+	checkUnauthorized(t, in.as(k9).listTools(), k9, "unknown kid", "key id (kid) is not in the issuer's key set")
+	// Another issuer's token, signed with a known key.
+	c := claims()
+	c["iss"] = "https://other-idp.test"
+	otherIss := j.sign(t, "k1", c)
+	checkUnauthorized(t, in.as(otherIss).listTools(), otherIss, "wrong issuer", "it must be https://idp.test")
 	// Outage: a kid not yet seen cannot be verified → 503, never 500; the
 	// cached kids keep working.
 	j.add(t, "k3")
@@ -423,7 +552,14 @@ func TestPublicKeyFileAndAlgorithmConfusion(t *testing.T) {
 	}
 	// The classic confusion: HS256 with the PEM of the public key as secret.
 	confused, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(pemBytes)
-	checkUnauthorized(t, in.as(confused).listTools(), "HS256 signed with the RSA public key")
+	checkUnauthorized(t, in.as(confused).listTools(), confused, "HS256 signed with the RSA public key", "(accepted: RS256)")
+	// Signed by another RSA key.
+	k2, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _ := jwt.NewWithClaims(jwt.SigningMethodRS256, c).SignedString(k2)
+	checkUnauthorized(t, in.as(otherKey).listTools(), otherKey, "another RSA key", "signature does not verify")
 }
 
 // listURIs pages through resources/list and returns every URI in order.

@@ -319,10 +319,10 @@ func TestUploadAuthAndValidation(t *testing.T) {
 	in := startServer(t, "")
 	noToken := in.as("")
 	r := noToken.upload("report", "x", "", strings.NewReader("x"), nil)
-	checkUnauthorized(t, &rawResponse{Status: r.Status, Header: r.Header, Body: r.Body}, "upload without a token")
+	checkUnauthorized(t, &rawResponse{Status: r.Status, Header: r.Header, Body: r.Body}, "", "upload without a token", "this server needs a bearer token")
 	bad := in.as(in.Token + "x")
 	r = bad.upload("report", "x", "", strings.NewReader("x"), nil)
-	checkUnauthorized(t, &rawResponse{Status: r.Status, Header: r.Header, Body: r.Body}, "upload with a bad token")
+	checkUnauthorized(t, &rawResponse{Status: r.Status, Header: r.Header, Body: r.Body}, bad.Token, "upload with a bad token", "signature does not verify")
 	if !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 		t.Errorf("bad token: WWW-Authenticate %q", r.Header.Get("WWW-Authenticate"))
 	}

@@ -32,7 +32,7 @@ func TestMetrics(t *testing.T) {
 	sc := checkSuccess(t, a.call(v2026, "save_report", map[string]any{"path": "m/1", "mimeType": "text/plain", "text": "12345"}), 1)
 	a.read(v2026, sc["uri"].(string))
 	a.rpc(v2026, "resources/read", map[string]any{"uri": "report://secret-tenant-name/none"})
-	checkUnauthorized(t, in.as("garbage").listTools(), "garbage")
+	checkUnauthorized(t, in.as("garbage").listTools(), "garbage", "garbage", "not a JWT")
 	in.as("").listTools()
 
 	code, body := getText(t, in.URL+"/metrics")

@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,7 +9,7 @@ import (
 
 // The tests of this file follow issue 28, what an operator meets on the
 // second day: the port trap with no server running, the listening line at
-// every level, build_info, and release binaries that say their revision.
+// every level and build_info. Release archives: release_test.go.
 
 // TestNoPortTrap: a server first started on a port other than 8765 is
 // stopped; `resourced token` with no server running mints for the URL
@@ -64,48 +61,3 @@ func TestListeningAtWarnAndBuildInfo(t *testing.T) {
 // logFlush is the server's longest hold of an info line (cmd/resourced
 // logFlushDelay).
 const logFlush = 100 * time.Millisecond
-
-// TestReleaseStampsRevision: scripts/release.sh, run in a clean clone,
-// builds a binary whose `version` and resourced_build_info name the
-// commit and its date (issue 28: with -buildvcs=false they named none).
-func TestReleaseStampsRevision(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
-		if err != nil {
-			t.Fatalf("git %v: %v", args, err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	clone := filepath.Join(t.TempDir(), "clone")
-	if out, err := exec.Command("git", "clone", "--quiet", "--no-hardlinks", "..", clone).CombinedOutput(); err != nil {
-		t.Fatalf("git clone: %v\n%s", err, out)
-	}
-	rev := git(clone, "rev-parse", "HEAD")
-	date, err := time.Parse(time.RFC3339, git(clone, "log", "-1", "--format=%cI"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := runtime.GOOS + "/" + runtime.GOARCH
-	cmd := exec.Command("bash", filepath.Join(clone, "scripts", "release.sh"), "v0.0.0-it", target)
-	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("release.sh: %v\n%s", err, out)
-	}
-	bin := filepath.Join(clone, "dist", "resourced-v0.0.0-it-"+runtime.GOOS+"-"+runtime.GOARCH)
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		t.Fatalf("%s version: %v", bin, err)
-	}
-	want := "resourced v0.0.0-it (revision " + rev + ", " + date.UTC().Format("2006-01-02T15:04:05Z") + ", " + runtime.Version() + ")"
-	if got := strings.TrimSpace(string(out)); got != want {
-		t.Errorf("release binary's version = %q, want %q", got, want)
-	}
-	sums, err := os.ReadFile(filepath.Join(clone, "dist", "SHA256SUMS"))
-	if err != nil || !strings.Contains(string(sums), filepath.Base(bin)) {
-		t.Errorf("SHA256SUMS: %v, %q", err, sums)
-	}
-}

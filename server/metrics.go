@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/subtle"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +84,25 @@ func newMetrics(reg *prometheus.Registry, backend string) *metrics {
 	}
 	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept, m.formsDamaged, m.panics, m.limited)
 	return m
+}
+
+// metricsGuard lets a request through to next only with "Authorization:
+// Bearer <token>" (compared in constant time); others get 401 with a
+// Bearer challenge of realm "metrics". A nil token lets every request
+// through.
+func metricsGuard(token []byte, next http.Handler) http.Handler {
+	if token == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			http.Error(w, "Unauthorized: /metrics needs the bearer token of metrics.bearerTokenFile", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (m *metrics) handler() http.Handler {

@@ -112,6 +112,9 @@ type Options struct {
 	// longest a caller may ask for (0: 1h).
 	LinkKey             []byte
 	LinkTTL, LinkMaxTTL time.Duration
+	// MetricsToken, when not nil, is the bearer token GET /metrics
+	// requires (metricsGuard).
+	MetricsToken []byte
 	// Budgets bound each request's time, each tenant's requests in flight
 	// and saves per second, and concurrent uploads; the zero value is the
 	// defaults documented on its fields (guard.go).
@@ -373,11 +376,14 @@ func New(opts Options) (*Server, error) {
 	if s.bearer.Required() {
 		mux.Handle(edge.MetadataPath, s.bearer.Metadata())
 		mux.Handle(edge.MetadataPath+"/mcp", s.bearer.Metadata())
+		if !s.bearer.Advertised() {
+			mux.Handle("POST "+edge.RegistrationPath, s.origin.Wrap(s.bearer.RefuseRegistration()))
+		}
 	}
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	// The Host guard: a DNS-rebinding page must not read the metrics.
-	mux.Handle("GET /metrics", s.origin.Wrap(s.metrics.handler()))
+	mux.Handle("GET /metrics", s.origin.Wrap(metricsGuard(opts.MetricsToken, s.metrics.handler())))
 	s.handler = s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux))))
 	return s, nil
 }

@@ -20,8 +20,8 @@ import (
 )
 
 const configCheckAbout = "Loads the configuration as serve would (--config or RESOURCED_CONFIG, the RESOURCED_*\n" +
-	"environment, these flags), validates it, reads every gateway header value (never printing\n" +
-	"one; not with --syntax-only), and prints the effective configuration as YAML, every default\n" +
+	"environment, these flags), validates it, reads every gateway header value and the metrics\n" +
+	"token (never printing one; not with --syntax-only), and prints the effective configuration as YAML, every default\n" +
 	"filled in, with secrets redacted. Exit 0 when it is valid; 1 when not, each problem naming its\n" +
 	"key; 2 for a bad command line. It opens no store, binds no port and creates nothing."
 
@@ -49,7 +49,7 @@ func configCmd(args []string, getenv func(string) string, stdout, stderr io.Writ
 	}
 	var syntaxOnly bool
 	cfg, err := loadConfig("config check", args[1:], getenv, stdout, stderr, func(fs *flag.FlagSet) {
-		fs.BoolVar(&syntaxOnly, "syntax-only", false, "do not read the gateway's header values from the environment and files (as promtool check config --syntax-only)")
+		fs.BoolVar(&syntaxOnly, "syntax-only", false, "do not read the gateway's header values and the metrics token from the environment and files (as promtool check config --syntax-only)")
 	})
 	var bad configProblem
 	switch {
@@ -60,6 +60,11 @@ func configCmd(args []string, getenv func(string) string, stdout, stderr io.Writ
 	}
 	if cfg.Gateway != nil && !syntaxOnly {
 		if _, err := gatewayUpstreams(cfg.Gateway, getenv); err != nil {
+			return &exitError{1, fmt.Errorf("invalid configuration:\n%w", err)}
+		}
+	}
+	if !syntaxOnly {
+		if _, err := metricsToken(cfg); err != nil {
 			return &exitError{1, fmt.Errorf("invalid configuration:\n%w", err)}
 		}
 	}

@@ -436,6 +436,12 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	if err != nil {
 		return err
 	}
+	// A bad token file is a value error, found before anything is bound
+	// or created.
+	metricsTok, err := metricsToken(cfg)
+	if err != nil {
+		return usageError(err)
+	}
 	log, logw := newLogger(stderr, cfg.LogLevel)
 	defer logw.Flush()
 	// Bind before anything is created: a taken port leaves no data
@@ -513,6 +519,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		SweepInterval:        cfg.Sweep.Interval.Std(),
 		SweepBatch:           cfg.Sweep.Batch,
 		LinkKey:              linkKey,
+		MetricsToken:         metricsTok,
 		LinkTTL:              cfg.Links.DefaultTTL.Std(),
 		LinkMaxTTL:           cfg.Links.MaxTTL.Std(),
 		Limits: server.Limits{

@@ -5,6 +5,8 @@
 package edge
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -21,6 +23,11 @@ import (
 
 // MetadataPath is where the RFC 9728 protected resource metadata is served.
 const MetadataPath = "/.well-known/oauth-protected-resource"
+
+// RegistrationPath is where an OAuth client that found no authorization
+// server metadata tries dynamic client registration: the default endpoint
+// of the MCP 2025-03-26 authorization spec, which mcp-remote still uses.
+const RegistrationPath = "/register"
 
 // Origin refuses requests from browser origins and Host names that are
 // not allowed.
@@ -134,8 +141,7 @@ func (b *Bearer) Principal(w http.ResponseWriter, r *http.Request) (auth.Princip
 func (b *Bearer) RefuseScope(w http.ResponseWriter, r *http.Request, scope string) {
 	b.Failed("insufficient_scope")
 	b.Note(r, "auth:insufficient_scope", "")
-	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+scope+`", resource_metadata="`+b.BaseURL+MetadataPath+`"`)
-	http.Error(w, "Forbidden: this call needs the "+scope+" scope", http.StatusForbidden)
+	b.refuse(w, http.StatusForbidden, "insufficient_scope", "this call needs the "+scope+" scope: get a token whose scope claim holds it", scope)
 }
 
 // Required reports whether callers must present a token.
@@ -144,8 +150,19 @@ func (b *Bearer) Required() bool {
 	return !none
 }
 
-// Metadata serves RFC 9728 metadata for the /mcp resource.
+// Advertised reports whether the RFC 9728 metadata is served and named in
+// challenges: only with an authorization server to point clients at, which
+// the MCP authorization spec requires of the document. With static keys
+// tokens are issued out of band, and a client that found the document
+// would start an OAuth flow no server can finish (docs/decisions.md, Auth).
+func (b *Bearer) Advertised() bool { return len(b.AuthServers) > 0 }
+
+// Metadata serves RFC 9728 metadata for the /mcp resource, or 404 when
+// none is advertised.
 func (b *Bearer) Metadata() http.Handler {
+	if !b.Advertised() {
+		return http.NotFoundHandler()
+	}
 	return sdkauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               b.BaseURL + "/mcp",
 		AuthorizationServers:   b.AuthServers,
@@ -155,8 +172,31 @@ func (b *Bearer) Metadata() http.Handler {
 	})
 }
 
+// RefuseRegistration answers a dynamic client registration (RFC 7591)
+// when no authorization server is advertised: 403 with an RFC 7591 error
+// body saying that tokens are issued out of band and, when the request
+// carried a bearer token, why it was refused. A client that answers every
+// 401 with OAuth then reports the cause and stops, where a 404 left it
+// reporting a missing endpoint (docs/decisions.md, Auth).
+func (b *Bearer) RefuseRegistration() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		desc := "this server registers no OAuth clients and names no authorization server: it takes bearer tokens issued out of band (resourced token mints them), sent as Authorization: Bearer <token>"
+		if r.Header.Get("Authorization") != "" {
+			if _, err := b.Auth.Authenticate(r); err != nil {
+				desc += "; the token this request carried was refused: " + auth.Description(err)
+			} else {
+				desc += "; the token this request carried is valid here"
+			}
+		}
+		b.Note(r, "auth:registration_refused", "")
+		writeRefusal(w, http.StatusForbidden, "registration_not_supported", quotable(desc), "")
+	})
+}
+
 // refuseToken answers a request whose token did not authenticate: 503
-// when the keys cannot be fetched, else 401 with the RFC 6750 challenge.
+// when the keys cannot be fetched, else 401 with the RFC 6750 challenge:
+// no error code when the request carried no bearer token (RFC 6750 §3.1),
+// else error="invalid_token" with the cause (auth.Description).
 func (b *Bearer) refuseToken(w http.ResponseWriter, r *http.Request, err error) {
 	reason := auth.Reason(err)
 	b.Failed(reason)
@@ -168,10 +208,66 @@ func (b *Bearer) refuseToken(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	b.Log.Info("authentication failed", "reason", reason)
-	challenge := `Bearer resource_metadata="` + b.BaseURL + MetadataPath + `"`
-	if reason != "missing" {
-		challenge = `Bearer error="invalid_token", resource_metadata="` + b.BaseURL + MetadataPath + `"`
+	code := "invalid_token"
+	if reason == "missing" {
+		code = ""
+	}
+	b.refuse(w, http.StatusUnauthorized, code, auth.Description(err), "")
+}
+
+// refuse writes a refusal: the WWW-Authenticate challenge (error,
+// error_description and scope when not "", resource_metadata when
+// advertised) and a plain-text body saying the same. Not JSON: a client
+// of /mcp may take any JSON body for a JSON-RPC message.
+func (b *Bearer) refuse(w http.ResponseWriter, status int, code, description, scope string) {
+	description = quotable(description)
+	var params []string
+	if code != "" {
+		params = append(params, `error="`+code+`"`)
+	}
+	if description != "" && code != "" {
+		params = append(params, `error_description="`+description+`"`)
+	}
+	if scope != "" {
+		params = append(params, `scope="`+scope+`"`)
+	}
+	if b.Advertised() {
+		params = append(params, `resource_metadata="`+b.BaseURL+MetadataPath+`"`)
+	}
+	challenge := "Bearer"
+	if len(params) > 0 {
+		challenge += " " + strings.Join(params, ", ")
+	} else {
+		challenge += ` realm="resourced"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+	http.Error(w, http.StatusText(status)+": "+description, status)
+}
+
+// writeRefusal writes an OAuth error body (RFC 6749 §5.2, RFC 7591
+// §3.2.2): error, error_description and scope.
+func writeRefusal(w http.ResponseWriter, status int, code, description, scope string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(struct {
+		Error       string `json:"error,omitempty"`
+		Description string `json:"error_description"`
+		Scope       string `json:"scope,omitempty"`
+	}{code, description, scope})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// quotable replaces what an RFC 6750 quoted parameter may not hold (a
+// double quote, a backslash, anything outside printable ASCII) with '?'.
+func quotable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '?'
+		}
+		return r
+	}, s)
 }
