@@ -81,9 +81,6 @@ func rawUpstream(r io.Reader, w io.Writer) {
 			reply(m.ID, `{"tools":[{"name":"pid","inputSchema":{"type":"object"}},{"name":"big","inputSchema":{"type":"object"}}]}`)
 		case "ping":
 			reply(m.ID, `{}`)
-		default: // server/discover among them: the client falls back to initialize
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", m.ID)
-			out.Flush()
 		case "tools/call":
 			a := m.Params.Arguments
 			switch m.Params.Name {
@@ -134,6 +131,9 @@ func rawUpstream(r io.Reader, w io.Writer) {
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"no end`+"\n", m.ID)
 				out.Flush()
 			}
+		default: // server/discover among them: the client falls back to initialize
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", m.ID)
+			out.Flush()
 		}
 	}
 }
