@@ -183,17 +183,20 @@ func listenPrivate(path string) (net.Listener, error) {
 // path, it fails. It writes a temporary file next to --out and moves it
 // into place only when complete; an existing --out is kept unless --force.
 //
-//	resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
+// Progress goes to stderr (progress), with --quiet nothing does.
+//
+//	resourced backup --out FILE [--force] [--quiet] [--config FILE] [--data-dir DIR]
 func backup(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("backup", "resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]",
+	fs := newFlagSet("backup", "resourced backup --out FILE [--force] [--quiet] [--config FILE] [--data-dir DIR]",
 		"Writes a consistent copy of the bbolt database: online through the running server's admin\n"+
 			"socket (<dataDir>/resourced.sock), or from the file when no server runs on it.")
 	var path, dataDir, out string
-	var force bool
+	var force, quiet bool
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
 	fs.StringVar(&out, "out", "", "file to write the backup to (required)")
 	fs.BoolVar(&force, "force", false, "replace --out if it exists")
+	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -219,7 +222,16 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	n, how, err := writeBackup(cfg, f)
+	p := startProgress(stderr, quiet, "backup")
+	// The total is the file's size: the copy is at most that (bbolt writes
+	// up to its last page in use; the file may hold grown, unused space),
+	// so the bar may end short of full, and finish fills it.
+	total := int64(-1)
+	if fi, err := os.Stat(cfg.BboltPath()); err == nil {
+		total = fi.Size()
+	}
+	p.begin("copying "+cfg.BboltPath(), unitBytes, total)
+	n, how, err := writeBackup(cfg, p.writer(f))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -227,6 +239,7 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		err = cerr
 	}
 	if err != nil {
+		p.finish(false, "failed after", -1, n)
 		var e *exitError
 		if errors.As(err, &e) {
 			return err
@@ -234,8 +247,10 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		return fmt.Errorf("backup: %w", err)
 	}
 	if err := place(tmp, out, force); err != nil {
+		p.finish(false, "failed after", -1, n)
 		return err
 	}
+	p.finish(true, "wrote", -1, n)
 	fmt.Fprintf(stdout, "wrote %d bytes to %s (%s)\n", n, out, how)
 	return nil
 }

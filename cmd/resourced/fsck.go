@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"github.com/resourced/resourced/config"
@@ -21,17 +22,20 @@ const fsckLockWait = 200 * time.Millisecond
 // consistency check, every record's size and sha256 against its body, its
 // indexes and usage, and every stored encoded form against its body; then
 // the search index against the store (fsckIndex). It never creates a
-// database or an index: a path with none is an error.
+// database or an index: a path with none is an error. Progress goes to
+// stderr (progress), with --quiet nothing does.
 //
-//	resourced fsck [--config FILE] [--data-dir DIR]
+//	resourced fsck [--quiet] [--config FILE] [--data-dir DIR]
 func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("fsck", "resourced fsck [--config FILE] [--data-dir DIR]",
+	fs := newFlagSet("fsck", "resourced fsck [--quiet] [--config FILE] [--data-dir DIR]",
 		"Checks the bbolt database of a stopped server: bbolt's consistency check, every record's size and\n"+
 			"sha256 against its body, its indexes and usage, and each stored JSON form against its body; then the\n"+
 			"search index against the store (entries whose object is gone, objects missing from the index).")
 	var path, dataDir string
+	var quiet bool
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
+	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -52,11 +56,25 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	}
 	defer st.Close()
 	file := cfg.BboltPath()
+	size := int64(-1)
+	if fi, err := os.Stat(file); err == nil {
+		size = fi.Size()
+	}
+	p := startProgress(stderr, quiet, "fsck")
+	// CheckEncoded reports nothing until it is done: a spinner and the time.
+	p.begin("checking "+file, "", -1)
 	if err := st.CheckEncoded(func(m *store.Meta, encoded, body []byte) error { return jsonwire.VerifyForm(m.MIMEType, encoded, body) }); err != nil {
+		p.finish(false, "found a problem in", -1, size)
 		return fmt.Errorf("%s is damaged: %w", file, err)
 	}
 	fmt.Fprintf(stdout, "%s: consistent\n", file)
-	return fsckIndex(context.Background(), cfg, st, stdout)
+	objects, err := fsckIndex(context.Background(), cfg, st, stdout, p)
+	if err != nil {
+		p.finish(false, "found a problem in", objects, size)
+		return err
+	}
+	p.finish(true, "checked", objects, size)
+	return nil
 }
 
 // openStopped opens the bbolt file of a stopped server, never creating

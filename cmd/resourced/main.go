@@ -164,14 +164,14 @@ usage:
                                         server running on the data directory or last served from it
   resourced config check [--syntax-only] [serve's flags]
                                         load and validate the configuration, print it (secrets redacted)
-  resourced fsck [--config FILE] [--data-dir DIR]
+  resourced fsck [--quiet] [--config FILE] [--data-dir DIR]
                                         check a stopped server's bbolt database and search index
-  resourced reindex [--config FILE] [--data-dir DIR]
+  resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
                                         rebuild a stopped server's search index from its database
-  resourced reconcile [--config FILE] [--tenant T]
+  resourced reconcile [--quiet] [--config FILE] [--tenant T]
                                         recount per-tenant usage on the s3 backend
   resourced s3 check [--config FILE]    check that the S3 service keeps the guarantees resourced needs
-  resourced backup --out FILE [--force] [--config FILE] [--data-dir DIR]
+  resourced backup --out FILE [--force] [--quiet] [--config FILE] [--data-dir DIR]
                                         online backup of the bbolt database
   resourced check --url URL [--header "Name: value"]... [--protocol auto|2026-07-28|2025-11-25]
                   [--json FILE] [--markdown FILE] [--timeout 30s] [--list]

@@ -11,21 +11,25 @@ import (
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/service"
+	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 )
 
 // reindex rebuilds the search index of a stopped server from its bbolt
 // store: every live object is read and indexed again, and every entry
 // whose object is gone is removed. A missing bleve directory is created.
+// Progress goes to stderr (progress), with --quiet nothing does.
 //
-//	resourced reindex [--config FILE] [--data-dir DIR]
+//	resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
 func reindex(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("reindex", "resourced reindex [--config FILE] [--data-dir DIR]",
+	fs := newFlagSet("reindex", "resourced reindex [--quiet] [--config FILE] [--data-dir DIR]",
 		"Rebuilds the search index (index.backend) of a stopped server from its bbolt database: indexes every\n"+
 			"live object again and removes the entries of objects that are gone. Safe to run again.")
 	var path, dataDir string
+	var quiet bool
 	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
+	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -50,45 +54,85 @@ func reindex(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("opening the %s search index: %w", cfg.IndexBackend(), err)
 	}
 	defer x.Close()
-	r, err := service.CheckIndex(ctx, st, x, st.Walk, service.CheckIndexOptions{Rebuild: true})
+	// CheckIndex walks the store before it indexes anything, so its walk is
+	// the count up front, at no extra cost: a count while it scans, then a
+	// bar against that count while it indexes (an upper bound: expired
+	// objects not swept yet are walked but not indexed).
+	p := startProgress(stderr, quiet, "reindex")
+	p.begin("scanning the store", unitObjects, -1)
+	var walked int64
+	r, err := service.CheckIndex(ctx, &indexingProgress{Backend: st, walked: &walked, p: p}, x, countWalk(st.Walk, &walked, p), service.CheckIndexOptions{Rebuild: true})
 	if r != nil {
 		fmt.Fprintf(stdout, "%s: indexed %d objects, removed %d stale entries\n", indexName(cfg), r.Indexed, r.Removed)
 	}
 	if err != nil {
+		var indexed int64
+		if r != nil {
+			indexed = int64(r.Indexed)
+		}
+		p.finish(false, "stopped after indexing", indexed, -1)
 		return fmt.Errorf("reindex stopped: %w (run it again: it starts over and is safe to repeat)", err)
 	}
+	p.finish(true, "indexed", int64(r.Indexed), -1)
 	return nil
+}
+
+// indexingProgress is the store CheckIndex reads each object from before
+// it indexes it (View, once an object): the first read starts the
+// "indexing" step against the objects walked, and each read counts one.
+type indexingProgress struct {
+	store.Backend
+	walked  *int64
+	p       *progress
+	started bool
+}
+
+func (s *indexingProgress) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	if !s.started {
+		s.started = true
+		s.p.begin("indexing", unitObjects, *s.walked)
+	}
+	err := s.Backend.View(ctx, k, fn)
+	s.p.add(1)
+	return err
 }
 
 // fsckIndex checks the search index against the store st: entries whose
 // object is gone, objects missing from the index, and entries of another
 // version. Any difference is an error that says to run resourced reindex.
 // It never creates an index: a missing bleve directory is reported and
-// not checked (a copy made with resourced backup has none).
-func fsckIndex(ctx context.Context, cfg *config.Config, st *boltstore.Store, stdout io.Writer) error {
+// not checked (a copy made with resourced backup has none). objects is the
+// number of stored objects it walked, -1 when it did not check.
+func fsckIndex(ctx context.Context, cfg *config.Config, st *boltstore.Store, stdout io.Writer, p *progress) (objects int64, _ error) {
+	objects = -1
 	if cfg.IndexBackend() == "off" {
-		return nil
+		return objects, nil
 	}
 	name := indexName(cfg)
 	if cfg.IndexBackend() == "bleve" {
 		if _, err := os.Stat(cfg.IndexPath()); errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(stdout, "%s: none, not checked (a backup copy has none); in a server's data directory, "+
 				"run resourced reindex before it starts, or nothing stored so far is found by search\n", name)
-			return nil
+			return objects, nil
 		}
 	}
 	x, err := openIndex(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("%s: %w; remove it and run resourced reindex", name, err)
+		return objects, fmt.Errorf("%s: %w; remove it and run resourced reindex", name, err)
 	}
 	defer x.Close()
-	r, err := service.CheckIndex(ctx, st, x, st.Walk, service.CheckIndexOptions{})
+	// The walk is the whole of this check, so counting first would double
+	// it: a count and a rate, no percentage.
+	p.begin("checking "+name, unitObjects, -1)
+	var walked int64
+	r, err := service.CheckIndex(ctx, st, x, countWalk(st.Walk, &walked, p), service.CheckIndexOptions{})
+	objects = walked
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return objects, fmt.Errorf("%s: %w", name, err)
 	}
 	if r.Consistent() {
 		fmt.Fprintf(stdout, "%s: consistent (%d entries for %d live objects)\n", name, r.Entries, r.Objects)
-		return nil
+		return objects, nil
 	}
 	var found []string
 	for _, k := range []struct {
@@ -104,7 +148,18 @@ func fsckIndex(ctx context.Context, cfg *config.Config, st *boltstore.Store, std
 			found = append(found, fmt.Sprintf("%d %s (%s)", k.n, k.what, strings.Join(k.examples, ", ")))
 		}
 	}
-	return fmt.Errorf("%s differs from the store: %s; run resourced reindex to repair it", name, strings.Join(found, "; "))
+	return objects, fmt.Errorf("%s differs from the store: %s; run resourced reindex to repair it", name, strings.Join(found, "; "))
+}
+
+// countWalk is walk, counting each object it reports in *n and as done in p.
+func countWalk(walk func(context.Context, func(*store.Meta) error) error, n *int64, p *progress) func(context.Context, func(*store.Meta) error) error {
+	return func(ctx context.Context, fn func(*store.Meta) error) error {
+		return walk(ctx, func(m *store.Meta) error {
+			*n++
+			p.add(1)
+			return fn(m)
+		})
+	}
 }
 
 // indexName names the index of cfg for messages.

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resourced/resourced/store"
+	"github.com/resourced/resourced/store/boltstore"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the progressbar's spinner
+// goroutine and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// signalWriter is a buffer that signals each write, so that a test sees
+// a tick's line written before it moves on.
+type signalWriter struct {
+	lockedBuffer
+	wrote chan struct{}
+}
+
+func (s *signalWriter) Write(p []byte) (int, error) {
+	n, err := s.lockedBuffer.Write(p)
+	s.wrote <- struct{}{}
+	return n, err
+}
+
+// manualTicker makes progress's plain lines come when the test sends on
+// the returned channel.
+func manualTicker(t *testing.T) chan time.Time {
+	t.Helper()
+	tick := make(chan time.Time)
+	old := progressTicker
+	progressTicker = func() (<-chan time.Time, func()) { return tick, func() {} }
+	t.Cleanup(func() { progressTicker = old })
+	return tick
+}
+
+// TestProgressPlainLines: when stderr is not a terminal, each tick writes
+// one plain line of the current step (count, total and percentage when
+// known, rate, time), and finish one summary line, nothing else.
+func TestProgressPlainLines(t *testing.T) {
+	tick := manualTicker(t)
+	w := &signalWriter{wrote: make(chan struct{}, 1)}
+	p := startProgress(w, false, "backup")
+	p.begin("copying", unitBytes, 2048)
+	if _, err := p.writer(io.Discard).Write(make([]byte, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	tick <- time.Now()
+	<-w.wrote
+	p.begin("indexing", unitObjects, -1)
+	p.add(3)
+	tick <- time.Now()
+	<-w.wrote
+	p.begin("checking", "", -1)
+	tick <- time.Now()
+	<-w.wrote
+	p.finish(true, "wrote", 3, 1024)
+
+	lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^backup: copying: 1\.0 KiB of 2\.0 KiB \(50%\), [0-9.]+ [KMG]?i?B/s, 0s$`),
+		regexp.MustCompile(`^backup: indexing: 3 objects, [0-9]+ objects/s, 0s$`),
+		regexp.MustCompile(`^backup: checking: running, 0s$`),
+		regexp.MustCompile(`^backup: wrote 3 objects, 1\.0 KiB in [0-9.]+[µnm]?s$`),
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("progress wrote %d lines, want %d:\n%s", len(lines), len(want), w.String())
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i]) {
+			t.Errorf("line %d = %q, want it to match %s", i, lines[i], re)
+		}
+	}
+}
+
+// TestProgressQuiet: --quiet (a nil *progress) writes nothing, and its
+// writer is the one it was given.
+func TestProgressQuiet(t *testing.T) {
+	manualTicker(t)
+	var w bytes.Buffer
+	p := startProgress(&w, true, "fsck")
+	p.begin("checking", unitObjects, 10)
+	p.add(5)
+	var out bytes.Buffer
+	if got := p.writer(&out); got != io.Writer(&out) {
+		t.Errorf("quiet writer = %T, want the writer given", got)
+	}
+	p.finish(true, "checked", 5, -1)
+	if w.Len() != 0 {
+		t.Errorf("quiet progress wrote %q", w.String())
+	}
+}
+
+// TestProgressTerminal: on a terminal, the progressbar draws the step
+// with its count against the total, and finish ends it with the summary
+// line.
+func TestProgressTerminal(t *testing.T) {
+	old := isTerminal
+	isTerminal = func(io.Writer) bool { return true }
+	defer func() { isTerminal = old }()
+	var w lockedBuffer
+	p := startProgress(&w, false, "reindex")
+	p.begin("indexing", unitObjects, 4)
+	for range 4 {
+		p.add(1)
+	}
+	p.finish(true, "indexed", 4, -1)
+	out := w.String()
+	for _, want := range []string{"reindex: indexing", "100%", "(4/4, ", "objects/s", "\nreindex: indexed 4 objects in "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal progress lacks %q:\n%q", want, out)
+		}
+	}
+}
+
+// TestOperatorCommandsProgress: backup, reindex and fsck, with stderr
+// not a terminal, end with a summary line on stderr, print on stdout what
+// they print with --quiet (which writes nothing on stderr), and nothing
+// else.
+func TestOperatorCommandsProgress(t *testing.T) {
+	manualTicker(t) // no plain line but the summary: the commands are quick
+	dir := t.TempDir()
+	st, err := boltstore.Open(filepath.Join(dir, "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		obj := &store.Object{Meta: store.Meta{Key: store.MustKey("alice", "notes", fmt.Sprintf("n%d", i)), MIMEType: "text/plain", Listed: true}, Body: []byte("hello")}
+		if _, _, err := st.Put(ctx, obj, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, c := range []struct {
+		args    []string
+		summary string // the summary line, a regexp
+	}{
+		{[]string{"reindex", "--data-dir", dir}, `^reindex: indexed 3 objects in [0-9.]+[µnm]?s\n$`},
+		{[]string{"fsck", "--data-dir", dir}, `^fsck: checked 3 objects, [0-9.]+ [KM]iB in [0-9.]+[µnm]?s\n$`},
+		{[]string{"backup", "--data-dir", dir, "--out", filepath.Join(out, "b.db")}, `^backup: wrote [0-9.]+ [KM]iB in [0-9.]+[µnm]?s\n$`},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, c.args...)
+			if code != 0 || !regexp.MustCompile(c.summary).MatchString(stderr) {
+				t.Errorf("%v: exit %d, stderr %q; want 0 and a summary matching %s", c.args, code, stderr, c.summary)
+			}
+			args := append(c.args, "--quiet")
+			if c.args[0] == "backup" {
+				args = append(args, "--force")
+			}
+			qcode, qstdout, qstderr := runCmd(t, args...)
+			if qcode != 0 || qstderr != "" {
+				t.Errorf("%v: exit %d, stderr %q; want 0 and nothing", args, qcode, qstderr)
+			}
+			if stdout == "" || stdout != qstdout {
+				t.Errorf("stdout with progress %q, with --quiet %q; want the same, not empty", stdout, qstdout)
+			}
+		})
+	}
+}
