@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -185,5 +186,31 @@ func TestOperatorCommandsProgress(t *testing.T) {
 				t.Errorf("stdout with progress %q, with --quiet %q; want the same, not empty", stdout, qstdout)
 			}
 		})
+	}
+}
+
+// TestReconcileProgress: reconcile, with stderr not a terminal, ends with
+// a summary line of tenants, objects and bytes on stderr and prints on
+// stdout what it prints with --quiet. It needs the S3-compatible server
+// of scripts/versitygw.sh (integration.s3Target's variables), or skips.
+func TestReconcileProgress(t *testing.T) {
+	endpoint, bucket := os.Getenv("RESOURCED_TEST_S3_ENDPOINT"), os.Getenv("RESOURCED_TEST_S3_BUCKET")
+	if endpoint == "" || bucket == "" {
+		t.Skip(`needs an S3-compatible server: eval "$(scripts/versitygw.sh start)" in the repository root, then rerun`)
+	}
+	manualTicker(t)
+	cfg := filepath.Join(t.TempDir(), "s3.yaml")
+	yaml := fmt.Sprintf("store:\n  backend: s3\n  s3: {bucket: %s, prefix: progress-%d, endpoint: %q, pathStyle: true, region: us-east-1, callTimeout: 3s}\n",
+		bucket, time.Now().UnixNano(), endpoint)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "reconcile", "--config", cfg, "--tenant", "alice")
+	if want := regexp.MustCompile(`^reconcile: recounted 1 of 1 tenants: 0 objects, 0 B in [0-9.]+[µnm]?s\n$`); code != 0 || !want.MatchString(stderr) {
+		t.Errorf("reconcile: exit %d, stderr %q; want 0 and a summary matching %s", code, stderr, want)
+	}
+	qcode, qstdout, qstderr := runCmd(t, "reconcile", "--config", cfg, "--tenant", "alice", "--quiet")
+	if qcode != 0 || qstderr != "" || stdout != qstdout || stdout == "" {
+		t.Errorf("reconcile --quiet: exit %d, stderr %q, stdout %q; want 0, nothing, and stdout %q", qcode, qstderr, qstdout, stdout)
 	}
 }
