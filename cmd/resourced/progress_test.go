@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
 )
@@ -145,21 +146,7 @@ func TestProgressTerminal(t *testing.T) {
 // else.
 func TestOperatorCommandsProgress(t *testing.T) {
 	manualTicker(t) // no plain line but the summary: the commands are quick
-	dir := t.TempDir()
-	st, err := boltstore.Open(filepath.Join(dir, "resourced.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for i := range 3 {
-		obj := &store.Object{Meta: store.Meta{Key: store.MustKey("alice", "notes", fmt.Sprintf("n%d", i)), MIMEType: "text/plain", Listed: true}, Body: []byte("hello")}
-		if _, _, err := st.Put(ctx, obj, store.Cond{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := boltWithObjects(t, 3)
 	out := t.TempDir()
 	for _, c := range []struct {
 		args    []string
@@ -213,4 +200,60 @@ func TestReconcileProgress(t *testing.T) {
 	if qcode != 0 || qstderr != "" || stdout != qstdout || stdout == "" {
 		t.Errorf("reconcile --quiet: exit %d, stderr %q, stdout %q; want 0, nothing, and stdout %q", qcode, qstderr, qstdout, stdout)
 	}
+}
+
+// TestReindexProgressOnTerminal: with stderr a terminal (a pseudo-terminal
+// here), reindex draws the progressbar, redrawn in place, to its end and
+// then the summary line; stdout is what it prints when piped.
+func TestReindexProgressOnTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(ptmx) // ends with EIO once tty is closed
+		read <- string(b)
+	}()
+	dir := boltWithObjects(t, 3)
+	var stdout bytes.Buffer
+	runErr := run(context.Background(), []string{"reindex", "--data-dir", dir}, noEnv, &stdout, tty)
+	tty.Close()
+	out := <-read
+	if runErr != nil {
+		t.Fatalf("reindex on a terminal: %v\n%s", runErr, out)
+	}
+	for _, want := range []string{"\rreindex: indexing", "100%", "(3/3, ", "reindex: indexed 3 objects in "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reindex's terminal output lacks %q:\n%q", want, out)
+		}
+	}
+	if want := "indexed 3 objects, removed 0 stale entries\n"; !strings.HasSuffix(stdout.String(), want) {
+		t.Errorf("reindex's stdout = %q, want it to end %q", stdout.String(), want)
+	}
+}
+
+// boltWithObjects is a data directory whose bbolt database holds n
+// objects (and no search index).
+func boltWithObjects(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := boltstore.Open(filepath.Join(dir, "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		obj := &store.Object{Meta: store.Meta{Key: store.MustKey("alice", "notes", fmt.Sprintf("n%d", i)), MIMEType: "text/plain", Listed: true}, Body: []byte("hello")}
+		if _, _, err := st.Put(context.Background(), obj, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
