@@ -114,7 +114,11 @@ func (p *progress) begin(step, unit string, total int64) {
 		default:
 			opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit))
 		}
-		p.bar = progressbar.NewOptions64(total, opts...)
+		max := total
+		if max == 0 { // the library takes 0 for an error; nothing to do is a spinner's job
+			max = -1
+		}
+		p.bar = progressbar.NewOptions64(max, opts...)
 		_ = p.bar.RenderBlank()
 	}
 }
@@ -166,12 +170,16 @@ func (p *progress) line() string {
 	if unit == "" { // a step that counts nothing: the time only
 		return s + "running, " + time.Since(p.start).Round(time.Second).String()
 	}
-	s += amount(unit, n)
-	if total >= 0 {
-		s = fmt.Sprintf("%s of %s", s, amount(unit, total))
-		if total > 0 {
-			s = fmt.Sprintf("%s (%d%%)", s, n*100/total)
-		}
+	switch {
+	case total < 0:
+		s += amount(unit, n)
+	case unit == unitBytes:
+		s += humanBytes(n) + " of " + humanBytes(total)
+	default:
+		s += fmt.Sprintf("%d of %d %s", n, total, unit)
+	}
+	if total > 0 {
+		s = fmt.Sprintf("%s (%d%%)", s, min(n*100/total, 100)) // a file that grew past its total
 	}
 	if d := time.Since(since).Seconds(); d > 0 {
 		r := float64(n) / d

@@ -81,6 +81,9 @@ func TestProgressPlainLines(t *testing.T) {
 	p.begin("checking", "", -1)
 	tick <- time.Now()
 	<-w.wrote
+	p.begin("removing", unitObjects, 0)
+	tick <- time.Now()
+	<-w.wrote
 	p.finish(true, "wrote", 3, 1024)
 
 	lines := strings.Split(strings.TrimSuffix(w.String(), "\n"), "\n")
@@ -88,6 +91,7 @@ func TestProgressPlainLines(t *testing.T) {
 		regexp.MustCompile(`^backup: copying: 1\.0 KiB of 2\.0 KiB \(50%\), [0-9.]+ [KMG]?i?B/s, 0s$`),
 		regexp.MustCompile(`^backup: indexing: 3 objects, [0-9]+ objects/s, 0s$`),
 		regexp.MustCompile(`^backup: checking: running, 0s$`),
+		regexp.MustCompile(`^backup: removing: 0 of 0 objects, 0 objects/s, 0s$`),
 		regexp.MustCompile(`^backup: wrote 3 objects, 1\.0 KiB in [0-9.]+[µnm]?s$`),
 	}
 	if len(lines) != len(want) {
@@ -131,6 +135,7 @@ func TestProgressTerminal(t *testing.T) {
 	for range 4 {
 		p.add(1)
 	}
+	p.begin("removing", unitObjects, 0) // nothing to do: no error from the library, no division by 0
 	p.finish(true, "indexed", 4, -1)
 	out := w.String()
 	for _, want := range []string{"reindex: indexing", "100%", "(4/4, ", "objects/s", "\nreindex: indexed 4 objects in "} {
