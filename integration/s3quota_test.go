@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -12,9 +13,12 @@ import (
 // and returns the usage it found before and set after.
 func reconcileUsage(t *testing.T, in *instance, tenant string) (before, after [2]int64) {
 	t.Helper()
-	out, err := exec.Command(binary, "reconcile", "--config", in.config, "--tenant", tenant).CombinedOutput()
+	cmd := exec.Command(binary, "reconcile", "--config", in.config, "--tenant", tenant)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr // progress and the summary; the result is stdout's
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("resourced reconcile: %v\n%s", err, out)
+		t.Fatalf("resourced reconcile: %v\n%s%s", err, out, stderr.Bytes())
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
 	var name string
