@@ -80,13 +80,19 @@ func (s *jwksServer) serve(t *testing.T, keys ...testJWK) {
 	s.mu.Unlock()
 }
 
-func jwksJWT(t *testing.T, url string) *JWT {
+// jwksJWT verifies against the JWKS at url. wait is JWKSUnknownKIDWait:
+// tests whose fetch must succeed give it seconds, so that a loaded machine
+// cannot turn a slow loopback fetch into ErrUnavailable.
+func jwksJWT(t *testing.T, url string, wait time.Duration) *JWT {
 	return newJWT(t, JWTOptions{
 		Algorithms:         []string{"RS256", "ES256", "EdDSA"},
 		JWKSURL:            url,
-		JWKSUnknownKIDWait: 100 * time.Millisecond,
+		JWKSUnknownKIDWait: wait,
 	})
 }
+
+// fetchWait is the unknown-kid wait of tests whose fetches must finish.
+const fetchWait = 4 * time.Second
 
 func newECKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
@@ -115,7 +121,7 @@ func TestJWKSRotationAndOutage(t *testing.T) {
 		testJWK{kid: "k1", alg: jwkset.AlgES256, key: &k1.PublicKey},
 		testJWK{kid: "ed", alg: jwkset.AlgEdDSA, key: k.ed.Public()},
 	)
-	j := jwksJWT(t, srv.URL)
+	j := jwksJWT(t, srv.URL, fetchWait)
 	ctx := context.Background()
 
 	tok1 := sign(t, jwt.SigningMethodES256, k1, claims(nil), map[string]any{"kid": "k1"})
@@ -188,7 +194,7 @@ func TestJWKSDownAtStart(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 
-	j := jwksJWT(t, url)
+	j := jwksJWT(t, url, fetchWait)
 	k := newECKey(t)
 	for _, header := range []map[string]any{{"kid": "k1"}, nil} {
 		token := sign(t, jwt.SigningMethodES256, k, claims(nil), header)
@@ -204,7 +210,7 @@ func TestJWKSServerError(t *testing.T) {
 		http.Error(w, "boom", http.StatusInternalServerError)
 	}))
 	t.Cleanup(srv.Close)
-	j := jwksJWT(t, srv.URL)
+	j := jwksJWT(t, srv.URL, fetchWait)
 	token := sign(t, jwt.SigningMethodES256, newECKey(t), claims(nil), map[string]any{"kid": "k1"})
 	if _, err := j.Verify(context.Background(), token); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Verify with JWKS answering 500 = %v, want ErrUnavailable", err)
@@ -219,7 +225,7 @@ func TestJWKSUnknownKIDRateLimit(t *testing.T) {
 	j := newJWT(t, JWTOptions{
 		Algorithms:         []string{"ES256"},
 		JWKSURL:            srv.URL,
-		JWKSUnknownKIDWait: 500 * time.Millisecond,
+		JWKSUnknownKIDWait: fetchWait,
 	})
 	before := srv.fetches.Load()
 	var wg sync.WaitGroup
@@ -272,7 +278,7 @@ func TestNewJWTCanceledContext(t *testing.T) {
 func TestJWKSSlow(t *testing.T) {
 	k1 := newECKey(t)
 	srv := newJWKSServer(t, testJWK{kid: "k1", alg: jwkset.AlgES256, key: &k1.PublicKey})
-	j := jwksJWT(t, srv.URL)
+	j := jwksJWT(t, srv.URL, 100*time.Millisecond)
 	release := make(chan struct{})
 	srv.mu.Lock()
 	srv.hang = release
