@@ -125,7 +125,7 @@ func newTestPool(t *testing.T, logs *logRecorder, opts PoolOptions) *Pool {
 
 func callText(t *testing.T, cs *mcp.ClientSession, tool string, args any) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -288,10 +288,13 @@ func TestPoolPerTenantProcesses(t *testing.T) {
 
 func TestPoolIdleTenantSessionIsClosed(t *testing.T) {
 	up := stdioUpstream(t, "fs", PerTenant)
-	up.IdleTimeout, up.CallTimeout = 500*time.Millisecond, 500*time.Millisecond
+	// CallTimeout also bounds the upstream's start, so it is seconds: a
+	// loaded machine starts a process slowly. The session closes after
+	// max(IdleTimeout, CallTimeout).
+	up.IdleTimeout, up.CallTimeout = 500*time.Millisecond, 3*time.Second
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}})
 	pid := pidOf(t, p, "fs", "acme")
-	waitGone(t, pid, 5*time.Second)
+	waitGone(t, pid, 30*time.Second)
 	if g := testutil.ToFloat64(p.sessions.WithLabelValues("fs")); g != 0 {
 		t.Fatalf("sessions gauge after the idle close = %v, want 0", g)
 	}

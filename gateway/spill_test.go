@@ -400,7 +400,7 @@ func TestPoolNotificationFloodIsBounded(t *testing.T) {
 	var delivered atomic.Int64
 	tok, done := p.Progress().Route(cs, func(*mcp.ProgressNotificationParams) { delivered.Add(1) })
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const n = 20000
 	start := time.Now()
@@ -596,7 +596,7 @@ func TestPoolHostileLines(t *testing.T) {
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{rawStdioUpstream(t, "fs", Shared)}})
 	cs := session(t, p, "fs", "")
 	pid := callText(t, cs, "pid", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	answer := `{"jsonrpc":"2.0","id":{ID},"result":{"content":[{"type":"text","text":"answered"}]}}`
 	lines := func(ls ...string) map[string]any { return map[string]any{"lines": ls} }
