@@ -29,6 +29,8 @@
 #   SCALE_COUNTS  stored-resource counts of the scale scenario, ascending [10000 100000]
 #   INDEX         index.backend of the server, e.g. off (a REV without the search index has none)
 #                 [the server's default: bleve on bbolt]
+#   CACHE         cache.maxBytes of the server, e.g. 0 (off) or 1GiB (a REV without the form
+#                 cache has none) [the server's default: 64MiB]
 #   PROTOCOL_SIZES  body sizes of the protocol scenario [1KiB]
 #   COLD_N, COLD_SIZE  the cold scenario's stored reports and their size [10000 256KiB]
 #   PREPARE_C     concurrency of the scale scenario's saves [64]
@@ -259,6 +261,9 @@ fi
 if [ -n "${INDEX:-}" ] && grep -q 'yaml:"index"' "$SRC/config/config.go"; then
 	printf 'index: {backend: %s}\n' "$INDEX" | tee -a "$WORK/resourced-abuse.yaml" >>"$WORK/resourced.yaml"
 fi
+if [ -n "${CACHE:-}" ] && grep -q 'yaml:"cache"' "$SRC/config/config.go"; then
+	printf 'cache: {maxBytes: %s}\n' "$CACHE" | tee -a "$WORK/resourced-abuse.yaml" >>"$WORK/resourced.yaml"
+fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
 
@@ -300,7 +305,7 @@ export RESOURCED_TOKEN RESOURCED_TOKEN_B
 	echo "commit:   $COMMIT"
 	echo "machine:  $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)), $(free -h | awk '/^Mem:/ {print $2}') memory, kernel $(uname -r)"
 	echo "go:       $(go version)"
-	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL; index: ${INDEX:-default}"
+	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL; index: ${INDEX:-default}; cache: ${CACHE:-default}"
 	echo "load:     ${DURATION} measured per target after ${WARMUP} warmup; ceiling alternated in ${SLICE} slices"
 	echo "noise:    quiet threshold ${QUIET} cores, ${RETRIES} retries; the load generator shares the cores with the server"
 	echo "pinning:  resourced and the load tool on CPUs ${CPUS:-any}; versitygw on CPUs ${S3_CPUS:-any}"
