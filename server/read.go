@@ -269,18 +269,23 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		_, err := w.Write(out)
 		return err
 	}
-	tail := appendReadTail(nil, rr, &v.meta)
 	if v.cached != nil {
-		// From memory: no checksum, no backend access.
-		h.Set("Content-Length", strconv.Itoa(len(head)+len(v.cached.Member)+len(tail)))
+		// From memory: no checksum, no backend access. Head and tail
+		// share the pooled buffer.
+		out := appendReadTail(head, rr, &v.meta)
+		*bp = out[:0]
+		h.Set("Content-Length", strconv.Itoa(len(out)+len(v.cached.Member)))
 		w.WriteHeader(http.StatusOK)
-		for _, b := range [][]byte{head, v.cached.Member, tail} {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
+		if _, err := w.Write(out[:len(head)]); err != nil {
+			return err
 		}
-		return nil
+		if _, err := w.Write(v.cached.Member); err != nil {
+			return err
+		}
+		_, err := w.Write(out[len(head):])
+		return err
 	}
+	tail := appendReadTail(nil, rr, &v.meta)
 	if v.form {
 		h.Set("Content-Length", strconv.Itoa(len(head)+v.formLen+len(tail)))
 	} else {
