@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -65,7 +66,7 @@ func startServer(tb testing.TB, backend string, jwt bool) *testServer {
 	}
 	base := "http://" + ln.Addr().String()
 	ts := &testServer{URL: base + "/mcp", Store: st}
-	opts := server.Options{Store: st, Schemes: schemes, BaseURL: base, Backend: backend, MemberCache: s3store.DefaultReadCache,
+	opts := server.Options{Store: st, Schemes: schemes, BaseURL: base, Backend: backend, FormCache: config.DefaultCacheMaxBytes,
 		// As bench/run.sh: capacity, not the per-tenant fairness policy.
 		Budgets: server.Budgets{SaveRate: -1, MaxInflight: -1}}
 	if jwt {

@@ -27,6 +27,12 @@
 #   SIZES         read scenario body sizes [1KiB 64KiB 256KiB 1MiB 8MiB]
 #   CONCURRENCY   read scenario concurrencies [1 16 64]
 #   SCALE_COUNTS  stored-resource counts of the scale scenario, ascending [10000 100000]
+#   INDEX         index.backend of the server, e.g. off (a REV without the search index has none)
+#                 [the server's default: bleve on bbolt]
+#   CACHE         cache.maxBytes of the server, e.g. 0 (off) or 1GiB (a REV without the form
+#                 cache has none) [the server's default: 64MiB]
+#   PROTOCOL_SIZES  body sizes of the protocol scenario [1KiB]
+#   COLD_N, COLD_SIZE  the cold scenario's stored reports and their size [10000 256KiB]
 #   PREPARE_C     concurrency of the scale scenario's saves [64]
 #   LOG_LEVEL     the server's log level [info, the default: one line per request]
 #   QUIET         before each scenario, wait until other processes use at most this
@@ -46,7 +52,10 @@
 # Scenarios:
 #   rss       peak RSS of a freshly started server during 16 concurrent 8 MiB reads
 #   read      resources/read of each SIZES body at each CONCURRENCY, with the ceiling
-#   protocol  the 1 KiB c=16 read again speaking the other protocol version
+#   protocol  the c=16 read of each PROTOCOL_SIZES body again speaking the other protocol version
+#   cold      COLD_SIZE reads at c=16, each of one of COLD_N reports saved first (far more than
+#             cache.maxBytes holds: nearly every read misses the form cache), with the ceiling
+#             (not in the default list)
 #   s3read    (BACKEND=s3) resources/read of 1 KiB and 256 KiB at c=16 against a presigned GET of
 #             the same object straight from the S3 server, alternated (not in the default list)
 #   floor     the raw bbolt floor: fsynced 1 KiB puts from 16 goroutines through the store's
@@ -105,6 +114,9 @@ SLICE=${SLICE:-2s}
 SIZES=${SIZES:-1KiB 64KiB 256KiB 1MiB 8MiB}
 CONCURRENCY=${CONCURRENCY:-1 16 64}
 SCALE_COUNTS=${SCALE_COUNTS:-10000 100000}
+PROTOCOL_SIZES=${PROTOCOL_SIZES:-1KiB}
+COLD_N=${COLD_N:-10000}
+COLD_SIZE=${COLD_SIZE:-256KiB}
 PREPARE_C=${PREPARE_C:-64}
 LOG_LEVEL=${LOG_LEVEL:-info}
 QUIET=${QUIET:-0.3}
@@ -246,6 +258,12 @@ fi
 if [ -n "${ABUSE_BUDGETS:-}" ]; then
 	echo "budgets: $ABUSE_BUDGETS" >>"$WORK/resourced-abuse.yaml"
 fi
+if [ -n "${INDEX:-}" ] && grep -q 'yaml:"index"' "$SRC/config/config.go"; then
+	printf 'index: {backend: %s}\n' "$INDEX" | tee -a "$WORK/resourced-abuse.yaml" >>"$WORK/resourced.yaml"
+fi
+if [ -n "${CACHE:-}" ] && grep -q 'yaml:"cache"' "$SRC/config/config.go"; then
+	printf 'cache: {maxBytes: %s}\n' "$CACHE" | tee -a "$WORK/resourced-abuse.yaml" >>"$WORK/resourced.yaml"
+fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
 
@@ -287,7 +305,7 @@ export RESOURCED_TOKEN RESOURCED_TOKEN_B
 	echo "commit:   $COMMIT"
 	echo "machine:  $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)), $(free -h | awk '/^Mem:/ {print $2}') memory, kernel $(uname -r)"
 	echo "go:       $(go version)"
-	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL"
+	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL; index: ${INDEX:-default}; cache: ${CACHE:-default}"
 	echo "load:     ${DURATION} measured per target after ${WARMUP} warmup; ceiling alternated in ${SLICE} slices"
 	echo "noise:    quiet threshold ${QUIET} cores, ${RETRIES} retries; the load generator shares the cores with the server"
 	echo "pinning:  resourced and the load tool on CPUs ${CPUS:-any}; versitygw on CPUs ${S3_CPUS:-any}"
@@ -357,6 +375,42 @@ abuse() {
 
 ABUSE_ALL="slowbody noread listen noisy-tenant timing query uploads"
 
+# free_port EXCLUDED... prints a free port that is none of EXCLUDED.
+free_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$(random_port)
+		if port_free "$p" && [[ " $* " != *" $p "* ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# start_gateway DIR PORT [UPSTREAM_PID UPSTREAM_LOG] starts `resourced
+# gateway` on DIR/gateway.yaml and waits until it answers /readyz on PORT
+# (every required upstream reached) and, with an upstream, until that one
+# logged "listening on port"; GW_PID is its process. It fails, with the
+# logs' last lines and the gateway stopped, when either exits first or 30 s
+# pass.
+start_gateway() {
+	local dir=$1 port=$2 uppid=${3:-} uplog=${4:-}
+	"$SERVER" gateway --config "$dir/gateway.yaml" </dev/null >"$dir/gateway.stdout" 2>"$dir/gateway.log" &
+	GW_PID=$!
+	for _ in $(seq 1 300); do
+		if { [ -z "$uplog" ] || grep -q "listening on port" "$uplog" 2>/dev/null; } && ready "$port"; then
+			return 0
+		fi
+		kill -0 "$GW_PID" 2>/dev/null || break
+		[ -z "$uppid" ] || kill -0 "$uppid" 2>/dev/null || break
+		sleep 0.1
+	done
+	tail -n 5 ${uplog:+"$uplog"} "$dir/gateway.log" >&2 || true
+	kill "$GW_PID" 2>/dev/null || true
+	return 1
+}
+
 # gateway_bench LABEL N LARGE_N starts server-everything (Streamable HTTP on
 # 127.0.0.1, held there by the loopback preload) and `resourced gateway`
 # (auth none, its own data directory) fronting it and server-filesystem,
@@ -369,18 +423,8 @@ gateway_bench() {
 	if [ ! -f "$ev" ] || [ ! -f "$fsrv" ]; then
 		die "scenario gateway: integration/upstreams is not installed (npm ci --prefix integration/upstreams)"
 	fi
-	local evport="" gwport="" p
-	for _ in $(seq 1 100); do
-		p=$(random_port)
-		port_free "$p" && [ "$p" != "$PORT" ] || continue
-		if [ -z "$evport" ]; then
-			evport=$p
-		elif [ "$p" != "$evport" ]; then
-			gwport=$p
-			break
-		fi
-	done
-	[ -n "$gwport" ] || die "no free ports for the gateway scenario"
+	local evport gwport
+	evport=$(free_port "$PORT") && gwport=$(free_port "$PORT" "$evport") || die "no free ports for the gateway scenario"
 	rm -rf "$WORK/gw"
 	mkdir -p "$WORK/gw/files"
 	# A 2 MB log (2097152 bytes of ASCII lines).
@@ -403,23 +447,11 @@ gateway:
       command: node
       args: ["$fsrv", "$WORK/gw/files"]
 EOF
-	"$SERVER" gateway --config "$WORK/gw/gateway.yaml" </dev/null >"$WORK/gw/gateway.stdout" 2>"$WORK/gw/gateway.log" &
-	local gwpid=$!
-	local ok=""
-	for _ in $(seq 1 300); do
-		# Ready: /readyz answers 200 once every (required) upstream is reached.
-		if grep -q "listening on port" "$WORK/gw/everything.log" 2>/dev/null && ready "$gwport"; then
-			ok=1
-			break
-		fi
-		kill -0 "$evpid" 2>/dev/null && kill -0 "$gwpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -z "$ok" ]; then
-		tail -n 5 "$WORK/gw/everything.log" "$WORK/gw/gateway.log" >&2 || true
-		kill "$evpid" "$gwpid" 2>/dev/null || true
+	start_gateway "$WORK/gw" "$gwport" "$evpid" "$WORK/gw/everything.log" || {
+		kill "$evpid" 2>/dev/null || true
 		die "scenario gateway: server-everything or resourced gateway did not start"
-	fi
+	}
+	local gwpid=$GW_PID
 	# With two upstreams the gateway namespaces their tools (docs/gateway.md).
 	local cmd=("$TOOL" gateway -gateway "http://127.0.0.1:$gwport/mcp" -direct "http://127.0.0.1:$evport/mcp"
 		-protocol "$PROTOCOL" -tool echo -gateway-tool everything__echo -large-tool fs__read_text_file
@@ -448,15 +480,8 @@ EOF
 gwmem_bench() {
 	local fsrv="$ROOT/integration/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 	[ -f "$fsrv" ] || die "scenario gateway-memory: integration/upstreams is not installed (npm ci --prefix integration/upstreams)"
-	local gwport="" p
-	for _ in $(seq 1 100); do
-		p=$(random_port)
-		if port_free "$p" && [ "$p" != "$PORT" ]; then
-			gwport=$p
-			break
-		fi
-	done
-	[ -n "$gwport" ] || die "no free port for the gateway-memory scenario"
+	local gwport
+	gwport=$(free_port "$PORT") || die "no free port for the gateway-memory scenario"
 	rm -rf "$WORK/gwm"
 	mkdir -p "$WORK/gwm/files"
 	local sizes=(${GWMEM_SIZES_MIB:-40 100 30}) files=() f mib
@@ -478,22 +503,8 @@ gateway:
       command: node
       args: ["$fsrv", "$WORK/gwm/files"]
 EOF
-	"$SERVER" gateway --config "$WORK/gwm/gateway.yaml" </dev/null >"$WORK/gwm/gateway.stdout" 2>"$WORK/gwm/gateway.log" &
-	local gwpid=$!
-	local ok=""
-	for _ in $(seq 1 300); do
-		if ready "$gwport"; then
-			ok=1
-			break
-		fi
-		kill -0 "$gwpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -z "$ok" ]; then
-		tail -n 5 "$WORK/gwm/gateway.log" >&2 || true
-		kill "$gwpid" 2>/dev/null || true
-		die "scenario gateway-memory: resourced gateway did not start"
-	fi
+	start_gateway "$WORK/gwm" "$gwport" || die "scenario gateway-memory: resourced gateway did not start"
+	local gwpid=$GW_PID
 	local last=$((${#files[@]} - 1)) seq_files
 	seq_files=$(IFS=,; echo "${files[*]:0:$last}")
 	local cmd=("$TOOL" gwmemory -gateway "http://127.0.0.1:$gwport/mcp" -pid "$gwpid" -protocol "$PROTOCOL"
@@ -579,7 +590,13 @@ for scenario in $SCENARIOS; do
 			-s3-direct "$RESOURCED_TEST_S3_ENDPOINT" -s3-bucket "${RESOURCED_TEST_S3_BUCKET:-resourced-test}" -s3-prefix "$S3_PREFIX"
 		;;
 	protocol)
-		bench "read 1KiB c=16 ($other_protocol)" -op read -size 1KiB -c 16 -ceiling -protocol "$other_protocol"
+		for size in $PROTOCOL_SIZES; do
+			bench "read $size c=16 ($other_protocol)" -op read -size "$size" -c 16 -ceiling -protocol "$other_protocol"
+		done
+		;;
+	cold)
+		bench "cold read $COLD_SIZE c=16 among $COLD_N" -op read -size "$COLD_SIZE" -c 16 -ceiling \
+			-prepare "$COLD_N" -prepare-c "$PREPARE_C" -prefix bench/cold
 		;;
 	save)
 		bench "save_search_snapshot 1KiB c=16$vs" -op save -tool save_search_snapshot -size 1KiB -c 16 "${wc[@]}"
@@ -652,7 +669,7 @@ for scenario in $SCENARIOS; do
 		SERVER_CONFIG="$WORK/resourced.yaml"
 		start_server
 		;;
-	*) die "unknown scenario $scenario (want rss read protocol save scale profile gobench floor gateway gateway-memory abuse abuse-<name>)" ;;
+	*) die "unknown scenario $scenario (want rss read protocol cold save scale profile gobench floor gateway gateway-memory abuse abuse-<name>)" ;;
 	esac
 done
 

@@ -54,6 +54,7 @@ type Config struct {
 	Index                     Index   `yaml:"index"`
 	Auth                      Auth    `yaml:"auth"`
 	Metrics                   Metrics `yaml:"metrics"`
+	Cache                     Cache   `yaml:"cache"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
 	// Fixtures adds the fixture tools and their public resources in tenant
@@ -128,6 +129,17 @@ type Metrics struct {
 	BearerTokenFile string `yaml:"bearerTokenFile"`
 }
 
+// Cache is the memory kept for read responses' content members, on every
+// backend (server.Options.FormCache).
+type Cache struct {
+	// MaxBytes bounds it; one body's member takes at most an eighth.
+	// Unset: 64MiB; 0: off.
+	MaxBytes *Size `yaml:"maxBytes"`
+}
+
+// DefaultCacheMaxBytes is cache.maxBytes when unset.
+const DefaultCacheMaxBytes = 64 << 20
+
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources
 // count until the sweeper removes them. Every backend enforces it; on s3
 // see s3store's package doc ("Quotas") for the cost and `resourced
@@ -178,9 +190,8 @@ type S3 struct {
 	SpoolDir string `yaml:"spoolDir"`
 	// ReadCache is the memory kept for objects read recently; a read of
 	// one still asks S3 whether it changed (If-None-Match), but gets no
-	// body back when it did not. The server keeps as much again for the
-	// JSON forms of the bodies it served, so that a body read again is
-	// not encoded again. Unset: 64MiB; 0: off.
+	// body back when it did not. (The JSON forms of the bodies served
+	// are cache.maxBytes'.) Unset: 64MiB; 0: off.
 	ReadCache *Size `yaml:"readCache"`
 	// UnsafeAllowSingleWriter runs on a service that fails the start-up
 	// probe of its guarantees (docs/s3.md), for one instance only: that
@@ -366,6 +377,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Sweep.Batch == 0 {
 		c.Sweep.Batch = 500
+	}
+	if c.Cache.MaxBytes == nil {
+		c.Cache.MaxBytes = size(DefaultCacheMaxBytes)
 	}
 	if c.Limits.MaxHits == 0 {
 		c.Limits.MaxHits = 10000
@@ -594,6 +608,9 @@ func (c *Config) validateLimits(p *problems) {
 	}
 	if c.Sweep.Batch < 1 || c.Sweep.Batch > 100000 {
 		p.bad("sweep.batch", "want 1 to 100000")
+	}
+	if m := c.Cache.MaxBytes; m != nil && (*m < 0 || *m > 1<<40) {
+		p.bad("cache.maxBytes", "want 0 (off) to 1TiB, got %d bytes", int64(*m))
 	}
 	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {
 		p.bad("limits.maxHits", "want 1 to 1000000")

@@ -24,6 +24,13 @@ func TestDefaults(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
+	if *c.Cache.MaxBytes != DefaultCacheMaxBytes {
+		t.Errorf("cache.maxBytes defaults to %d", *c.Cache.MaxBytes)
+	}
+	off, err := Decode(strings.NewReader("cache: {maxBytes: 0}\n"))
+	if err != nil || *off.Cache.MaxBytes != 0 {
+		t.Errorf("cache.maxBytes: 0 is not off: %v", err)
+	}
 }
 
 func TestDecodeErrors(t *testing.T) {
@@ -78,6 +85,7 @@ schemes:
   Bad: {}
   report: {kind: blob}
   search: {ttl: -1s, retention: 2h, maxRetention: 1h, maxBytes: 0}
+cache: {maxBytes: 2000GiB}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +103,7 @@ schemes:
 		"schemes.search.ttl: must not be negative",
 		"schemes.search.maxRetention: must be at least retention",
 		"schemes.search.maxBytes: must be positive",
+		"cache.maxBytes: want 0 (off) to 1TiB",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error lacks %q:\n%v", want, err)

@@ -69,14 +69,21 @@ func TestScaleOutOnS3(t *testing.T) {
 			// Replace via B, A serves the new body.
 			path := "shared/" + v
 			rep := checkSuccess(t, a.call(v, "save_report", map[string]any{"path": path, "mimeType": "text/plain", "text": "v1"}), 1)
+			for range 2 { // A's form cache holds v1 from here
+				if got := a.read(v, rep["uri"].(string)).body(t); string(got) != "v1" {
+					t.Fatalf("A serves %q, want v1", got)
+				}
+			}
 			checkSuccess(t, b.call(v, "save_report", map[string]any{"path": path, "mimeType": "text/plain", "text": "v2", "ifMatch": rep["sha256"]}), 1)
 			if got := a.read(v, rep["uri"].(string)).body(t); string(got) != "v2" {
 				t.Errorf("A serves %q after B replaced it", got)
 			}
 			// Delete via A, B answers -32602.
 			checkSuccess(t, a.call(v, "delete_resource", map[string]any{"uri": rep["uri"]}), 0)
-			if r := b.rpc(v, "resources/read", map[string]any{"uri": rep["uri"]}); r.Error == nil || r.Error.Code != -32602 {
-				t.Errorf("B read after A deleted: %s", r.Body)
+			for _, in := range []*instance{b, a} { // a read v2 last: cached, deleted
+				if r := in.rpc(v, "resources/read", map[string]any{"uri": rep["uri"]}); r.Error == nil || r.Error.Code != -32602 {
+					t.Errorf("read after A deleted: %s", r.Body)
+				}
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/resourced/resourced/server/internal/formcache"
 )
 
 // metrics are resourced's Prometheus collectors. Labels have bounded
@@ -84,6 +86,30 @@ func newMetrics(reg *prometheus.Registry, backend string) *metrics {
 	}
 	reg.MustRegister(m.requests, m.duration, m.bytesSaved, m.bytesRead, m.authFailures, m.swept, m.formsDamaged, m.panics, m.limited)
 	return m
+}
+
+// watchFormCache exports the form cache's counters and size (all zero
+// when it is off).
+func (m *metrics) watchFormCache(c *formcache.Cache) {
+	for _, f := range []struct {
+		name, help string
+		gauge      bool
+		get        func(formcache.Stats) float64
+	}{
+		{"resourced_read_cache_hits_total", "Reads whose content member was written from the form cache.", false, func(s formcache.Stats) float64 { return float64(s.Hits) }},
+		{"resourced_read_cache_misses_total", "Reads that filled the form cache (once per body, however many read it at once).", false, func(s formcache.Stats) float64 { return float64(s.Misses) }},
+		{"resourced_read_cache_evictions_total", "Form cache entries dropped for room or after being idle.", false, func(s formcache.Stats) float64 { return float64(s.Evictions) }},
+		{"resourced_read_cache_refused_total", "Fills refused because every entry was being written to a client (the read was served without the cache).", false, func(s formcache.Stats) float64 { return float64(s.Refused) }},
+		{"resourced_read_cache_bytes", "Bytes the form cache holds (cache.maxBytes bounds it).", true, func(s formcache.Stats) float64 { return float64(s.Bytes) }},
+	} {
+		get := f.get
+		fn := func() float64 { return get(c.Stats()) }
+		if f.gauge {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: f.name, Help: f.help}, fn))
+		} else {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, fn))
+		}
+	}
 }
 
 // metricsGuard lets a request through to next only with "Authorization:

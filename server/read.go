@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +17,7 @@ import (
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/server/internal/edge"
+	"github.com/resourced/resourced/server/internal/formcache"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -73,14 +74,18 @@ type readView struct {
 	form, text bool
 	// formLen is the length of the stored form's member (chunked reads).
 	formLen int
-	// member is the content member from the server's member cache
-	// (backends without stored forms); shared, never modified.
-	member []byte
+	// cached is the content member from the form cache, held until
+	// release.
+	cached *formcache.Entry
 }
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, readChunk+readChunk/8); return &b }}
 
 func (v *readView) release() {
+	if v.cached != nil {
+		v.cached.Release()
+		v.cached = nil
+	}
 	if v.whole != nil && cap(*v.whole) <= 2*readChunk {
 		*v.whole = (*v.whole)[:0]
 		chunkPool.Put(v.whole)
@@ -121,56 +126,27 @@ func readError(raw string, f *service.Failure) error {
 // resolveRead opens raw for p through the service's View, which decides
 // readability from the metadata alone with one backend access; what is
 // left here is the rendering choice. wantBody asks for the whole body as
-// a copy (go-sdk's path); otherwise the view is for renderRead. The
-// caller releases the view.
+// a copy (go-sdk's path); otherwise the view is for renderRead: the
+// member from the form cache (s.forms, filled on a miss), or, when the
+// cache cannot keep it, rendered whole or chunk by chunk. The caller
+// releases the view.
 func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, wantBody bool) (*readView, error) {
 	v := &readView{}
-	chunked := s.store.KeepsEncoded()
 	f := s.svc.View(ctx, p.Tenant, raw, func(m *store.Meta, encoded, body []byte) error {
 		v.meta = *m
 		if wantBody {
 			v.body = append([]byte{}, body...)
 			return nil
 		}
-		if !chunked {
-			s.memberView(v, m, body)
+		// The key is the content; readability was decided on m above.
+		k := formcache.Key{SHA256: m.SHA256, MIMEType: m.MIMEType}
+		if v.cached = s.forms.Get(k); v.cached != nil {
 			return nil
 		}
-		var member []byte
-		switch n := jsonwire.FormLen(encoded); {
-		case n == 0 || s.damaged.has(m):
-		case n <= readChunk:
-			// Small: verified whole, then copied.
-			var ferr error
-			if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
-				s.damaged.add(m)
-			} else {
-				v.whole = chunkPool.Get().(*[]byte)
-				*v.whole = append((*v.whole)[:0], member...)
-				return nil
-			}
-		default:
-			// Large: verified here, before a byte is sent (a damaged
-			// form is then never served, not even in part), and
-			// copied chunk by chunk by copyForm.
-			var ferr error
-			if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
-				s.damaged.add(m)
-			}
-		}
-		if member == nil && len(body) <= readChunk/8 {
-			// Small enough that the member, however escaped (up to six
-			// bytes a byte), stays near one chunk.
-			v.whole = chunkPool.Get().(*[]byte)
-			*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
+		if v.cached = s.forms.Fill(k, memberBound(s.damaged, m, encoded), func() ([]byte, error) { return fillMember(s.damaged, m, encoded, body) }); v.cached != nil {
 			return nil
 		}
-		v.viewer = s.store
-		if member != nil {
-			v.form, v.formLen = true, len(member)
-		} else {
-			v.text = jsonwire.Textual(m.MIMEType, body)
-		}
+		uncachedView(s.damaged, s.store, v, m, encoded, body)
 		return nil
 	})
 	if f != nil {
@@ -180,27 +156,85 @@ func (s *Server) resolveRead(ctx context.Context, p auth.Principal, raw string, 
 	return v, nil
 }
 
-// memberView fills v from a body copied out of a backend that keeps no
-// encoded form (s3store): the content member is encoded once per body
-// (s.members), not once per read.
-func (s *Server) memberView(v *readView, m *store.Meta, body []byte) {
-	switch {
-	case len(body) <= readChunk/8:
-		v.whole = chunkPool.Get().(*[]byte)
-		*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
-	case s.members.Fits(m.Size * 2):
-		// The member follows from the body and whether its type is
-		// textual (then the body's UTF-8 validity, a function of the
-		// body, decides), so that pair keys it and a hit needs no pass
-		// over the body.
-		tt := jsonwire.TextType(m.MIMEType)
-		if v.member = s.members.Get(m.SHA256, tt); v.member == nil {
-			v.member = jsonwire.AppendMember(make([]byte, 0, len(body)+len(body)/8+16), tt && utf8.Valid(body), body)
-			s.members.Put(m.SHA256, tt, v.member)
+// memberBound is the most bytes the member of m can take: the stored
+// form's, or what escaping (six bytes a byte at worst) or base64 makes of
+// the body.
+func memberBound(d *damagedForms, m *store.Meta, encoded []byte) int64 {
+	if n := jsonwire.FormLen(encoded); n > 0 && !d.has(m) {
+		return int64(n)
+	}
+	if jsonwire.TextType(m.MIMEType) {
+		return 6*m.Size + 16
+	}
+	return (m.Size+2)/3*4 + 16
+}
+
+// fillMember is the member of m for the form cache, verified: the stored
+// form when its checksum holds (a damaged one is reported and fails the
+// fill, so the read encodes the body), else the body encoded, which the
+// backend checked against its digest.
+func fillMember(d *damagedForms, m *store.Meta, encoded, body []byte) ([]byte, error) {
+	if jsonwire.FormLen(encoded) > 0 && !d.has(m) {
+		member, err := jsonwire.FormMember(encoded)
+		if err != nil {
+			d.add(m)
+			return nil, err
+		}
+		return bytes.Clone(member), nil
+	}
+	return jsonwire.AppendMember(nil, jsonwire.Textual(m.MIMEType, body), body), nil
+}
+
+// uncachedView fills v for a read the form cache does not keep (off, the
+// body over its entry limit, or no room) from backend b, d holding the
+// damaged forms:
+// small responses rendered whole,
+// larger ones chunk by chunk from a backend that keeps the body in
+// memory, or escaped as sent from the copy a remote backend handed out.
+func uncachedView(d *damagedForms, b store.Backend, v *readView, m *store.Meta, encoded, body []byte) {
+	if !b.KeepsEncoded() {
+		if len(body) <= readChunk/8 {
+			v.whole = chunkPool.Get().(*[]byte)
+			*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
+			return
+		}
+		v.body, v.text = append([]byte{}, body...), jsonwire.Textual(m.MIMEType, body)
+		return
+	}
+	var member []byte
+	switch n := jsonwire.FormLen(encoded); {
+	case n == 0 || d.has(m):
+	case n <= readChunk:
+		// Small: verified whole, then copied.
+		var ferr error
+		if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
+			d.add(m)
+		} else {
+			v.whole = chunkPool.Get().(*[]byte)
+			*v.whole = append((*v.whole)[:0], member...)
+			return
 		}
 	default:
-		// Too large to keep encoded: a copy, escaped as it is sent.
-		v.body, v.text = append([]byte{}, body...), jsonwire.Textual(m.MIMEType, body)
+		// Large: verified here, before a byte is sent (a damaged
+		// form is then never served, not even in part), and
+		// copied chunk by chunk by copyForm.
+		var ferr error
+		if member, ferr = jsonwire.FormMember(encoded); ferr != nil {
+			d.add(m)
+		}
+	}
+	if member == nil && len(body) <= readChunk/8 {
+		// Small enough that the member, however escaped (up to six
+		// bytes a byte), stays near one chunk.
+		v.whole = chunkPool.Get().(*[]byte)
+		*v.whole = jsonwire.AppendMember((*v.whole)[:0], jsonwire.Textual(m.MIMEType, body), body)
+		return
+	}
+	v.viewer = b
+	if member != nil {
+		v.form, v.formLen = true, len(member)
+	} else {
+		v.text = jsonwire.Textual(m.MIMEType, body)
 	}
 }
 
@@ -235,17 +269,23 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		_, err := w.Write(out)
 		return err
 	}
-	tail := appendReadTail(nil, rr, &v.meta)
-	if v.member != nil {
-		h.Set("Content-Length", strconv.Itoa(len(head)+len(v.member)+len(tail)))
+	if v.cached != nil {
+		// From memory: no checksum, no backend access. Head and tail
+		// share the pooled buffer.
+		out := appendReadTail(head, rr, &v.meta)
+		*bp = out[:0]
+		h.Set("Content-Length", strconv.Itoa(len(out)+len(v.cached.Member)))
 		w.WriteHeader(http.StatusOK)
-		for _, b := range [][]byte{head, v.member, tail} {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
+		if _, err := w.Write(out[:len(head)]); err != nil {
+			return err
 		}
-		return nil
+		if _, err := w.Write(v.cached.Member); err != nil {
+			return err
+		}
+		_, err := w.Write(out[len(head):])
+		return err
 	}
+	tail := appendReadTail(nil, rr, &v.meta)
 	if v.form {
 		h.Set("Content-Length", strconv.Itoa(len(head)+v.formLen+len(tail)))
 	} else {

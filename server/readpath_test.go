@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,7 +41,7 @@ func (headerAuth) Authenticate(r *http.Request) (auth.Principal, error) {
 }
 
 // hiddenViewer makes a backend look like one that keeps no encoded form
-// (as s3store): reads take the member cache's path.
+// (as s3store): reads copy the body out.
 type hiddenViewer struct{ store.Backend }
 
 func (hiddenViewer) KeepsEncoded() bool { return false }
@@ -172,28 +173,25 @@ func TestFastReadEdgeCases(t *testing.T) {
 // fast path can find a body: the encoded form saved with it, none (encoded
 // as it is read inside the backend's transaction), one from another
 // version of the encoding (ignored), and a backend that keeps no encoded form
-// (copied out and encoded as it is streamed).
+// (copied out and encoded as it is streamed); each with the form cache off
+// and on (reads repeat, so most of them are hits).
 func TestFastReadMatchesSDK(t *testing.T) {
-	for _, variant := range []string{"stored", "none", "stale", "damaged", "no-viewer", "no-viewer-cached"} {
-		t.Run(variant, func(t *testing.T) { testFastReadMatchesSDK(t, variant) })
+	for _, variant := range []string{"stored", "none", "stale", "damaged", "no-viewer"} {
+		for _, cache := range []int64{0, 16 << 20} {
+			t.Run(fmt.Sprintf("%s/cache=%d", variant, cache), func(t *testing.T) { testFastReadMatchesSDK(t, variant, cache) })
+		}
 	}
 }
 
-func testFastReadMatchesSDK(t *testing.T, variant string) {
+func testFastReadMatchesSDK(t *testing.T, variant string, cache int64) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	mem := memstore.New(memstore.Options{Now: clock})
 	var st store.Backend = mem
-	var tweak []func(*Options)
-	switch variant {
-	case "no-viewer":
+	if variant == "no-viewer" {
 		st = hiddenViewer{mem}
-	case "no-viewer-cached":
-		// Bodies encoded once and served from the member cache.
-		st = hiddenViewer{mem}
-		tweak = append(tweak, func(o *Options) { o.MemberCache = 16 << 20 })
 	}
-	fastSrv, fast, sdk := serverPair(t, st, clock, tweak...)
+	fastSrv, fast, sdk := serverPair(t, st, clock, func(o *Options) { o.FormCache = cache })
 	encodedPuts := 0
 
 	put := func(tenant, scheme, path, mimeType string, body []byte, vis store.Visibility, expires time.Time) string {
@@ -201,7 +199,7 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 		obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(body)), SHA256: store.Sum(body),
 			Created: now.Add(-time.Minute), Modified: now.Add(-time.Second), Expires: expires, Title: path, Visibility: vis}, Body: body}
 		switch variant {
-		case "stored", "no-viewer", "no-viewer-cached":
+		case "stored", "no-viewer":
 			obj.Encoded = fastSrv.svc.Encode(mimeType, body)
 		case "stale":
 			obj.Encoded = append([]byte{jsonwire.FormVersion + 1}, `"text":"stale"`...)
@@ -343,6 +341,9 @@ func testFastReadMatchesSDK(t *testing.T, variant string) {
 	if fastHits < 100 {
 		t.Errorf("only %d successful reads compared; the request mix does not exercise the fast path", fastHits)
 	}
+	if st := fastSrv.forms.Stats(); cache > 0 && st.Hits < int64(fastHits)/2 {
+		t.Errorf("%d of %d reads hit the form cache: the cached answers were not compared", st.Hits, fastHits)
+	}
 }
 
 func post(t *testing.T, url string, hdr http.Header, body []byte) (int, http.Header, []byte) {
@@ -419,55 +420,117 @@ func TestOneStoreAccessPerMissedRead(t *testing.T) {
 	}
 }
 
-// TestMemberCacheServesTheCurrentBody: on a backend without stored forms,
-// a body read again is served from the member cache, and a replaced body
-// is never served from the old entry (entries are keyed by digest).
-func TestMemberCacheServesTheCurrentBody(t *testing.T) {
-	mem := memstore.New(memstore.Options{})
-	srv, fast, _ := serverPair(t, hiddenViewer{mem}, time.Now, func(o *Options) { o.MemberCache = 8 << 20 })
-	k := store.MustKey("t1", "report", "big")
-	put := func(fill string) []byte {
-		t.Helper()
-		body := bytes.Repeat([]byte(fill), 100<<10/len(fill))
-		now := time.Now()
-		if _, _, err := mem.Put(t.Context(), &store.Object{Meta: store.Meta{Key: k, MIMEType: "text/plain", Size: int64(len(body)),
-			SHA256: store.Sum(body), Created: now, Modified: now, Visibility: store.Private}, Body: body}, store.Cond{}); err != nil {
-			t.Fatal(err)
-		}
-		return body
-	}
-	read := func() []byte {
-		t.Helper()
-		status, _, got := post(t, fast, readHeaders("2025-11-25", k.String()),
-			[]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"`+k.String()+`"}}`))
-		var res struct {
-			Result struct {
-				Contents []struct{ Text string } `json:"contents"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal(got, &res); status != http.StatusOK || err != nil || len(res.Result.Contents) != 1 {
-			t.Fatalf("read = %d %.200s (%v)", status, got, err)
-		}
-		return []byte(res.Result.Contents[0].Text)
-	}
-	entries := func() int {
-		return srv.members.Len()
-	}
-	a := put(`first "quoted" <body> `)
-	for range 3 {
-		if got := read(); !bytes.Equal(got, a) {
-			t.Fatalf("read %d bytes, want the first body", len(got))
-		}
-	}
-	if n := entries(); n != 1 {
-		t.Fatalf("after three reads of one body the cache has %d entries, want 1", n)
-	}
-	b := put(`second \ escaped ` + "\u2028 ")
-	if got := read(); !bytes.Equal(got, b) {
-		t.Fatalf("after a replace the read served %d bytes, not the new body", len(got))
-	}
-	if n := entries(); n != 2 {
-		t.Fatalf("after a replace the cache has %d entries, want 2", n)
+// TestFormCacheServesOnlyWhatTheCallerMayRead: the form cache is keyed by
+// content and readability is decided on the metadata first, so a replace,
+// a delete, an expiry, another tenant's read or another media type never
+// gets bytes it should not, on a backend with stored forms and on one
+// without; every answer is go-sdk's, byte for byte.
+func TestFormCacheServesOnlyWhatTheCallerMayRead(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hidden=%v", hide), func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano())
+			clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+			mem := memstore.New(memstore.Options{Now: clock})
+			var st store.Backend = mem
+			if hide {
+				st = hiddenViewer{mem}
+			}
+			srv, fast, sdk := serverPair(t, st, clock, func(o *Options) { o.FormCache = 8 << 20 })
+			put := func(tenant, path, mimeType, body string, vis store.Visibility, expires time.Time) string {
+				t.Helper()
+				k := store.MustKey(tenant, "report", path)
+				b := []byte(body)
+				obj := &store.Object{Meta: store.Meta{Key: k, MIMEType: mimeType, Size: int64(len(b)), SHA256: store.Sum(b),
+					Created: clock(), Modified: clock(), Expires: expires, Visibility: vis}, Body: b, Encoded: srv.svc.Encode(mimeType, b)}
+				if _, _, err := st.Put(t.Context(), obj, store.Cond{}); err != nil {
+					t.Fatal(err)
+				}
+				return k.String()
+			}
+			// read reads u as tenant through both servers, requires the
+			// same bytes, and returns the text or blob served ("" when
+			// not found).
+			read := func(tenant, u string) string {
+				t.Helper()
+				hdr := readHeaders("2025-11-25", u)
+				hdr.Set("X-Test-Tenant", tenant)
+				body := []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"` + u + `"}}`)
+				sameAnswer(t, tenant+" reads "+u, fast, sdk, hdr, body)
+				_, _, got := post(t, fast, hdr, body)
+				var res struct {
+					Result struct {
+						Contents []struct{ Text, Blob string } `json:"contents"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal(got, &res); err != nil {
+					t.Fatalf("%s reads %s: %v in %.300s", tenant, u, err, got)
+				}
+				if len(res.Result.Contents) == 0 {
+					return ""
+				}
+				return "text:" + res.Result.Contents[0].Text + "blob:" + res.Result.Contents[0].Blob
+			}
+			big := func(s string) string { return strings.Repeat(s, 40<<10/len(s)) }
+			a, b := big(`first "quoted" <body> `), big(`second \ escaped `+"\u2028 ")
+			u := put("t1", "doc", "text/plain", a, store.Private, time.Time{})
+			for range 3 {
+				if got := read("t1", u); got != "text:"+a+"blob:" {
+					t.Fatalf("read %.40q, want the first body", got)
+				}
+			}
+			hits := srv.forms.Stats().Hits
+			if hits == 0 {
+				t.Fatal("three reads of one body never hit the cache")
+			}
+			// Another tenant: the body is cached, the object is private.
+			if got := read("t2", u); got != "" {
+				t.Fatalf("t2 read t1's private object: %.40q", got)
+			}
+			// The same body stored by t2 is t2's to read, as its own object.
+			u2 := put("t2", "copy", "text/plain", a, store.Private, time.Time{})
+			if got := read("t2", u2); got != "text:"+a+"blob:" {
+				t.Fatalf("t2's own copy read %.40q", got)
+			}
+			if got := read("t1", u2); got != "" {
+				t.Fatalf("t1 read t2's private copy: %.40q", got)
+			}
+			// The same body under a binary type is a blob, not the cached text.
+			ub := put("t1", "bin", "application/octet-stream", a, store.Private, time.Time{})
+			if got := read("t1", ub); got != "text:blob:"+base64.StdEncoding.EncodeToString([]byte(a)) {
+				t.Fatalf("the body under a binary type read %.40q", got)
+			}
+			// A replace serves the new body, and back again the old one.
+			put("t1", "doc", "text/plain", b, store.Private, time.Time{})
+			if got := read("t1", u); got != "text:"+b+"blob:" {
+				t.Fatalf("after a replace read %.40q, want the second body", got)
+			}
+			put("t1", "doc", "text/plain", a, store.Public, time.Time{})
+			if got := read("t1", u); got != "text:"+a+"blob:" {
+				t.Fatalf("after replacing back read %.40q", got)
+			}
+			if got := read("t2", u); got != "text:"+a+"blob:" {
+				t.Fatalf("t2 cannot read t1's public object: %.40q", got)
+			}
+			// A delete and an expiry: not found, though the bytes are cached.
+			if err := st.Delete(t.Context(), store.MustKey("t1", "report", "doc"), store.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := read("t1", u); got != "" {
+				t.Fatalf("a deleted object read %.40q", got)
+			}
+			ue := put("t1", "short", "text/plain", b, store.Private, clock().Add(time.Minute))
+			if got := read("t1", ue); got != "text:"+b+"blob:" {
+				t.Fatalf("before its expiry read %.40q", got)
+			}
+			now.Add(int64(2 * time.Minute))
+			if got := read("t1", ue); got != "" {
+				t.Fatalf("an expired object read %.40q", got)
+			}
+			if srv.forms.Stats().Hits <= hits {
+				t.Fatal("no later read hit the cache")
+			}
+		})
 	}
 }
 

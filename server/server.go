@@ -32,9 +32,9 @@ import (
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/server/internal/edge"
+	"github.com/resourced/resourced/server/internal/formcache"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
-	"github.com/resourced/resourced/server/internal/members"
 	"github.com/resourced/resourced/server/internal/notify"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -119,10 +119,10 @@ type Options struct {
 	// and saves per second, and concurrent uploads; the zero value is the
 	// defaults documented on its fields (guard.go).
 	Budgets Budgets
-	// MemberCache is the memory kept for the JSON forms of bodies read
-	// from a backend that stores none (S3), so that a body read again is
-	// not encoded again (membercache.go); 0 keeps none.
-	MemberCache int64
+	// FormCache is the memory kept for the content members of read
+	// responses, on every backend (server/internal/formcache): a body read
+	// again is written from memory; 0 keeps none.
+	FormCache int64
 	// Fixtures adds the fixture tools (docs/fixtures.md): one search result
 	// in each of the four result forms and the host probes, with their
 	// bodies stored as public resources of tenant "fixtures" at start.
@@ -184,8 +184,8 @@ type Server struct {
 	// budgets, limiter and uploadSlots enforce Options.Budgets (guard.go).
 	budgets Budgets
 	limiter *edge.Limiter
-	// members caches the JSON forms of bodies the backend keeps none of.
-	members     *members.Cache
+	// forms caches the content members of read responses; nil: off.
+	forms       *formcache.Cache
 	uploadSlots chan struct{}
 	// runs are the host runs (server/hostrun); nil without fixtures.
 	runs *hostrun.Runs
@@ -234,12 +234,11 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.links = links.New(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL, s.baseURL, s.now)
-	if !opts.Store.KeepsEncoded() {
-		s.members = members.New(opts.MemberCache)
-	}
+	s.forms = formcache.New(opts.FormCache, s.now)
 	s.toolScopes = map[string]string{}
 	s.metrics = newMetrics(opts.Metrics, opts.Backend)
 	s.damaged = &damagedForms{counter: s.metrics.formsDamaged, log: s.log}
+	s.metrics.watchFormCache(s.forms)
 	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on
 	s.sweepInterval, s.sweepBatch = opts.SweepInterval, opts.SweepBatch
 	if s.sweepInterval <= 0 {

@@ -513,7 +513,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		MaxListensPerTenant:  cfg.NotifyMaxListensPerTenant,
 		Budgets:              budgets(cfg),
 		Fixtures:             cfg.Fixtures,
-		MemberCache:          s3Options(cfg).ReadCache, // used only on a backend without stored forms
+		FormCache:            int64(*cfg.Cache.MaxBytes),
 		Extension:            frontExtension(front),
 		Quota:                store.Quota{Bytes: int64(cfg.Quota.Bytes), Objects: cfg.Quota.Objects},
 		SweepInterval:        cfg.Sweep.Interval.Std(),

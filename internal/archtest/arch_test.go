@@ -42,17 +42,17 @@ var allowed = map[string][]string{
 	// tokens (it takes a tenant, never an auth.Principal).
 	"service": {"index", "internal/jsonwire", "store", "toolapi", "uri"},
 	// Transports over the service.
-	"server/internal/mcptool":  {"auth", "internal/jsonwire", "service", "store"},
-	"server/fixtures":          {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
-	"server/hostrun":           {"auth", "server/fixtures"},
-	"server/internal/links":    {"internal/jsonwire", "service", "store", "toolapi"},
-	"server/internal/edge":     {"auth"},
-	"server/internal/members":  {},
-	"server/internal/envelope": {"internal/jsonwire", "server/internal/mcptool", "service"},
-	"server/internal/notify":   {"auth", "server/internal/mcptool", "service", "store"},
+	"server/internal/mcptool":   {"auth", "internal/jsonwire", "service", "store"},
+	"server/fixtures":           {"auth", "server/internal/mcptool", "service", "store", "toolapi", "uri"},
+	"server/hostrun":            {"auth", "server/fixtures"},
+	"server/internal/links":     {"internal/jsonwire", "service", "store", "toolapi"},
+	"server/internal/edge":      {"auth"},
+	"server/internal/formcache": {},
+	"server/internal/envelope":  {"internal/jsonwire", "server/internal/mcptool", "service"},
+	"server/internal/notify":    {"auth", "server/internal/mcptool", "service", "store"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "index", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/members", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "index", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/formcache", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},
