@@ -244,6 +244,7 @@ func (t *ticket) hold(c charge, spills []*spill) {
 	if t.done {
 		t.mu.Unlock()
 		c.release()
+		dropAll(spills)
 		return
 	}
 	t.charges = append(t.charges, c)
@@ -274,9 +275,12 @@ func (t *ticket) release() {
 		return
 	}
 	t.mu.Lock()
-	charges, unhook := t.charges, t.unhook
+	charges, unhook, spills := t.charges, t.unhook, t.spills
 	t.charges, t.spills, t.done, t.unhook = nil, nil, true, nil
 	t.mu.Unlock()
+	for _, sp := range spills {
+		sp.drop()
+	}
 	for _, f := range unhook {
 		f()
 	}

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -30,8 +32,11 @@ import (
 )
 
 // scan runs a frameScanner over msg in chunks of n bytes.
-func scan(msg []byte, n, spillAt int) *frameScanner {
-	s := &frameScanner{spillAt: spillAt, keys: newPlaceholders()}
+func scan(msg []byte, n, spillAt int) *frameScanner { return scanTo(msg, n, spillAt, nil) }
+
+// scanTo is scan with spills going to files past their head.
+func scanTo(msg []byte, n, spillAt int, files *spillFiles) *frameScanner {
+	s := &frameScanner{spillAt: spillAt, keys: newPlaceholders(), files: files}
 	s.reset()
 	for len(msg) > 0 {
 		k := min(n, len(msg))
@@ -112,6 +117,18 @@ var spillTexts = []string{
 // and structuredContent over spillAt are spilled, whatever the chunking;
 // nothing else is; the message with its spills put back is the message.
 func TestFrameScannerSpillsWhatItShould(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testFrameScannerSpills(t, nil) })
+	// Past a head of 20 bytes, to a file.
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		testFrameScannerSpills(t, &spillFiles{dir: dir, at: 20})
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Errorf("spill files left in the directory: %v", left)
+		}
+	})
+}
+
+func testFrameScannerSpills(t *testing.T, files *spillFiles) {
 	for _, tmpl := range spillMessages {
 		for _, text := range spillTexts {
 			msg := []byte(strings.ReplaceAll(tmpl, "TEXT", text))
@@ -121,7 +138,7 @@ func TestFrameScannerSpillsWhatItShould(t *testing.T) {
 			want := decodeAny(t, msg)
 			wantSpills := -1
 			for _, n := range []int{1, 2, 3, 7, 64, len(msg)} {
-				s := scan(msg, n, 16)
+				s := scanTo(msg, n, 16, files)
 				if got := unspill(s.out, s.spills); !bytes.Equal(got, msg) {
 					t.Fatalf("chunks of %d: unspilled\n%s\nwant\n%s", n, got, msg)
 				}
@@ -135,6 +152,13 @@ func TestFrameScannerSpillsWhatItShould(t *testing.T) {
 				}
 				for _, sp := range s.spills {
 					checkSpill(t, sp)
+					held := 0
+					for _, c := range sp.chunks {
+						held += len(c)
+					}
+					if files != nil && held > files.at+16+n {
+						t.Fatalf("chunks of %d: a spill of %d bytes keeps %d in memory", n, sp.n, held)
+					}
 				}
 				if got := decodeAny(t, unspill(s.out, s.spills)); !reflect.DeepEqual(got, want) {
 					t.Fatalf("chunks of %d: decoded\n%v\nwant\n%v", n, got, want)
@@ -688,4 +712,70 @@ func TestStructuredIsWhatMarshalGives(t *testing.T) {
 			t.Errorf("%.40q: structured\n%.200s\nwant\n%.200s", text, b, wantJSON)
 		}
 	}
+}
+
+// Issue 24: a large string is kept in memory up to its head only; the
+// rest goes to an unlinked file and reads back as sent, escapes across
+// every buffer edge included; drop closes the file.
+func TestSpillGoesToAFile(t *testing.T) {
+	dir := t.TempDir()
+	text := strings.Repeat(`say \"hi\" \\ \u00e9 \ud83d\ude00 tab\t `, 6000) // ~250 KiB, 4 write buffers
+	msg := []byte(strings.ReplaceAll(spillMessages[0], "TEXT", text))
+	for _, n := range []int{7, 4096, len(msg)} {
+		s := scanTo(msg, n, 100, &spillFiles{dir: dir, at: 1000})
+		if len(s.spills) != 1 {
+			t.Fatalf("chunks of %d: %d spills", n, len(s.spills))
+		}
+		sp := s.spills[0]
+		held := 0
+		for _, c := range sp.chunks {
+			held += len(c)
+		}
+		if sp.file == nil || held > 1000+n || int64(held)+sp.fileN != int64(len(text)) || len(sp.tail) > 0 {
+			t.Fatalf("chunks of %d: %d bytes in memory, %d in a file (%v), tail %d; want a head of ~1000", n, held, sp.fileN, sp.file != nil, len(sp.tail))
+		}
+		if got := rawOf(sp); string(got) != text {
+			t.Fatalf("chunks of %d: the spill reads back other bytes", n)
+		}
+		checkSpill(t, sp)
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Fatalf("the spill file is not unlinked: %v", left)
+		}
+		f := sp.file
+		sp.drop()
+		if _, err := f.Stat(); err == nil {
+			t.Fatalf("chunks of %d: the file is open after drop", n)
+		}
+	}
+}
+
+// A spill whose file cannot be made, or fails while written, keeps the
+// rest in memory and still reads back as sent.
+func TestSpillFileFailures(t *testing.T) {
+	text := strings.Repeat(`abc \"q\" `, 30000) // ~300 KiB
+	msg := []byte(strings.ReplaceAll(spillMessages[0], "TEXT", text))
+	s := scanTo(msg, 4096, 100, &spillFiles{dir: filepath.Join(t.TempDir(), "missing"), at: 1000})
+	if sp := s.spills[0]; sp.file != nil || string(rawOf(sp)) != text {
+		t.Fatalf("no directory: file %v, reads back equal %t", sp.file != nil, string(rawOf(sp)) == text)
+	}
+
+	// The file turns read-only after the first buffer: writes fail.
+	sp := &spill{kind: spillText, files: &spillFiles{dir: t.TempDir(), at: 1000}}
+	b := []byte(text)
+	sp.write(b[:1001+spillWriteBuf])
+	if sp.file == nil || sp.fileN != spillWriteBuf {
+		t.Fatalf("%d bytes in the file (%v), want the first buffer", sp.fileN, sp.file != nil)
+	}
+	ro, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", sp.file.Fd()))
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	sp.file.Close()
+	sp.file = ro
+	sp.write(b[1001+spillWriteBuf:])
+	sp.done()
+	if !sp.bad || len(sp.tail) == 0 || string(rawOf(sp)) != text {
+		t.Fatalf("after a failed write: bad %t, tail %d chunks, reads back equal %t", sp.bad, len(sp.tail), string(rawOf(sp)) == text)
+	}
+	sp.drop()
 }
