@@ -779,3 +779,20 @@ func TestSpillFileFailures(t *testing.T) {
 	}
 	sp.drop()
 }
+
+// Issue 24: the escaper of a spliced structuredContent reuses its buffer:
+// escaping 8 MiB costs about one buffer, not a copy of the text.
+func TestJSONEscaperReusesItsBuffer(t *testing.T) {
+	text := bytes.Repeat([]byte("line \"q\" <a & b> é\n"), 8<<20/22)
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := io.Copy(io.Discard, newJSONEscaper(bytes.NewReader(text))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if per := res.AllocedBytesPerOp(); per > 1<<20 {
+		t.Errorf("escaping %d bytes allocated %d", len(text), per)
+	}
+}
