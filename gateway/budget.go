@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The in-flight budget (docs/gateway.md, "What the gateway holds"): the
@@ -142,6 +143,47 @@ func (b *budget) give(tenant string, n, tenantN int64) {
 	}
 	if b.used < 0 {
 		panic(fmt.Sprintf("gateway: in-flight budget below zero (%d)", b.used))
+	}
+}
+
+// collectors are the budget's gauges. A tenant is never a label (there
+// is no bound on how many there are): the largest one tenant holds, and
+// how many hold any, say whether one crowds the others; the log line of
+// each refusal names the tenant.
+func (b *budget) collectors() []prometheus.Collector {
+	read := func(f func() float64) func() float64 {
+		return func() float64 {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return f()
+		}
+	}
+	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "resourced_gateway_answer_bytes_in_flight_limit",
+		Help: "The bounds of upstream answer bytes in flight, by scope: gateway (gateway.maxBytesInFlight) and tenant (gateway.maxTenantBytesInFlight, each tenant's).",
+	}, []string{"scope"})
+	limit.WithLabelValues("gateway").Set(float64(b.max))
+	limit.WithLabelValues("tenant").Set(float64(b.maxTenant))
+	return []prometheus.Collector{
+		limit,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "resourced_gateway_answer_bytes_in_flight",
+			Help: "Bytes of upstream answers the gateway holds now: read from an upstream and not yet answered to their callers.",
+		}, read(func() float64 { return float64(b.used) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "resourced_gateway_answer_tenant_bytes_in_flight_max",
+			Help: "The most bytes of upstream answers in flight that one tenant holds now (no tenant label: they are unbounded).",
+		}, read(func() float64 {
+			var m int64
+			for _, n := range b.tenants {
+				m = max(m, n)
+			}
+			return float64(m)
+		})),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "resourced_gateway_answer_tenants_in_flight",
+			Help: "Tenants holding upstream answer bytes in flight now.",
+		}, read(func() float64 { return float64(len(b.tenants)) })),
 	}
 }
 

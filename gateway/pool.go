@@ -247,7 +247,7 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 		}
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.sessions, p.restarts, p.refused} {
+		for _, c := range append([]prometheus.Collector{p.sessions, p.restarts, p.refused}, p.budget.collectors()...) {
 			if err := opts.Registerer.Register(c); err != nil {
 				for _, d := range p.removeDirs {
 					_ = os.RemoveAll(d)

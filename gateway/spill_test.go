@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/resourced/resourced/auth"
@@ -244,9 +245,10 @@ func busyErr(err error) (busyData, bool) {
 // the session goes on; the bytes come back when the call is answered.
 func TestPoolInFlightBudget(t *testing.T) {
 	for _, idLast := range []bool{false, true} {
+		reg := prometheus.NewRegistry()
 		p := newTestPool(t, nil, PoolOptions{
 			Upstreams:        []Upstream{rawStdioUpstream(t, "fs", Shared)},
-			MaxBytesInFlight: 1 << 20, MaxTenantBytesInFlight: 600 << 10,
+			MaxBytesInFlight: 1 << 20, MaxTenantBytesInFlight: 600 << 10, Registerer: reg,
 		})
 		cs := session(t, p, "fs", "")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -277,8 +279,37 @@ func TestPoolInFlightBudget(t *testing.T) {
 		if used, _ := p.budget.inUse(""); used < 900<<10 || used > 1<<20 {
 			t.Errorf("id last %t: %d bytes in flight, want alice's and bob's", idLast, used)
 		}
+		// The gauges say the same, without a tenant label.
+		used, _ := p.budget.inUse("")
+		_, bob := p.budget.inUse("bob")
+		want := fmt.Sprintf(`
+# HELP resourced_gateway_answer_bytes_in_flight Bytes of upstream answers the gateway holds now: read from an upstream and not yet answered to their callers.
+# TYPE resourced_gateway_answer_bytes_in_flight gauge
+resourced_gateway_answer_bytes_in_flight %d
+# HELP resourced_gateway_answer_bytes_in_flight_limit The bounds of upstream answer bytes in flight, by scope: gateway (gateway.maxBytesInFlight) and tenant (gateway.maxTenantBytesInFlight, each tenant's).
+# TYPE resourced_gateway_answer_bytes_in_flight_limit gauge
+resourced_gateway_answer_bytes_in_flight_limit{scope="gateway"} 1.048576e+06
+resourced_gateway_answer_bytes_in_flight_limit{scope="tenant"} 614400
+# HELP resourced_gateway_answer_tenant_bytes_in_flight_max The most bytes of upstream answers in flight that one tenant holds now (no tenant label: they are unbounded).
+# TYPE resourced_gateway_answer_tenant_bytes_in_flight_max gauge
+resourced_gateway_answer_tenant_bytes_in_flight_max %d
+# HELP resourced_gateway_answer_tenants_in_flight Tenants holding upstream answer bytes in flight now.
+# TYPE resourced_gateway_answer_tenants_in_flight gauge
+resourced_gateway_answer_tenants_in_flight 2
+`, used, bob)
+		names := []string{"resourced_gateway_answer_bytes_in_flight", "resourced_gateway_answer_bytes_in_flight_limit",
+			"resourced_gateway_answer_tenant_bytes_in_flight_max", "resourced_gateway_answer_tenants_in_flight"}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+			t.Errorf("id last %t: %v", idLast, err)
+		}
+		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			t.Errorf("promlint: %v %v", problems, err)
+		}
 		a1.release()
 		b1.release()
+		if n := testutil.ToFloat64(p.budget.collectors()[1]); n != 0 {
+			t.Errorf("id last %t: the gauge says %v bytes in flight after the releases", idLast, n)
+		}
 		if used, _ := p.budget.inUse(""); used != 0 {
 			t.Errorf("id last %t: %d bytes in flight after the releases", idLast, used)
 		}
