@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The in-flight budget (docs/gateway.md, "What the gateway holds"): the
@@ -145,6 +146,47 @@ func (b *budget) give(tenant string, n, tenantN int64) {
 	}
 }
 
+// collectors are the budget's gauges. A tenant is never a label (there
+// is no bound on how many there are): the largest one tenant holds, and
+// how many hold any, say whether one crowds the others; the log line of
+// each refusal names the tenant.
+func (b *budget) collectors() []prometheus.Collector {
+	read := func(f func() float64) func() float64 {
+		return func() float64 {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return f()
+		}
+	}
+	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "resourced_gateway_answer_bytes_in_flight_limit",
+		Help: "The bounds of upstream answer bytes in flight, by scope: gateway (gateway.maxBytesInFlight) and tenant (gateway.maxTenantBytesInFlight, each tenant's).",
+	}, []string{"scope"})
+	limit.WithLabelValues("gateway").Set(float64(b.max))
+	limit.WithLabelValues("tenant").Set(float64(b.maxTenant))
+	return []prometheus.Collector{
+		limit,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "resourced_gateway_answer_bytes_in_flight",
+			Help: "Bytes of upstream answers the gateway holds now: read from an upstream and not yet answered to their callers.",
+		}, read(func() float64 { return float64(b.used) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "resourced_gateway_answer_tenant_bytes_in_flight_max",
+			Help: "The most bytes of upstream answers in flight that one tenant holds now (no tenant label: they are unbounded).",
+		}, read(func() float64 {
+			var m int64
+			for _, n := range b.tenants {
+				m = max(m, n)
+			}
+			return float64(m)
+		})),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "resourced_gateway_answer_tenants_in_flight",
+			Help: "Tenants holding upstream answer bytes in flight now.",
+		}, read(func() float64 { return float64(len(b.tenants)) })),
+	}
+}
+
 // inUse is the bytes charged now, in all and for tenant.
 func (b *budget) inUse(tenant string) (int64, int64) {
 	if b == nil {
@@ -244,6 +286,7 @@ func (t *ticket) hold(c charge, spills []*spill) {
 	if t.done {
 		t.mu.Unlock()
 		c.release()
+		dropAll(spills)
 		return
 	}
 	t.charges = append(t.charges, c)
@@ -274,9 +317,12 @@ func (t *ticket) release() {
 		return
 	}
 	t.mu.Lock()
-	charges, unhook := t.charges, t.unhook
+	charges, unhook, spills := t.charges, t.unhook, t.spills
 	t.charges, t.spills, t.done, t.unhook = nil, nil, true, nil
 	t.mu.Unlock()
+	for _, sp := range spills {
+		sp.drop()
+	}
 	for _, f := range unhook {
 		f()
 	}

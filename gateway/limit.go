@@ -356,6 +356,7 @@ func (g *lineGuard) next() {
 	// The decode is go-sdk's own, of the message without its spills.
 	msgs, err := decodeLine(msg)
 	if err != nil {
+		dropAll(g.sc.spills)
 		ch.release()
 		g.refuse("bad", id)
 		g.answer(id, func() []byte { return badMessageResponse(id) })
@@ -368,6 +369,7 @@ func (g *lineGuard) next() {
 			// Notifications and server requests alike: each costs a
 			// decode (and a request an answer).
 			if g.notes != nil && !g.notes.Allow() {
+				dropAll(g.sc.spills)
 				g.refuse("noisy", nil)
 				g.pending = ch
 				return
@@ -380,6 +382,7 @@ func (g *lineGuard) next() {
 		if d, ok := ch.attributeTo(t.tenant); !ok {
 			// Over the tenant's share only now that its call is known
 			// (an answer whose id comes last).
+			dropAll(g.sc.spills)
 			ch.release()
 			g.refuse("busy", id)
 			g.answer(id, func() []byte { return busyResponse(id, d) })
@@ -388,6 +391,7 @@ func (g *lineGuard) next() {
 		t.hold(ch, g.sc.spills)
 	} else {
 		msg = unspill(msg, g.sc.spills)
+		dropAll(g.sc.spills)
 		g.pending = ch
 	}
 	if g.err == nil {
@@ -463,7 +467,7 @@ func unspill(msg []byte, spills []*spill) []byte {
 			continue
 		}
 		out.Write(rest[:i])
-		_, _ = sp.raw().(io.WriterTo).WriteTo(out)
+		_, _ = io.Copy(out, sp.raw())
 		rest = rest[i+len(sp.key):]
 	}
 	out.Write(rest)

@@ -93,6 +93,11 @@ type PoolOptions struct {
 	// upstream (and perTenant tenant), kept across restarts (npx's
 	// cache); "" is a temporary directory that Close removes.
 	SandboxDir string
+	// SpillDir holds what a stdio upstream's large answer strings hold
+	// past their first MiB, in files unlinked as they are created
+	// (spill.go); "" is os.TempDir(). Under the data directory, no
+	// sandboxed upstream can reach it; NewPool creates it (0700).
+	SpillDir string
 
 	// landlockABI replaces sandbox.ABI, for tests.
 	landlockABI func() int
@@ -133,6 +138,7 @@ type Pool struct {
 
 	budget *budget       // answer bytes in flight (budget.go)
 	keys   *placeholders // of spilled strings (spill.go)
+	files  *spillFiles   // where spilled strings go past their head
 
 	ctx    context.Context // canceled by Close: aborts connects under way
 	cancel context.CancelFunc
@@ -194,7 +200,13 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{opts: opts, log: log, byName: map[string]*upstream{},
-		budget: newBudget(opts.MaxBytesInFlight, opts.MaxTenantBytesInFlight), keys: newPlaceholders()}
+		budget: newBudget(opts.MaxBytesInFlight, opts.MaxTenantBytesInFlight), keys: newPlaceholders(),
+		files: &spillFiles{dir: opts.SpillDir, at: spillFileAt}}
+	if opts.SpillDir != "" {
+		if err := os.MkdirAll(opts.SpillDir, 0o700); err != nil {
+			return nil, fmt.Errorf("gateway: the spill directory: %w", err)
+		}
+	}
 	var errs []error
 	for i, u := range opts.Upstreams {
 		if err := checkUpstream(&u); err != nil {
@@ -235,7 +247,7 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 		}
 	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.sessions, p.restarts, p.refused} {
+		for _, c := range append([]prometheus.Collector{p.sessions, p.restarts, p.refused}, p.budget.collectors()...) {
 			if err := opts.Registerer.Register(c); err != nil {
 				for _, d := range p.removeDirs {
 					_ = os.RemoveAll(d)
@@ -576,7 +588,7 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		defer stderr.Close()
 		t = &commandTransport{cmd: cmd, terminate: p.opts.terminate, limit: p.opts.MaxMessageBytes,
 			dropped: p.dropped(up, tenant), refused: p.refusedBy(up, tenant),
-			budget: p.budget, tenant: tenant, keys: p.keys}
+			budget: p.budget, tenant: tenant, keys: p.keys, files: p.files}
 	} else {
 		t = &mcp.StreamableClientTransport{
 			Endpoint: up.cfg.URL,
@@ -668,6 +680,7 @@ type commandTransport struct {
 	budget    *budget
 	tenant    string
 	keys      *placeholders
+	files     *spillFiles
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -689,7 +702,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	g := newLineGuard(stdout, t.limit, t.dropped)
 	g.refused, g.budget, g.tenant, g.tickets, g.spillAt = t.refused, t.budget, t.tenant, &tickets{}, defaultSpillAt
 	g.notes = rate.NewLimiter(notificationRate, notificationBurst)
-	g.sc.keys = t.keys
+	g.sc.keys, g.sc.files = t.keys, t.files
 	conn, err := (&mcp.IOTransport{
 		// Closed by closing stdin, not stdout (as go-sdk does).
 		Reader:        io.NopCloser(g),

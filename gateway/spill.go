@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -47,12 +48,24 @@ const (
 )
 
 // spill is one string taken out of a message: its bytes as sent, JSON
-// escapes kept, in chunks (a large string is never copied to grow it).
+// escapes kept. Its first bytes are kept in memory, in chunks (a large
+// string is never copied to grow it); past spillFiles.at the rest goes
+// to an unlinked temporary file, so that the gateway's memory holds a
+// bounded head of each string however large the answer (issue 24: the
+// budget bounds the bytes, this their cost in memory). A file that cannot
+// be written keeps the rest in memory (tail): the budget still bounds it.
 type spill struct {
 	key    string // its placeholder
 	kind   spillKind
-	chunks [][]byte
-	n      int // bytes in chunks
+	chunks [][]byte // the head, in memory
+	n      int      // bytes in all
+	files  *spillFiles
+
+	file  *os.File // the bytes after the head (nil: none)
+	fileN int64    // written to file
+	wbuf  []byte   // written next to file
+	tail  [][]byte // after the file, once writing it failed
+	bad   bool     // the file failed: the rest stays in memory
 
 	measured bool // measure ran: the fields below hold
 	size     int64
@@ -60,22 +73,107 @@ type spill struct {
 	err      error
 }
 
-// write appends b to sp, in chunks that double up to 1 MiB.
+// spillFiles is where spills go past their head: a directory (the
+// gateway's own, under the data directory; "" is os.TempDir()) and the
+// head's size. A nil *spillFiles keeps spills in memory.
+type spillFiles struct {
+	dir string
+	at  int
+}
+
+// spillFileAt is the head kept in memory of a spill that goes to a file.
+const spillFileAt = 1 << 20
+
+// spillWriteBuf is what a spill buffers before writing to its file (a
+// string with many escapes arrives in many short pieces).
+const spillWriteBuf = 64 << 10
+
+// write appends b to sp.
 func (sp *spill) write(b []byte) {
-	for len(b) > 0 {
-		if len(sp.chunks) == 0 || len(sp.chunks[len(sp.chunks)-1]) == cap(sp.chunks[len(sp.chunks)-1]) {
-			sp.chunks = append(sp.chunks, make([]byte, 0, min(1<<20, max(64<<10, sp.n))))
+	sp.n += len(b)
+	if sp.file == nil && !sp.bad && sp.files != nil && sp.n > sp.files.at {
+		f, err := os.CreateTemp(sp.files.dir, ".resourced-spill-*")
+		if err != nil {
+			sp.bad = true
+		} else {
+			if os.Remove(f.Name()) != nil {
+				// Kept only until Close, on systems that cannot
+				// unlink an open file.
+				sp.bad = true
+				f.Close()
+				_ = os.Remove(f.Name())
+			} else {
+				sp.file, sp.wbuf = f, make([]byte, 0, spillWriteBuf)
+			}
 		}
-		last := &sp.chunks[len(sp.chunks)-1]
+	}
+	switch {
+	case sp.file != nil && !sp.bad:
+		for len(b) > 0 {
+			k := copy(sp.wbuf[len(sp.wbuf):cap(sp.wbuf)], b)
+			sp.wbuf, b = sp.wbuf[:len(sp.wbuf)+k], b[k:]
+			if len(sp.wbuf) == cap(sp.wbuf) {
+				sp.flush()
+				if sp.bad {
+					appendChunks(&sp.tail, b)
+					return
+				}
+			}
+		}
+	case sp.file != nil:
+		appendChunks(&sp.tail, b)
+	default:
+		appendChunks(&sp.chunks, b)
+	}
+}
+
+// flush writes the buffered bytes to the file; what a failed write left
+// goes to the tail, and the file takes no more.
+func (sp *spill) flush() {
+	if sp.file == nil || sp.bad || len(sp.wbuf) == 0 {
+		return
+	}
+	k, err := sp.file.Write(sp.wbuf)
+	sp.fileN += int64(k)
+	if err != nil {
+		sp.bad = true
+		appendChunks(&sp.tail, sp.wbuf[k:])
+	}
+	sp.wbuf = sp.wbuf[:0]
+}
+
+// done ends the writing: the string is whole.
+func (sp *spill) done() {
+	sp.flush()
+	sp.wbuf = nil
+}
+
+// appendChunks appends b to chunks that double up to 1 MiB.
+func appendChunks(chunks *[][]byte, b []byte) {
+	for len(b) > 0 {
+		cs := *chunks
+		if len(cs) == 0 || len(cs[len(cs)-1]) == cap(cs[len(cs)-1]) {
+			held := 0
+			for _, c := range cs {
+				held += len(c)
+			}
+			*chunks = append(cs, make([]byte, 0, min(1<<20, max(64<<10, held))))
+			cs = *chunks
+		}
+		last := &cs[len(cs)-1]
 		k := min(len(b), cap(*last)-len(*last))
 		*last = append(*last, b[:k]...)
-		sp.n += k
 		b = b[k:]
 	}
 }
 
 // raw reads sp's bytes as sent.
-func (sp *spill) raw() io.Reader { return &chunkReader{chunks: sp.chunks} }
+func (sp *spill) raw() io.Reader {
+	if sp.file == nil {
+		return &chunkReader{chunks: sp.chunks}
+	}
+	return io.MultiReader(&chunkReader{chunks: sp.chunks}, io.NewSectionReader(sp.file, 0, sp.fileN), &chunkReader{chunks: sp.tail})
+}
 
 // chunkReader reads chunks in order.
 type chunkReader struct {
@@ -147,9 +245,24 @@ func (sp *spill) measure() error {
 	return nil
 }
 
-// drop lets sp's chunks go once what they hold is saved; sp keeps its
-// size and sum, and reads nothing after.
-func (sp *spill) drop() { sp.chunks = nil }
+// drop lets sp's bytes go (its chunks, its file) once they are saved or
+// no longer wanted; sp keeps its size and sum, and reads nothing after.
+// An *os.File nobody closes is closed when it is collected: drop is the
+// prompt way, not the only one.
+func (sp *spill) drop() {
+	sp.chunks, sp.tail, sp.wbuf = nil, nil, nil
+	if sp.file != nil {
+		sp.file.Close()
+		sp.file, sp.fileN = nil, 0
+	}
+}
+
+// dropAll drops each of spills.
+func dropAll(spills []*spill) {
+	for _, sp := range spills {
+		sp.drop()
+	}
+}
 
 // bytes is what sp stands for, whole (for a result returned inline).
 func (sp *spill) bytes() ([]byte, error) {
@@ -196,6 +309,7 @@ const maxTracked = 64
 type frameScanner struct {
 	spillAt int // 0: spill nothing
 	keys    *placeholders
+	files   *spillFiles // where spills go past their head (nil: memory)
 
 	out     []byte
 	spills  []*spill
@@ -240,13 +354,17 @@ func (s *frameScanner) reset() {
 	if cap(out) > 1<<20 {
 		out = nil // do not keep a large message's buffer
 	}
-	*s = frameScanner{spillAt: s.spillAt, keys: s.keys, out: out, stack: s.stack[:0], key: s.key[:0], id: s.id[:0]}
+	*s = frameScanner{spillAt: s.spillAt, keys: s.keys, files: s.files, out: out, stack: s.stack[:0], key: s.key[:0], id: s.id[:0]}
 }
 
 // drop makes the scanner keep nothing more of the message (and drop what
 // it spilled), while it still finds the id.
 func (s *frameScanner) drop() {
 	s.discard = true
+	dropAll(s.spills)
+	if s.sp != nil {
+		s.sp.drop()
+	}
 	s.out, s.spills, s.cand, s.sp = nil, nil, nil, nil
 	if s.inString && s.strKind == strCand {
 		s.strKind = strValue
@@ -445,7 +563,7 @@ func (s *frameScanner) stringBytes(b []byte, from *int, end int) {
 		}
 		s.cand = append(s.cand, b...)
 		if len(s.cand) > s.spillAt {
-			s.sp = &spill{key: s.keys.next(), kind: s.candKind, chunks: [][]byte{s.cand}, n: len(s.cand)}
+			s.sp = &spill{key: s.keys.next(), kind: s.candKind, chunks: [][]byte{s.cand}, n: len(s.cand), files: s.files}
 			s.cand = nil
 		}
 	default:
@@ -477,6 +595,7 @@ func (s *frameScanner) endString(from *int, i int) {
 		}
 		s.out = append(s.out, '"')
 		if s.sp != nil {
+			s.sp.done()
 			s.out = append(s.out, s.sp.key...)
 			s.spills = append(s.spills, s.sp)
 		} else {

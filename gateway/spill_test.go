@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/resourced/resourced/auth"
@@ -30,8 +33,11 @@ import (
 )
 
 // scan runs a frameScanner over msg in chunks of n bytes.
-func scan(msg []byte, n, spillAt int) *frameScanner {
-	s := &frameScanner{spillAt: spillAt, keys: newPlaceholders()}
+func scan(msg []byte, n, spillAt int) *frameScanner { return scanTo(msg, n, spillAt, nil) }
+
+// scanTo is scan with spills going to files past their head.
+func scanTo(msg []byte, n, spillAt int, files *spillFiles) *frameScanner {
+	s := &frameScanner{spillAt: spillAt, keys: newPlaceholders(), files: files}
 	s.reset()
 	for len(msg) > 0 {
 		k := min(n, len(msg))
@@ -112,6 +118,18 @@ var spillTexts = []string{
 // and structuredContent over spillAt are spilled, whatever the chunking;
 // nothing else is; the message with its spills put back is the message.
 func TestFrameScannerSpillsWhatItShould(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testFrameScannerSpills(t, nil) })
+	// Past a head of 20 bytes, to a file.
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		testFrameScannerSpills(t, &spillFiles{dir: dir, at: 20})
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Errorf("spill files left in the directory: %v", left)
+		}
+	})
+}
+
+func testFrameScannerSpills(t *testing.T, files *spillFiles) {
 	for _, tmpl := range spillMessages {
 		for _, text := range spillTexts {
 			msg := []byte(strings.ReplaceAll(tmpl, "TEXT", text))
@@ -121,7 +139,7 @@ func TestFrameScannerSpillsWhatItShould(t *testing.T) {
 			want := decodeAny(t, msg)
 			wantSpills := -1
 			for _, n := range []int{1, 2, 3, 7, 64, len(msg)} {
-				s := scan(msg, n, 16)
+				s := scanTo(msg, n, 16, files)
 				if got := unspill(s.out, s.spills); !bytes.Equal(got, msg) {
 					t.Fatalf("chunks of %d: unspilled\n%s\nwant\n%s", n, got, msg)
 				}
@@ -135,6 +153,13 @@ func TestFrameScannerSpillsWhatItShould(t *testing.T) {
 				}
 				for _, sp := range s.spills {
 					checkSpill(t, sp)
+					held := 0
+					for _, c := range sp.chunks {
+						held += len(c)
+					}
+					if files != nil && held > files.at+16+n {
+						t.Fatalf("chunks of %d: a spill of %d bytes keeps %d in memory", n, sp.n, held)
+					}
 				}
 				if got := decodeAny(t, unspill(s.out, s.spills)); !reflect.DeepEqual(got, want) {
 					t.Fatalf("chunks of %d: decoded\n%v\nwant\n%v", n, got, want)
@@ -220,9 +245,10 @@ func busyErr(err error) (busyData, bool) {
 // the session goes on; the bytes come back when the call is answered.
 func TestPoolInFlightBudget(t *testing.T) {
 	for _, idLast := range []bool{false, true} {
+		reg := prometheus.NewRegistry()
 		p := newTestPool(t, nil, PoolOptions{
 			Upstreams:        []Upstream{rawStdioUpstream(t, "fs", Shared)},
-			MaxBytesInFlight: 1 << 20, MaxTenantBytesInFlight: 600 << 10,
+			MaxBytesInFlight: 1 << 20, MaxTenantBytesInFlight: 600 << 10, Registerer: reg,
 		})
 		cs := session(t, p, "fs", "")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -253,8 +279,37 @@ func TestPoolInFlightBudget(t *testing.T) {
 		if used, _ := p.budget.inUse(""); used < 900<<10 || used > 1<<20 {
 			t.Errorf("id last %t: %d bytes in flight, want alice's and bob's", idLast, used)
 		}
+		// The gauges say the same, without a tenant label.
+		used, _ := p.budget.inUse("")
+		_, bob := p.budget.inUse("bob")
+		want := fmt.Sprintf(`
+# HELP resourced_gateway_answer_bytes_in_flight Bytes of upstream answers the gateway holds now: read from an upstream and not yet answered to their callers.
+# TYPE resourced_gateway_answer_bytes_in_flight gauge
+resourced_gateway_answer_bytes_in_flight %d
+# HELP resourced_gateway_answer_bytes_in_flight_limit The bounds of upstream answer bytes in flight, by scope: gateway (gateway.maxBytesInFlight) and tenant (gateway.maxTenantBytesInFlight, each tenant's).
+# TYPE resourced_gateway_answer_bytes_in_flight_limit gauge
+resourced_gateway_answer_bytes_in_flight_limit{scope="gateway"} 1.048576e+06
+resourced_gateway_answer_bytes_in_flight_limit{scope="tenant"} 614400
+# HELP resourced_gateway_answer_tenant_bytes_in_flight_max The most bytes of upstream answers in flight that one tenant holds now (no tenant label: they are unbounded).
+# TYPE resourced_gateway_answer_tenant_bytes_in_flight_max gauge
+resourced_gateway_answer_tenant_bytes_in_flight_max %d
+# HELP resourced_gateway_answer_tenants_in_flight Tenants holding upstream answer bytes in flight now.
+# TYPE resourced_gateway_answer_tenants_in_flight gauge
+resourced_gateway_answer_tenants_in_flight 2
+`, used, bob)
+		names := []string{"resourced_gateway_answer_bytes_in_flight", "resourced_gateway_answer_bytes_in_flight_limit",
+			"resourced_gateway_answer_tenant_bytes_in_flight_max", "resourced_gateway_answer_tenants_in_flight"}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+			t.Errorf("id last %t: %v", idLast, err)
+		}
+		if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+			t.Errorf("promlint: %v %v", problems, err)
+		}
 		a1.release()
 		b1.release()
+		if n := testutil.ToFloat64(p.budget.collectors()[1]); n != 0 {
+			t.Errorf("id last %t: the gauge says %v bytes in flight after the releases", idLast, n)
+		}
 		if used, _ := p.budget.inUse(""); used != 0 {
 			t.Errorf("id last %t: %d bytes in flight after the releases", idLast, used)
 		}
@@ -687,5 +742,88 @@ func TestStructuredIsWhatMarshalGives(t *testing.T) {
 		if !bytes.Equal(b, wantJSON) || p.size != int64(len(wantJSON)) || p.sum != sha256.Sum256(wantJSON) {
 			t.Errorf("%.40q: structured\n%.200s\nwant\n%.200s", text, b, wantJSON)
 		}
+	}
+}
+
+// Issue 24: a large string is kept in memory up to its head only; the
+// rest goes to an unlinked file and reads back as sent, escapes across
+// every buffer edge included; drop closes the file.
+func TestSpillGoesToAFile(t *testing.T) {
+	dir := t.TempDir()
+	text := strings.Repeat(`say \"hi\" \\ \u00e9 \ud83d\ude00 tab\t `, 6000) // ~250 KiB, 4 write buffers
+	msg := []byte(strings.ReplaceAll(spillMessages[0], "TEXT", text))
+	for _, n := range []int{7, 4096, len(msg)} {
+		s := scanTo(msg, n, 100, &spillFiles{dir: dir, at: 1000})
+		if len(s.spills) != 1 {
+			t.Fatalf("chunks of %d: %d spills", n, len(s.spills))
+		}
+		sp := s.spills[0]
+		held := 0
+		for _, c := range sp.chunks {
+			held += len(c)
+		}
+		if sp.file == nil || held > 1000+n || int64(held)+sp.fileN != int64(len(text)) || len(sp.tail) > 0 {
+			t.Fatalf("chunks of %d: %d bytes in memory, %d in a file (%v), tail %d; want a head of ~1000", n, held, sp.fileN, sp.file != nil, len(sp.tail))
+		}
+		if got := rawOf(sp); string(got) != text {
+			t.Fatalf("chunks of %d: the spill reads back other bytes", n)
+		}
+		checkSpill(t, sp)
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Fatalf("the spill file is not unlinked: %v", left)
+		}
+		f := sp.file
+		sp.drop()
+		if _, err := f.Stat(); err == nil {
+			t.Fatalf("chunks of %d: the file is open after drop", n)
+		}
+	}
+}
+
+// A spill whose file cannot be made, or fails while written, keeps the
+// rest in memory and still reads back as sent.
+func TestSpillFileFailures(t *testing.T) {
+	text := strings.Repeat(`abc \"q\" `, 30000) // ~300 KiB
+	msg := []byte(strings.ReplaceAll(spillMessages[0], "TEXT", text))
+	s := scanTo(msg, 4096, 100, &spillFiles{dir: filepath.Join(t.TempDir(), "missing"), at: 1000})
+	if sp := s.spills[0]; sp.file != nil || string(rawOf(sp)) != text {
+		t.Fatalf("no directory: file %v, reads back equal %t", sp.file != nil, string(rawOf(sp)) == text)
+	}
+
+	// The file turns read-only after the first buffer: writes fail.
+	sp := &spill{kind: spillText, files: &spillFiles{dir: t.TempDir(), at: 1000}}
+	b := []byte(text)
+	sp.write(b[:1001+spillWriteBuf])
+	if sp.file == nil || sp.fileN != spillWriteBuf {
+		t.Fatalf("%d bytes in the file (%v), want the first buffer", sp.fileN, sp.file != nil)
+	}
+	ro, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", sp.file.Fd()))
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	sp.file.Close()
+	sp.file = ro
+	sp.write(b[1001+spillWriteBuf:])
+	sp.done()
+	if !sp.bad || len(sp.tail) == 0 || string(rawOf(sp)) != text {
+		t.Fatalf("after a failed write: bad %t, tail %d chunks, reads back equal %t", sp.bad, len(sp.tail), string(rawOf(sp)) == text)
+	}
+	sp.drop()
+}
+
+// Issue 24: the escaper of a spliced structuredContent reuses its buffer:
+// escaping 8 MiB costs about one buffer, not a copy of the text.
+func TestJSONEscaperReusesItsBuffer(t *testing.T) {
+	text := bytes.Repeat([]byte("line \"q\" <a & b> é\n"), 8<<20/22)
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := io.Copy(io.Discard, newJSONEscaper(bytes.NewReader(text))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if per := res.AllocedBytesPerOp(); per > 1<<20 {
+		t.Errorf("escaping %d bytes allocated %d", len(text), per)
 	}
 }

@@ -3,9 +3,9 @@ package index
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"mime"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/resourced/resourced/internal/jsonwire"
@@ -21,7 +21,8 @@ import (
 //   - anything else (binary, or text that is not UTF-8) has no text: it is
 //     found by its metadata only.
 //
-// JSON that does not parse is indexed as text.
+// A JSON body that is not one JSON value (it does not parse, or it is a
+// stream of several) is indexed as text.
 func Extract(mediaType string, body []byte, max int) (text string, complete bool) {
 	if !jsonwire.Textual(mediaType, body) {
 		return "", len(body) == 0
@@ -41,59 +42,159 @@ func isJSON(mediaType string) bool {
 }
 
 // jsonStrings collects body's string values line by line; ok is false
-// when body is not JSON, done false when max cut it.
+// when body is not one JSON value, done false when max cut it. It walks
+// the body once, checked by json.Valid, and decodes no more of a string
+// than the text needs: a large body costs no copy of itself (issue 24: a
+// 40 MiB string cost the indexer three).
 func jsonStrings(body []byte, max int) (text string, ok, done bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
+	if !json.Valid(body) {
+		return "", false, false
+	}
 	type frame struct{ object, key bool } // key: the next string is a key
 	var stack []frame
 	var b strings.Builder
-	lineStart, last := true, 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF && len(stack) == 0 && last > 0 {
-			break
+	lineStart := true
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch c {
+		case '\n':
+			b.WriteByte('\n')
+			lineStart = true
+			i++
+			continue
+		case ' ', '\t', '\r', ',', ':':
+			i++
+			continue
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			i++
+			continue
 		}
-		if err != nil {
-			return "", false, false
-		}
-		off := int(dec.InputOffset())
-		for _, c := range body[last:off] {
-			if c == '\n' {
-				b.WriteByte('\n')
-				lineStart = true
-			}
-		}
-		last = off
 		var top *frame
 		if len(stack) > 0 {
 			top = &stack[len(stack)-1]
 		}
-		if d, isDelim := tok.(json.Delim); isDelim && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		if s, isString := tok.(string); isString && (top == nil || !top.object || !top.key) {
+		switch {
+		case c == '"' && (top == nil || !top.object || !top.key):
 			if !lineStart {
 				b.WriteByte(' ')
 			}
-			b.WriteString(strings.Map(func(r rune) rune {
-				if r == '\n' || r == '\r' || r == '\t' {
-					return ' '
-				}
-				return r
-			}, s))
 			lineStart = false
+			var cut bool
+			if i, cut = appendString(&b, body, i+1, max+utf8.UTFMax); cut {
+				return cutUTF8(b.String(), max), true, false
+			}
+		case c == '"':
+			_, i = stringEnd(body, i+1)
+		case c == '{' || c == '[':
+			i++
+		default: // a number or a literal
+			for i < len(body) && !strings.ContainsRune(" \t\r\n,:]}", rune(body[i])) {
+				i++
+			}
 		}
 		if top != nil && top.object {
 			top.key = !top.key // keys and values alternate
 		}
-		if d, isDelim := tok.(json.Delim); isDelim {
-			stack = append(stack, frame{object: d == '{', key: true})
+		if c == '{' || c == '[' {
+			stack = append(stack, frame{object: c == '{', key: true})
 		}
 		if b.Len() >= max {
 			return cutUTF8(b.String(), max), true, false
 		}
 	}
 	return strings.TrimRight(b.String(), "\n"), true, true
+}
+
+// stringEnd is the index of the closing quote of the valid JSON string
+// whose contents start at body[i], and the index after it.
+func stringEnd(body []byte, i int) (int, int) {
+	for {
+		j := bytes.IndexAny(body[i:], `"\`)
+		if body[i+j] == '"' {
+			return i + j, i + j + 1
+		}
+		i += j + 2 // an escape: \u's hex digits are no quote
+	}
+}
+
+// appendString appends the valid JSON string whose contents start at
+// body[i] to b, decoded as encoding/json decodes it (a lone surrogate is
+// U+FFFD), with newlines, returns and tabs as spaces, until b holds
+// limit bytes (cut) or the string ends; next is the index after it.
+func appendString(b *strings.Builder, body []byte, i, limit int) (next int, cut bool) {
+	end, next := stringEnd(body, i)
+	for i < end {
+		if b.Len() >= limit {
+			return next, true
+		}
+		j := bytes.IndexByte(body[i:end], '\\')
+		if j < 0 {
+			j = end - i
+		}
+		j = min(j, limit-b.Len())
+		if j > 0 {
+			b.Write(body[i : i+j])
+			i += j
+			continue
+		}
+		r, n := unescape(body[i:end])
+		if r == '\n' || r == '\r' || r == '\t' {
+			r = ' '
+		}
+		b.WriteRune(r)
+		i += n
+	}
+	return next, b.Len() >= limit
+}
+
+// unescape decodes the valid JSON escape at the start of e: its rune and
+// length.
+func unescape(e []byte) (rune, int) {
+	switch c := e[1]; c {
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r := hex4(e[2:6])
+		if !utf16.IsSurrogate(r) {
+			return r, 6
+		}
+		if len(e) >= 12 && e[6] == '\\' && e[7] == 'u' {
+			if dec := utf16.DecodeRune(r, hex4(e[8:12])); dec != utf8.RuneError {
+				return dec, 12
+			}
+		}
+		return utf8.RuneError, 6
+	default: // " \ /
+		return rune(c), 2
+	}
+}
+
+// hex4 is the value of four hex digits (checked by json.Valid, except
+// after a surrogate: then a non-digit makes a value that is no low
+// surrogate, as encoding/json reads it).
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		r <<= 4
+		switch {
+		case '0' <= c && c <= '9':
+			r |= rune(c - '0')
+		case 'a' <= c && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case 'A' <= c && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return -1
+		}
+	}
+	return r
 }

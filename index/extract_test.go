@@ -1,8 +1,12 @@
 package index
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -23,6 +27,7 @@ func TestExtract(t *testing.T) {
 			`{"secretKey": 1, "ok": true, "n": null, "list": ["x", {"k": "v"}]}`, 1000, "x v", true},
 		{"json cut", "application/json", `["aaaa", "bbbb", "cccc"]`, 7, "aaaa bb", false},
 		{"json that does not parse is text", "application/json", `{"a": `, 100, `{"a": `, true},
+		{"a stream of json values is text", "application/json", "{\"a\": \"x\"}\n{\"a\": \"y\"}", 100, "{\"a\": \"x\"}\n{\"a\": \"y\"}", true},
 		{"binary", "application/octet-stream", "\x00\x01", 100, "", false},
 		{"text that is not UTF-8", "text/plain", "a\xffb", 100, "", false},
 		{"image", "image/png", "PNG", 100, "", false},
@@ -55,5 +60,104 @@ func TestTokens(t *testing.T) {
 	want := []string{"foo", "bar", "école", "1", "5", "naïve", "東京"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Tokens (-want +got):\n%s", d)
+	}
+}
+
+// oldJSONStrings is jsonStrings as it was, on encoding/json's Decoder
+// (which holds a whole string token, however large): the oracle of
+// FuzzJSONStrings.
+func oldJSONStrings(body []byte, max int) (text string, ok, done bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct{ object, key bool } // key: the next string is a key
+	var stack []frame
+	var b strings.Builder
+	lineStart, last := true, 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF && len(stack) == 0 && last > 0 {
+			break
+		}
+		if err != nil {
+			return "", false, false
+		}
+		off := int(dec.InputOffset())
+		for _, c := range body[last:off] {
+			if c == '\n' {
+				b.WriteByte('\n')
+				lineStart = true
+			}
+		}
+		last = off
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if d, isDelim := tok.(json.Delim); isDelim && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if s, isString := tok.(string); isString && (top == nil || !top.object || !top.key) {
+			if !lineStart {
+				b.WriteByte(' ')
+			}
+			b.WriteString(strings.Map(func(r rune) rune {
+				if r == '\n' || r == '\r' || r == '\t' {
+					return ' '
+				}
+				return r
+			}, s))
+			lineStart = false
+		}
+		if top != nil && top.object {
+			top.key = !top.key // keys and values alternate
+		}
+		if d, isDelim := tok.(json.Delim); isDelim {
+			stack = append(stack, frame{object: d == '{', key: true})
+		}
+		if b.Len() >= max {
+			return cutUTF8(b.String(), max), true, false
+		}
+	}
+	return strings.TrimRight(b.String(), "\n"), true, true
+}
+
+// jsonStrings gives what the Decoder-based walk gave for every body that
+// is one JSON value, cut or not.
+func FuzzJSONStrings(f *testing.F) {
+	for _, s := range []string{
+		"{\n  \"query\": \"acme billing\",\n  \"total\": 2,\n  \"hits\": [\n    {\"id\": \"a\", \"title\": \"Invoice\\nMarch\"}\n  ]\n}",
+		`{"secretKey": 1, "ok": true, "n": null, "list": ["x", {"k": "v"}]}`,
+		`["aaaa", "bbbb", "cccc"]`, `"top"`, `[1e400, -0.5, "a\u00e9\ud83d\ude00 \ud800 \udc00x \\ \/ \" \b\f\n\r\t"]`,
+		`{"a": {"b": "c"}, "d": ["e", {"f": "g"}], "h": "é✓𝄞"}`, "[\n\n\"x\"\n,\n\"y\"]\n\n",
+	} {
+		f.Add([]byte(s), uint16(1000))
+		f.Add([]byte(s), uint16(5))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, max uint16) {
+		if !json.Valid(body) || !utf8.Valid(body) || max == 0 {
+			return
+		}
+		got, gotOK, gotDone := jsonStrings(body, int(max))
+		want, wantOK, wantDone := oldJSONStrings(body, int(max))
+		if got != want || gotOK != wantOK || gotDone != wantDone {
+			t.Fatalf("jsonStrings(%q, %d) = %q, %v, %v; the Decoder's walk %q, %v, %v", body, max, got, gotOK, gotDone, want, wantOK, wantDone)
+		}
+	})
+}
+
+// A large string is decoded no further than the text needs.
+func TestJSONStringsLargeStringAllocatesItsCut(t *testing.T) {
+	body := []byte(`{"content":"` + strings.Repeat(`line \"q\" \\ é\n`, 1<<20) + `"}`) // ~17 MiB
+	allocs := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if text, _, done := jsonStrings(body, 1<<20); done || len(text) > 1<<20 {
+				b.Fatalf("%d bytes of text, done %v", len(text), done)
+			}
+		}
+	})
+	if per := allocs.AllocedBytesPerOp(); per > 8<<20 {
+		t.Errorf("%d bytes allocated for 1 MiB of text from a %d-byte body", per, len(body))
 	}
 }

@@ -66,6 +66,9 @@ func Spool(ctx context.Context, dir string, r io.Reader) (*Spooled, error) {
 	return sp, nil
 }
 
+// File is the spool's file, for mapping it; it is closed by Close.
+func (s *Spooled) File() *os.File { return s.f }
+
 // ReaderAt returns the spooled body for random access.
 func (s *Spooled) ReaderAt() io.ReaderAt { return s.f }
 

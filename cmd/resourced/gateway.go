@@ -169,6 +169,7 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 		// Kept across restarts (npx's cache); inside the data
 		// directory, which no upstream sees but its own HOME.
 		SandboxDir: filepath.Join(cfg.DataDir, "gateway"),
+		SpillDir:   filepath.Join(cfg.DataDir, "gateway-spill"),
 	})
 	if err != nil {
 		return nil, err

@@ -102,11 +102,14 @@
 // []byte, which it copies into its pages at commit, so a record cannot be
 // streamed into the file. PutStream spools the body to an unlinked
 // temporary file (Options.SpoolDir, by default the database's directory)
-// while it computes the size and SHA-256, then reads the file once into a
-// buffer that has room for the record header in front of the body, writes
-// the header in place inside the transaction (Created is only known there)
-// and stores that buffer: about two copies of the body at the peak (the
-// buffer and bbolt's dirty pages), however the body arrived. (A commit that
+// while it computes the size and SHA-256. A body of 1 MiB or more is then
+// mapped (Linux): anonymous pages for the record header, the file mapped
+// right after them, the header written there inside the transaction
+// (Created is only known there), so the value bbolt copies into its pages
+// at commit is read from the page cache and the heap holds one copy of the
+// body (bbolt's dirty pages) instead of two. A smaller body, or one that
+// cannot be mapped, is read into a buffer with room for the header in
+// front: about two copies at the peak, however the body arrived. (A commit that
 // grows the file past bbolt's mapping remaps it and copies every value of
 // the transaction to the heap first, a third copy; Open maps
 // Options.MmapSize, 1 GiB of address space by default, so that this happens

@@ -27,6 +27,19 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 	if sp.Size > math.MaxInt32-int64(bound) {
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: a body of %d bytes does not fit in one bbolt value", k, sp.Size)
 	}
+	if sp.Size >= mapMin {
+		if put, unmap, err := mapValue(sp.File(), sp.Size, bound); err == nil {
+			// The body is read from the page cache at commit, into
+			// bbolt's pages: no heap copy of it (issue 24).
+			defer unmap()
+			if err := ctx.Err(); err != nil {
+				return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
+			}
+			return s.write(k, want, cond, now, func(m *store.Meta) []byte {
+				return put(appendHeader(make([]byte, 0, bound), m, nil))
+			})
+		}
+	}
 	buf := make([]byte, bound+int(sp.Size))
 	if _, err := io.ReadFull(sp.Section(), buf[bound:]); err != nil {
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: reading the spooled body: %w", k, err)
@@ -41,6 +54,10 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 		return buf[start:]
 	})
 }
+
+// mapMin is the body size from which PutStream maps its spool file
+// instead of reading it into memory.
+const mapMin = 1 << 20
 
 // Open implements store.StreamDriver.
 func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -75,5 +76,43 @@ func TestIdleReaderDoesNotBlockGrowth(t *testing.T) {
 	}
 	if got = append(got, rest...); !bytes.Equal(got, body) {
 		t.Errorf("the reader read %d bytes that differ from the %d-byte body", len(got), len(body))
+	}
+}
+
+// Issue 24: PutStream of a large body holds one copy of it on the heap
+// (bbolt's pages at commit), not two: the spool file is mapped, not read
+// into a buffer (Linux).
+func TestPutStreamMapsItsSpool(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the spool is mapped on Linux only")
+	}
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const size = 16<<20 + 5
+	body := bytes.Repeat([]byte("0123456789abcdeф"), size/17+1)[:size]
+	k := store.MustKey("acme", "report", "big")
+	meta := object(k, "", time.Now())
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m, _, err := s.PutStream(t.Context(), &meta.Meta, bytes.NewReader(body), store.Cond{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size*3/2 {
+		t.Errorf("PutStream of %d bytes allocated %d", size, alloc)
+	}
+	_, r, err := s.Open(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, body) || m.Size != size {
+		t.Fatalf("read back %d bytes (equal %t), size %d, %v", len(got), bytes.Equal(got, body), m.Size, err)
 	}
 }
