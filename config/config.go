@@ -54,6 +54,7 @@ type Config struct {
 	Index                     Index   `yaml:"index"`
 	Auth                      Auth    `yaml:"auth"`
 	Metrics                   Metrics `yaml:"metrics"`
+	Tracing                   Tracing `yaml:"tracing"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
 	// Fixtures adds the fixture tools and their public resources in tenant
@@ -424,6 +425,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.applyGatewayDefaults()
 	c.applyIndexDefaults()
+	c.applyTracingDefaults()
 }
 
 // Overrides are the few settings that flags and RESOURCED_* environment
@@ -486,6 +488,7 @@ func (c *Config) Validate() error {
 	c.validateAuth(&p)
 	c.validateSchemes(&p)
 	c.validateGateway(&p)
+	c.validateTracing(&p)
 	return errors.Join(p...)
 }
 

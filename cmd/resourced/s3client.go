@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/resourced/resourced/internal/telemetry"
 	"github.com/resourced/resourced/store/s3store"
 )
 
@@ -63,7 +66,11 @@ func newS3Client(ctx context.Context, o s3ClientOptions) (*s3.Client, error) {
 		cfg.Region = defaultS3Region
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
-		so.HTTPClient = s3store.NewHTTPClient()
+		// Each S3 request a span carrying the trace context, when tracing
+		// is on (internal/telemetry); the SDK's operation names it.
+		so.HTTPClient = telemetry.Client(s3store.NewHTTPClient(), func(r *http.Request) string {
+			return awsmiddleware.GetOperationName(r.Context())
+		})
 		so.UsePathStyle = o.PathStyle
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
