@@ -46,7 +46,7 @@ func (c *Config) validateTracing(p *problems) {
 		u, err := url.Parse(t.Endpoint)
 		switch {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			p.bad("tracing.endpoint", "want the collector's OTLP/HTTP base URL, e.g. http://localhost:4318, got %q", t.Endpoint)
+			p.bad("tracing.endpoint", "want the collector's OTLP/HTTP base URL, http:// or https:// with a host, e.g. http://localhost:4318")
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 			p.bad("tracing.endpoint", "must not carry a user, query or fragment: put credentials in OTEL_EXPORTER_OTLP_HEADERS")
 		}
