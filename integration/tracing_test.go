@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -310,19 +311,25 @@ func TestTracingGatewayOffload(t *testing.T) {
 
 	// Nothing secret or tenant-owned in any attribute of any span.
 	path := link[strings.Index(link, "://")+3:]
-	secrets := map[string]string{"token": in.Token, "HMAC key": base64.StdEncoding.EncodeToString(in.Key), "body": marker,
-		"arguments": argMarker, "resource path": path[strings.Index(path, "/")+1:], "link": link}
-	recv.mu.Lock()
-	defer recv.mu.Unlock()
+	recv.assertNone(t, map[string]string{"token": in.Token, "HMAC key": base64.StdEncoding.EncodeToString(in.Key), "body": marker,
+		"arguments": argMarker, "resource path": path[strings.Index(path, "/")+1:], "link": link})
+}
+
+// assertNone fails when any span name, status message, attribute,
+// resource attribute, event or link received holds one of secrets.
+func (o *otlpReceiver) assertNone(t *testing.T, secrets map[string]string) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var values []string
 	add := func(kvs []*commonpb.KeyValue) {
 		for _, kv := range kvs {
 			values = append(values, kv.Key+"="+kv.Value.String())
 		}
 	}
-	for i, s := range recv.spans {
+	for i, s := range o.spans {
 		add(s.Attributes)
-		add(recv.res[i])
+		add(o.res[i])
 		values = append(values, s.Name, s.Status.GetMessage())
 		for _, e := range s.Events {
 			add(e.Attributes)
@@ -342,4 +349,54 @@ func TestTracingGatewayOffload(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTracingS3: on the s3 backend (versitygw), a traced save_report (the
+// fast call path) has its S3 requests as spans under the store put, each
+// sent with its traceparent (unsigned: the request still passes SigV4,
+// or the save would fail), and no span names the bucket, the object key,
+// the resource path or the S3 credentials.
+func TestTracingS3(t *testing.T) {
+	endpoint, bucket := s3Target(t)
+	recv := startOTLPReceiver(t)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	prefix := "it-" + randomHex(6)
+	in := startServer(t, s3Config(endpoint, bucket, prefix)+fmt.Sprintf("tracing:\n  enabled: true\n  endpoint: %s\n", recv.URL))
+
+	traceID := "5bf92f3577b34da6a3ce929d0e0e4737"
+	hdr := in.header()
+	hdr.Set("MCP-Protocol-Version", v2025)
+	hdr.Set("traceparent", "00-"+traceID+"-10f067aa0ba902b8-01")
+	const bodyMarker = "S3-BODY-9e1d-not-for-traces"
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nextID(), "method": "tools/call",
+		"params": map[string]any{"name": "save_report", "arguments": map[string]any{"path": "secret-client/q3.md", "text": bodyMarker, "mimeType": "text/markdown"}}})
+	r := in.post(hdr, body)
+	var res toolResult
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || res.IsError {
+		t.Fatalf("save_report: %s", r.Body)
+	}
+	tid, _ := hex.DecodeString(traceID)
+	spans := recv.waitFor(t, tid, "tools/call save_report", "store put")
+	tree := spanTree(spans)
+	t.Logf("span tree of a save on S3:\n%s", tree)
+	var put *tracepb.Span
+	for _, s := range spans {
+		if s.Name == "store put" {
+			put = s
+		}
+	}
+	n := 0
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, "S3 ") && string(s.ParentSpanId) == string(put.SpanId) {
+			n++
+			if s.Kind != tracepb.Span_SPAN_KIND_CLIENT || attr(s, "http.response.status_code") == "" || attr(s, "server.address") == "" {
+				t.Errorf("S3 span %s: kind %v, attributes %v", s.Name, s.Kind, s.Attributes)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no S3 request span under the store put:\n%s", tree)
+	}
+	recv.assertNone(t, map[string]string{"token": in.Token, "body": bodyMarker, "resource path": "secret-client", "bucket": bucket,
+		"prefix": prefix, "S3 secret": os.Getenv("AWS_SECRET_ACCESS_KEY")})
 }

@@ -68,14 +68,22 @@ func newS3Client(ctx context.Context, o s3ClientOptions) (*s3.Client, error) {
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		// Each S3 request a span carrying the trace context, when tracing
 		// is on (internal/telemetry); the SDK's operation names it.
-		so.HTTPClient = telemetry.Client(s3store.NewHTTPClient(), func(r *http.Request) string {
-			return awsmiddleware.GetOperationName(r.Context())
-		})
+		so.HTTPClient = telemetry.Client(s3store.NewHTTPClient(), s3Operation)
 		so.UsePathStyle = o.PathStyle
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 	}), nil
+}
+
+// s3Operation names an S3 request's span: the SDK's operation, or, for
+// s3store's own signed object requests (fastput.go, fastget.go), the
+// operation their method is.
+func s3Operation(r *http.Request) string {
+	if op := awsmiddleware.GetOperationName(r.Context()); op != "" {
+		return op
+	}
+	return map[string]string{http.MethodPut: "PutObject", http.MethodGet: "GetObject", http.MethodHead: "HeadObject"}[r.Method]
 }
 
 func validRegion(r string) bool {

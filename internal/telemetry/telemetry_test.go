@@ -120,6 +120,35 @@ func TestSpansRecordNoPath(t *testing.T) {
 	if meta["traceparent"] != want || meta["tracestate"] != "k=v" || meta["other"] != 1 {
 		t.Errorf("InjectMeta gave %v, want traceparent %s, the tracestate and the other key kept", meta, want)
 	}
+	// An S3 request: a client span under the caller's, the traceparent
+	// in the request's headers, no path or query recorded.
+	exp.Reset()
+	ctx, parent := StartStore(context.Background(), "put", "acme", "report")
+	var sent http.Header
+	c := Client(doer(func(r *http.Request) (*http.Response, error) {
+		sent = r.Header
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	}), func(*http.Request) string { return "PutObject" })
+	req, _ = http.NewRequestWithContext(ctx, "PUT", "http://s3.local:9000/bucket/SECRET-KEY?X-Amz-Signature=SECRET", nil)
+	if _, err := c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	spans = exp.GetSpans()
+	if len(spans) != 2 || spans[0].Name != "S3 PutObject" || spans[0].Parent.SpanID() != spans[1].SpanContext.SpanID() {
+		t.Fatalf("spans %v", spans)
+	}
+	if want := "00-" + spans[0].SpanContext.TraceID().String() + "-" + spans[0].SpanContext.SpanID().String() + "-01"; sent.Get("traceparent") != want {
+		t.Errorf("S3 got traceparent %q, want %q", sent.Get("traceparent"), want)
+	}
+	for _, kv := range spans[0].Attributes {
+		if strings.Contains(kv.Value.Emit(), "SECRET") {
+			t.Errorf("S3 span records %s=%s", kv.Key, kv.Value.Emit())
+		}
+	}
+	if req.Header.Get("traceparent") != "" {
+		t.Error("Client changed its caller's request")
+	}
 	if s := MetaString([]byte(`"a\"b"`)); s != "" {
 		t.Errorf("MetaString of an escaped raw string = %q, want \"\"", s)
 	}
