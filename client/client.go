@@ -207,6 +207,8 @@ type exchange struct {
 	status     int
 	retryAfter time.Duration
 	scope      string
+	// description is the challenge's error_description.
+	description string
 }
 
 type exchangeKey struct{}
@@ -229,7 +231,8 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		x.mu.Lock()
 		x.status = resp.StatusCode
 		x.retryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		x.scope = scopeOf(resp.Header.Get("WWW-Authenticate"))
+		ch := challengeParams(resp.Header.Get("WWW-Authenticate"))
+		x.scope, x.description = ch["scope"], ch["error_description"]
 		x.mu.Unlock()
 	}
 	return resp, err
@@ -303,10 +306,10 @@ func classify(method string, x *exchange, err error) error {
 		return newRPCError(method, we)
 	}
 	x.mu.Lock()
-	status, ra, scope := x.status, x.retryAfter, x.scope
+	status, ra, scope, desc := x.status, x.retryAfter, x.scope, x.description
 	x.mu.Unlock()
 	if status >= 300 {
-		return &HTTPError{Method: method, StatusCode: status, Scope: scope, RetryAfter: ra, Err: err}
+		return &HTTPError{Method: method, StatusCode: status, Scope: scope, Description: desc, RetryAfter: ra, Err: err}
 	}
 	return fmt.Errorf("resourced: %s: %w", method, err)
 }

@@ -165,6 +165,10 @@ type HTTPError struct {
 	StatusCode int
 	// Scope is the scope a 403 insufficient_scope asks for.
 	Scope string
+	// Description is the RFC 6750 error_description of a 401 or 403: why
+	// the token was refused (expired at, the audience it must name, the
+	// scope it lacks), never the token itself.
+	Description string
 	// RetryAfter is the server's Retry-After, if it sent one.
 	RetryAfter time.Duration
 	// Err is the transport's error.
@@ -175,6 +179,9 @@ func (e *HTTPError) Error() string {
 	s := fmt.Sprintf("resourced: %s: HTTP %d %s", e.Method, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Scope != "" {
 		s += " (needs scope " + e.Scope + ")"
+	}
+	if e.Description != "" {
+		s += ": " + e.Description
 	}
 	return s
 }
@@ -201,14 +208,38 @@ func (e *HTTPError) Is(target error) bool {
 	return false
 }
 
-// scopeOf extracts scope="..." from a WWW-Authenticate challenge.
-func scopeOf(challenge string) string {
-	_, rest, ok := strings.Cut(challenge, `scope="`)
-	if !ok {
-		return ""
+// challengeParams are the auth-params of a WWW-Authenticate challenge
+// ("Bearer error=\"invalid_token\", error_description=\"...\""), names
+// lower-cased, quoted-string values unescaped (RFC 9110 §11.2).
+func challengeParams(challenge string) map[string]string {
+	out := map[string]string{}
+	_, rest, _ := strings.Cut(strings.TrimSpace(challenge), " ")
+	for rest = strings.TrimLeft(rest, " ,"); rest != ""; rest = strings.TrimLeft(rest, " ,") {
+		name, after, ok := strings.Cut(rest, "=")
+		if !ok {
+			break
+		}
+		var val strings.Builder
+		if strings.HasPrefix(after, `"`) {
+			k := 1
+			for ; k < len(after) && after[k] != '"'; k++ {
+				if after[k] == '\\' && k+1 < len(after) {
+					k++
+				}
+				val.WriteByte(after[k])
+			}
+			rest = after[min(k+1, len(after)):]
+		} else {
+			end := strings.IndexAny(after, ", ")
+			if end < 0 {
+				end = len(after)
+			}
+			val.WriteString(after[:end])
+			rest = after[end:]
+		}
+		out[strings.ToLower(strings.TrimSpace(name))] = val.String()
 	}
-	scope, _, _ := strings.Cut(rest, `"`)
-	return scope
+	return out
 }
 
 // retryAfter parses a Retry-After of delay-seconds or an HTTP date.
