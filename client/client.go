@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/wwwauth"
 )
 
 // Protocol versions the client can speak.
@@ -231,7 +233,7 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		x.mu.Lock()
 		x.status = resp.StatusCode
 		x.retryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		ch := challengeParams(resp.Header.Get("WWW-Authenticate"))
+		ch := wwwauth.Params(resp.Header.Get("WWW-Authenticate"))
 		x.scope, x.description = ch["scope"], ch["error_description"]
 		x.mu.Unlock()
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -206,40 +205,6 @@ func (e *HTTPError) Is(target error) bool {
 		}
 	}
 	return false
-}
-
-// challengeParams are the auth-params of a WWW-Authenticate challenge
-// ("Bearer error=\"invalid_token\", error_description=\"...\""), names
-// lower-cased, quoted-string values unescaped (RFC 9110 §11.2).
-func challengeParams(challenge string) map[string]string {
-	out := map[string]string{}
-	_, rest, _ := strings.Cut(strings.TrimSpace(challenge), " ")
-	for rest = strings.TrimLeft(rest, " ,"); rest != ""; rest = strings.TrimLeft(rest, " ,") {
-		name, after, ok := strings.Cut(rest, "=")
-		if !ok {
-			break
-		}
-		var val strings.Builder
-		if strings.HasPrefix(after, `"`) {
-			k := 1
-			for ; k < len(after) && after[k] != '"'; k++ {
-				if after[k] == '\\' && k+1 < len(after) {
-					k++
-				}
-				val.WriteByte(after[k])
-			}
-			rest = after[min(k+1, len(after)):]
-		} else {
-			end := strings.IndexAny(after, ", ")
-			if end < 0 {
-				end = len(after)
-			}
-			val.WriteString(after[:end])
-			rest = after[end:]
-		}
-		out[strings.ToLower(strings.TrimSpace(name))] = val.String()
-	}
-	return out
 }
 
 // retryAfter parses a Retry-After of delay-seconds or an HTTP date.

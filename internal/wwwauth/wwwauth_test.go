@@ -1,9 +1,9 @@
-package resourced
+package wwwauth
 
 import "testing"
 
-func TestChallengeParams(t *testing.T) {
-	got := challengeParams(`Bearer error="invalid_token", error_description="the token is for \"http://a\", not http://b, scope=x", scope="resources:write" ,realm=plain`)
+func TestParams(t *testing.T) {
+	got := Params(`Bearer error="invalid_token", error_description="the token is for \"http://a\", not http://b, scope=x", scope="resources:write" ,realm=plain`)
 	want := map[string]string{"error": "invalid_token", "error_description": `the token is for "http://a", not http://b, scope=x`, "scope": "resources:write", "realm": "plain"}
 	if len(got) != len(want) {
 		t.Fatalf("got %q, want %q", got, want)
@@ -13,10 +13,10 @@ func TestChallengeParams(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if p := challengeParams(`Bearer realm="resourced"`); p["error_description"] != "" || p["realm"] != "resourced" {
+	if p := Params(`Bearer realm="resourced"`); p["error_description"] != "" || p["realm"] != "resourced" {
 		t.Errorf("a challenge without a description: %q", p)
 	}
-	if p := challengeParams(""); len(p) != 0 {
+	if p := Params(""); len(p) != 0 {
 		t.Errorf("no challenge: %q", p)
 	}
 }
