@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -399,4 +400,67 @@ func TestTracingS3(t *testing.T) {
 	}
 	recv.assertNone(t, map[string]string{"token": in.Token, "body": bodyMarker, "resource path": "secret-client", "bucket": bucket,
 		"prefix": prefix, "S3 secret": os.Getenv("AWS_SECRET_ACCESS_KEY")})
+}
+
+// shUpstream is a stdio MCP upstream in bash: tools/call echo_trace
+// answers with the params._meta.traceparent it received.
+const shUpstream = `while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  [ -z "$id" ] && continue
+  case "$line" in
+    *'"method":"initialize"'*)
+      v=$(printf '%s' "$line" | sed -n 's/.*"protocolVersion":"\([^"]*\)".*/\1/p')
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" "$v";;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo_trace","inputSchema":{"type":"object"}}]}}\n' "$id";;
+    *'"method":"tools/call"'*)
+      tp=$(printf '%s' "$line" | sed -n 's/.*"traceparent":"\([^"]*\)".*/\1/p')
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"traceparent=%s"}]}}\n' "$id" "$tp";;
+    *'"method":"ping"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id";;
+    *)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}\n' "$id";;
+  esac
+done
+`
+
+// TestTracingStdioUpstream: a stdio upstream gets the upstream call's
+// span in params._meta.traceparent (a caller's own _meta traceparent is
+// not passed on: it is the MCP span's parent).
+func TestTracingStdioUpstream(t *testing.T) {
+	recv := startOTLPReceiver(t)
+	script := filepath.Join(t.TempDir(), "upstream.sh")
+	if err := os.WriteFile(script, []byte(shUpstream), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL) // on by the environment alone
+	in := startGateway(t, true, fmt.Sprintf("gateway:\n  upstreams:\n    - name: sh\n      command: bash\n      args: [%q]\n      sandbox: \"off\"\n      callTimeout: 20s\n", script))
+	traceID, callerSpan := "6bf92f3577b34da6a3ce929d0e0e4738", "20f067aa0ba902b9"
+	hdr := in.header()
+	hdr.Set("MCP-Protocol-Version", v2025)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nextID(), "method": "tools/call",
+		"params": map[string]any{"name": "echo_trace", "arguments": map[string]any{}, "_meta": map[string]any{"traceparent": "00-" + traceID + "-" + callerSpan + "-01"}}})
+	r := in.post(hdr, body)
+	var res toolResult
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("tools/call echo_trace: %s\n%s", r.Body, in.logs)
+	}
+	tid, _ := hex.DecodeString(traceID)
+	spans := recv.waitFor(t, tid, "tools/call echo_trace")
+	var up, front *tracepb.Span
+	for _, s := range spans {
+		if s.Name == "tools/call echo_trace" && s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			up = s
+		}
+		if s.Name == "tools/call echo_trace" && s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			front = s
+		}
+	}
+	if up == nil || front == nil || hex.EncodeToString(front.ParentSpanId) != callerSpan {
+		t.Fatalf("want the MCP span under the caller's _meta span and an upstream span:\n%s", spanTree(spans))
+	}
+	if want := "traceparent=00-" + traceID + "-" + hex.EncodeToString(up.SpanId) + "-01"; res.Content[0].Text != want {
+		t.Errorf("the stdio upstream received %q, want %q", res.Content[0].Text, want)
+	}
 }
