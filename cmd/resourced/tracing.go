@@ -22,14 +22,14 @@ func tracingConfig(cfg *config.Config) telemetry.Config {
 // and returns what flushes the spans still buffered at exit (within 5 s:
 // a collector that is down does not hold up a shutdown).
 func startTracing(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
+	// The SDK's own complaints (a collector that is down, a bad
+	// OTEL_TRACES_SAMPLER) as log lines of ours, not bare lines on stderr.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
 	shutdown, on, err := telemetry.Setup(ctx, tracingConfig(cfg), version)
 	if err != nil {
 		return nil, err
 	}
 	if on {
-		// The SDK's own complaints (a collector that is down) as log lines
-		// of ours, not bare lines on stderr.
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
 		log.Info("tracing on", "exporter", "otlp/http")
 	}
 	return func() {
