@@ -42,7 +42,7 @@ func route(path string) string {
 
 // Handler wraps next in the server span of each HTTP request, parented by
 // the request's traceparent header: "METHOD route", with the method, the
-// route, the status and the MCP protocol version. next itself when
+// route and the MCP protocol version; the status comes from SetStatus. next itself when
 // tracing is off.
 func Handler(next http.Handler) http.Handler {
 	if !On() {
@@ -63,48 +63,24 @@ func Handler(next http.Handler) http.Handler {
 		if st.version != "" {
 			sp.Set(attribute.String("mcp.protocol.version", st.version))
 		}
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() {
-			if sw.status == 0 {
-				sw.status = http.StatusOK
-			}
-			sp.Set(attribute.Int("http.response.status_code", sw.status))
-			if sw.status >= 500 {
-				sp.Fail(statusClass(sw.status))
-			}
-		}()
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, stateKey{}, st)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, stateKey{}, st)))
 	})
 }
 
-// statusWriter remembers the status; Flush and Unwrap keep what the
-// wrapped writer can do reachable.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+// SetStatus records an HTTP request's response status on its span (the
+// request log's writer knows it), failed from 500 on.
+func SetStatus(ctx context.Context, code int) {
+	if !On() {
+		return
 	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+	if st := stateOf(ctx); st != nil {
+		sp := Span{st.span}
+		sp.Set(attribute.Int("http.response.status_code", code))
+		if code >= 500 {
+			sp.Fail(statusClass(code))
+		}
 	}
 }
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Transport sets traceparent and tracestate on each request base sends
 // (an HTTP upstream's): the span in the request's context, the upstream

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -93,6 +96,7 @@ func TestSpansRecordNoPath(t *testing.T) {
 		meta = InjectMeta(ctx, map[string]any{"traceparent": "caller's", "other": 1})
 		sp.End()
 		w.WriteHeader(http.StatusTeapot)
+		SetStatus(r.Context(), http.StatusTeapot)
 	}))
 	req := httptest.NewRequest("GET", "/v1/blobs/SECRET-LINK?sig=SECRET-SIG", nil)
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
@@ -102,7 +106,10 @@ func TestSpansRecordNoPath(t *testing.T) {
 		t.Fatalf("%d spans, want 2", len(spans))
 	}
 	mcpSpan, httpSpan := spans[0], spans[1]
-	if httpSpan.Name != "GET /v1/blobs/{link}" || httpSpan.Parent.SpanID().String() != "00f067aa0ba902b7" {
+	if httpSpan.Name != "GET /v1/blobs/{link}" || httpSpan.Parent.SpanID().String() != "00f067aa0ba902b7" ||
+		!slices.ContainsFunc(httpSpan.Attributes, func(kv attribute.KeyValue) bool {
+			return kv.Key == "http.response.status_code" && kv.Value.AsInt64() == 418
+		}) {
 		t.Errorf("HTTP span %q with parent %s", httpSpan.Name, httpSpan.Parent.SpanID())
 	}
 	for _, s := range spans {
