@@ -73,7 +73,8 @@ const logFlush = 100 * time.Millisecond
 // HEAD, on a port other than 8765: `go run ./cmd/resourced --listen
 // 127.0.0.1:PORT` in the clone, the token its first start prints, the
 // walkthrough's mcp() (curl) with RD set to match, then the read of the
-// saved report's link: no 401 anywhere.
+// saved report's link: no 401 anywhere; then go install ./cmd/resourced
+// in the clone gives a binary that runs.
 func TestReadmeSetUpOnCleanClone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a clone with go run")
@@ -147,5 +148,16 @@ func TestReadmeSetUpOnCleanClone(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], `"type":"resource_link"`) || !strings.Contains(lines[0], `"uri":"report://default/demo/hello"`) ||
 		!strings.Contains(lines[1], `"text":"# Hello\n"`) {
 		t.Errorf("want a resource_link for report://default/demo/hello and its read back; got:\n%s", out)
+	}
+	// The other install path from a clone: go install (the packages are
+	// built already; this links).
+	bin := t.TempDir()
+	inst := exec.Command("go", "install", "./cmd/resourced")
+	inst.Dir, inst.Env = clone, append(os.Environ(), "GOBIN="+bin)
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/resourced: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(filepath.Join(bin, "resourced"), "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "resourced ") {
+		t.Errorf("the installed resourced version: %v %q", err, out)
 	}
 }
