@@ -517,6 +517,16 @@ func TestConnectionErrors(t *testing.T) {
 	if !errors.Is(err, ErrConnection) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("without a token: %v, want a connection error naming 401", err)
 	}
+	// A refusal that says why (RFC 6750 error_description) is shown.
+	why := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", error_description="the token expired at 2026-12-01T10:00:00Z"`)
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	}))
+	defer why.Close()
+	_, err = Run(context.Background(), Options{URL: why.URL})
+	if !errors.Is(err, ErrConnection) || !strings.Contains(err.Error(), "the server says: the token expired at 2026-12-01T10:00:00Z") {
+		t.Errorf("a 401 with a description: %v, want the description shown", err)
+	}
 	_, err = Run(context.Background(), Options{URL: "http://127.0.0.1:1/mcp", Timeout: 2 * time.Second})
 	if !errors.Is(err, ErrConnection) {
 		t.Errorf("closed port: %v", err)

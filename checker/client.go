@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/resourced/resourced/internal/wwwauth"
 	"github.com/resourced/resourced/mcpschema"
 )
 
@@ -182,16 +183,20 @@ func (c *client) call(ctx context.Context, method string, params map[string]any)
 // httpStatusError explains a response that carried no JSON-RPC answer,
 // naming the HTTP status.
 func httpStatusError(method string, resp *http.Response, err error) error {
+	// RFC 6750's error_description, when the server says why.
+	why := ""
+	if d := wwwauth.Params(resp.Header.Get("WWW-Authenticate"))["error_description"]; d != "" {
+		why = " (the server says: " + d + ")"
+	}
 	var te *transportError
-	if !errors.As(err, &te) {
-		switch resp.StatusCode {
-		case http.StatusUnauthorized:
-			te = &transportError{msg: method + ": HTTP 401 Unauthorized: the server wants credentials (pass them with --header \"Authorization: Bearer …\")"}
-		case http.StatusForbidden:
-			te = &transportError{msg: method + ": HTTP 403 Forbidden: the credentials lack a scope this request needs, or the server refused the Origin/Host"}
-		default:
-			te = &transportError{msg: fmt.Sprintf("%s: HTTP %d: %v", method, resp.StatusCode, err)}
-		}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		te = &transportError{msg: method + ": HTTP 401 Unauthorized" + why + ": the server wants credentials it accepts (pass them with --header \"Authorization: Bearer …\")"}
+	case resp.StatusCode == http.StatusForbidden:
+		te = &transportError{msg: method + ": HTTP 403 Forbidden" + why + ": the credentials lack a scope this request needs, or the server refused the Origin/Host"}
+	case errors.As(err, &te):
+	default:
+		te = &transportError{msg: fmt.Sprintf("%s: HTTP %d: %v", method, resp.StatusCode, err)}
 	}
 	te.status = resp.StatusCode
 	return te

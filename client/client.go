@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/resourced/resourced/internal/wwwauth"
 )
 
 // Protocol versions the client can speak.
@@ -207,6 +209,8 @@ type exchange struct {
 	status     int
 	retryAfter time.Duration
 	scope      string
+	// description is the challenge's error_description.
+	description string
 }
 
 type exchangeKey struct{}
@@ -229,7 +233,8 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		x.mu.Lock()
 		x.status = resp.StatusCode
 		x.retryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		x.scope = scopeOf(resp.Header.Get("WWW-Authenticate"))
+		ch := wwwauth.Params(resp.Header.Get("WWW-Authenticate"))
+		x.scope, x.description = ch["scope"], ch["error_description"]
 		x.mu.Unlock()
 	}
 	return resp, err
@@ -303,10 +308,10 @@ func classify(method string, x *exchange, err error) error {
 		return newRPCError(method, we)
 	}
 	x.mu.Lock()
-	status, ra, scope := x.status, x.retryAfter, x.scope
+	status, ra, scope, desc := x.status, x.retryAfter, x.scope, x.description
 	x.mu.Unlock()
 	if status >= 300 {
-		return &HTTPError{Method: method, StatusCode: status, Scope: scope, RetryAfter: ra, Err: err}
+		return &HTTPError{Method: method, StatusCode: status, Scope: scope, Description: desc, RetryAfter: ra, Err: err}
 	}
 	return fmt.Errorf("resourced: %s: %w", method, err)
 }

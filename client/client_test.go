@@ -273,10 +273,17 @@ func TestAuthErrors(t *testing.T) {
 			if strings.Contains(fmt.Sprint(err), "not-a-jwt") {
 				t.Errorf("error text carries the token: %v", err)
 			}
+			// The server's RFC 6750 error_description says why.
+			if he == nil || he.Description == "" || !strings.Contains(err.Error(), he.Description) {
+				t.Errorf("bad token: the error %q carries no error_description (%+v)", err, he)
+			}
 			ro := newClient(t, srv.URL, srv.Token("acme", "resources:read"), &resourced.Options{ProtocolVersion: proto})
 			_, err = ro.SaveReport(ctx, &resourced.Report{Path: "ro", MIMEType: "text/plain", Text: "x"})
 			if !errors.Is(err, resourced.ErrForbidden) || !errors.As(err, &he) || he.Scope != "resources:write" {
 				t.Errorf("read-only token saving: %#v, want 403 needing resources:write", err)
+			}
+			if !strings.Contains(he.Description, "resources:write") || !strings.Contains(err.Error(), he.Description) {
+				t.Errorf("read-only token saving: error %q, description %q; want the scope named", err, he.Description)
 			}
 		})
 	}

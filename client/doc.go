@@ -26,7 +26,8 @@
 //     (ErrInvalidURI). Its Wire field, also found by errors.As with a
 //     *jsonrpc.Error, is the error exactly as received.
 //   - *HTTPError: refused before MCP: 401 (ErrUnauthorized), 403
-//     (ErrForbidden, with the missing Scope), 413, 429/502/503/504
+//     (ErrForbidden, with the missing Scope), each with the server's RFC
+//     6750 error_description (Description: why), 413, 429/502/503/504
 //     (ErrUnavailable).
 //
 // Other errors are the caller's context or the network, wrapped.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -165,6 +164,10 @@ type HTTPError struct {
 	StatusCode int
 	// Scope is the scope a 403 insufficient_scope asks for.
 	Scope string
+	// Description is the RFC 6750 error_description of a 401 or 403: why
+	// the token was refused (expired at, the audience it must name, the
+	// scope it lacks), never the token itself.
+	Description string
 	// RetryAfter is the server's Retry-After, if it sent one.
 	RetryAfter time.Duration
 	// Err is the transport's error.
@@ -175,6 +178,9 @@ func (e *HTTPError) Error() string {
 	s := fmt.Sprintf("resourced: %s: HTTP %d %s", e.Method, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Scope != "" {
 		s += " (needs scope " + e.Scope + ")"
+	}
+	if e.Description != "" {
+		s += ": " + e.Description
 	}
 	return s
 }
@@ -199,16 +205,6 @@ func (e *HTTPError) Is(target error) bool {
 		}
 	}
 	return false
-}
-
-// scopeOf extracts scope="..." from a WWW-Authenticate challenge.
-func scopeOf(challenge string) string {
-	_, rest, ok := strings.Cut(challenge, `scope="`)
-	if !ok {
-		return ""
-	}
-	scope, _, _ := strings.Cut(rest, `"`)
-	return scope
 }
 
 // retryAfter parses a Retry-After of delay-seconds or an HTTP date.

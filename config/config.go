@@ -55,6 +55,7 @@ type Config struct {
 	Auth                      Auth    `yaml:"auth"`
 	Metrics                   Metrics `yaml:"metrics"`
 	Cache                     Cache   `yaml:"cache"`
+	Tracing                   Tracing `yaml:"tracing"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
 	// Fixtures adds the fixture tools and their public resources in tenant
@@ -438,6 +439,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.applyGatewayDefaults()
 	c.applyIndexDefaults()
+	c.applyTracingDefaults()
 }
 
 // Overrides are the few settings that flags and RESOURCED_* environment
@@ -500,6 +502,7 @@ func (c *Config) Validate() error {
 	c.validateAuth(&p)
 	c.validateSchemes(&p)
 	c.validateGateway(&p)
+	c.validateTracing(&p)
 	return errors.Join(p...)
 }
 

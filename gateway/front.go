@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/internal/telemetry"
 	"github.com/resourced/resourced/service"
 )
 
@@ -222,13 +223,14 @@ func tenantOf(ctx context.Context) (auth.Principal, bool) {
 // CallTimeout, with the caller's cancellation (front_inflight.go) and a
 // ticket (budget.go) attached: the answer's bytes count against the
 // in-flight budget, and its large strings wait in the ticket, until stop.
-func (f *Front) session(ctx context.Context, up string) (context.Context, context.CancelFunc, *mcp.ClientSession, error) {
+func (f *Front) session(ctx context.Context, up, method, target string) (context.Context, context.CancelFunc, *mcp.ClientSession, error) {
 	u := f.ups[up]
 	p, _ := tenantOf(ctx)
 	t := newTicket(p.Tenant)
 	cctx, cancel := f.calls.context(withTicket(ctx, t))
 	cctx, cancelTimeout := context.WithTimeout(cctx, u.CallTimeout)
-	stop := func() { cancelTimeout(); cancel(); t.release() }
+	cctx, sp := telemetry.StartUpstream(cctx, up, method, target)
+	stop := func() { cancelTimeout(); cancel(); t.release(); sp.End() }
 	cs, err := f.sessions.Session(cctx, up, p.Tenant)
 	if err != nil {
 		return cctx, stop, nil, err
@@ -413,8 +415,10 @@ func (f *Front) logCall(ctx context.Context, up, method, tool string, start time
 
 // logFailure is logCall of a request that failed with e: the line adds
 // e's cause (the error's text: never arguments, results or headers), the
-// one place an operator learns why a caller was told "unavailable".
+// one place an operator learns why a caller was told "unavailable". ctx
+// is the call's (session's), whose span it fails.
 func (f *Front) logFailure(ctx context.Context, up, method, tool string, start time.Time, e upstreamError) {
+	telemetry.Fail(ctx, e.outcome())
 	f.logLine(ctx, up, method, tool, start, e.outcome(), 0, 0, e.cause)
 }
 
@@ -465,7 +469,7 @@ func (f *Front) listTools(ctx context.Context, next mcp.MethodHandler, method st
 // caller and remembers them (outputSchema and metric labels).
 func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, error) {
 	start := time.Now()
-	cctx, stop, cs, err := f.session(ctx, up)
+	cctx, stop, cs, err := f.session(ctx, up, "tools/list", "")
 	defer stop()
 	var tools []*mcp.Tool
 	if err == nil && serves(cs, "tools/list") {
@@ -479,7 +483,7 @@ func (f *Front) upstreamTools(ctx context.Context, up string) ([]*mcp.Tool, erro
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logFailure(ctx, up, "tools/list", "", start, e)
+		f.logFailure(cctx, up, "tools/list", "", start, e)
 		if e.wire == nil || e.wire.Code != jsonrpc.CodeMethodNotFound {
 			return nil, e.rpcError(up)
 		}
@@ -582,7 +586,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		return f.render(service.Fail(service.KindValidation, "calling an upstream tool needs the resources:read scope")), nil
 	}
 	f.ensureListed(ctx, up)
-	cctx, stop, cs, err := f.session(ctx, up)
+	cctx, stop, cs, err := f.session(ctx, up, "tools/call", name)
 	defer stop()
 	t := ticketFrom(cctx)
 	var res *mcp.CallToolResult
@@ -591,7 +595,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		params := &mcp.CallToolParams{Name: name, Arguments: args, Meta: forwardMeta(req.Params.Meta)}
+		params := &mcp.CallToolParams{Name: name, Arguments: args, Meta: telemetry.InjectMeta(cctx, forwardMeta(req.Params.Meta))}
 		var q *quiet
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			session := req.Session
@@ -619,7 +623,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logFailure(ctx, up, "tools/call", name, start, e)
+		f.logFailure(cctx, up, "tools/call", name, start, e)
 		if e.wire != nil || e.canceled {
 			return nil, e.rpcError(up)
 		}
@@ -736,15 +740,15 @@ func (f *Front) frontContent(up string, content []mcp.Content) []mcp.Content {
 // getPrompt forwards prompts/get.
 func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, up, name string) (mcp.Result, error) {
 	start := time.Now()
-	cctx, stop, cs, err := f.session(ctx, up)
+	cctx, stop, cs, err := f.session(ctx, up, "prompts/get", name)
 	defer stop()
 	var res *mcp.GetPromptResult
 	if err == nil {
-		res, err = cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: req.Params.Arguments, Meta: forwardMeta(req.Params.Meta)})
+		res, err = cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: req.Params.Arguments, Meta: telemetry.InjectMeta(cctx, forwardMeta(req.Params.Meta))})
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logFailure(ctx, up, "prompts/get", "", start, e)
+		f.logFailure(cctx, up, "prompts/get", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "prompts/get", "", start, "ok", 0, 0)
@@ -766,20 +770,20 @@ func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, up, na
 // URIs namespaced.
 func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest, up, raw string) (mcp.Result, error) {
 	start := time.Now()
-	cctx, stop, cs, err := f.session(ctx, up)
+	cctx, stop, cs, err := f.session(ctx, up, "resources/read", "")
 	defer stop()
 	var res *mcp.ReadResourceResult
 	if err == nil {
-		res, err = cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: raw, Meta: forwardMeta(req.Params.Meta)})
+		res, err = cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: raw, Meta: telemetry.InjectMeta(cctx, forwardMeta(req.Params.Meta))})
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logFailure(ctx, up, "resources/read", "", start, e)
+		f.logFailure(cctx, up, "resources/read", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	if err := restoreContents(ticketFrom(cctx), res.Contents); err != nil {
 		e := upstreamError{bad: true, cause: err.Error()}
-		f.logFailure(ctx, up, "resources/read", "", start, e)
+		f.logFailure(cctx, up, "resources/read", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "resources/read", "", start, "ok", 0, 0)
@@ -816,18 +820,18 @@ func (f *Front) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Res
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: the reference names no upstream prompt or resource template"}
 	}
 	start := time.Now()
-	cctx, stop, cs, err := f.session(ctx, up)
+	cctx, stop, cs, err := f.session(ctx, up, "completion/complete", "")
 	defer stop()
 	var res *mcp.CompleteResult
 	if err == nil {
 		params := *req.Params
 		params.Ref = &ref
-		params.Meta = forwardMeta(req.Params.Meta)
+		params.Meta = telemetry.InjectMeta(cctx, forwardMeta(req.Params.Meta))
 		res, err = cs.Complete(cctx, &params)
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
-		f.logFailure(ctx, up, "completion/complete", "", start, e)
+		f.logFailure(cctx, up, "completion/complete", "", start, e)
 		return nil, e.rpcError(up)
 	}
 	f.logCall(ctx, up, "completion/complete", "", start, "ok", 0, 0)

@@ -91,7 +91,7 @@ func page[T any](f *Front, ctx context.Context, method, cursor string, own pageS
 func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]T, string, error)) pageSource[T] {
 	return func(ctx context.Context, cursor string) ([]T, string, error) {
 		start := time.Now()
-		cctx, stop, cs, err := f.session(ctx, up)
+		cctx, stop, cs, err := f.session(ctx, up, method, "")
 		defer stop()
 		var items []T
 		var next string
@@ -103,7 +103,7 @@ func upstreamPage[T any](f *Front, up, method string, call func(ctx context.Cont
 		}
 		if err != nil {
 			e := classify(ctx, cctx, err)
-			f.logFailure(ctx, up, method, "", start, e)
+			f.logFailure(cctx, up, method, "", start, e)
 			if e.wire != nil && e.wire.Code == jsonrpc.CodeMethodNotFound {
 				return nil, "", nil // an upstream without prompts (or resources) lists none
 			}

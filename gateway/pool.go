@@ -26,6 +26,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/resourced/resourced/internal/sandbox"
+	"github.com/resourced/resourced/internal/telemetry"
 )
 
 // Defaults of the Pool; PoolOptions and Upstream fields left zero take them.
@@ -593,7 +594,7 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		t = &mcp.StreamableClientTransport{
 			Endpoint: up.cfg.URL,
 			HTTPClient: &http.Client{Transport: &limitTransport{
-				base: newHeaderTransport(up.cfg.URL, up.cfg.Headers), limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant),
+				base: telemetry.Transport(newHeaderTransport(up.cfg.URL, up.cfg.Headers)), limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant),
 				refused: p.refusedBy(up, tenant), budget: p.budget,
 			}},
 			// limitTransport bounds an event first (the margin is the

@@ -185,6 +185,13 @@ func TestCheckExitCodes(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "401") {
 		t.Errorf("without a token: exit %d, stderr %q; want 2 naming HTTP 401", code, stderr)
 	}
+	// A token for another audience: the server's error_description shows.
+	claims := tokenClaims("default", scopeRead)
+	claims["aud"] = "http://elsewhere.test"
+	code, _, stderr = runCheck(t, "--url", in.URL+"/mcp", "--header", "Authorization: Bearer "+in.mint(claims))
+	if code != 2 || !strings.Contains(stderr, "the server says:") || !strings.Contains(stderr, testBaseURL) {
+		t.Errorf("a token for another audience: exit %d, stderr %q; want 2 with the server's error_description naming %s", code, stderr, testBaseURL)
+	}
 	for _, args := range [][]string{
 		{},
 		{"--url", in.URL + "/mcp", "--protocol", "2024-11-05"},

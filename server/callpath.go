@@ -135,7 +135,7 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, msgs []envelop
 	// does: a save is not cut in the middle because its caller went away.
 	st := &callState{}
 	ctx := context.WithValue(context.WithoutCancel(r.Context()), callStateKey{}, st)
-	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args}})
+	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args, Meta: fastMeta(req)}})
 	if err != nil {
 		writeCallError(w, modern, id, err)
 		return true

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/resourced/resourced/internal/telemetry"
 )
 
 // reqLog collects what one HTTP request did, filled in by the layers that
@@ -75,6 +77,7 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 	if r.URL.Path == "/mcp" {
 		s.metrics.observeRequest(e, time.Since(start), func(name string) bool { _, ok := s.toolScopes[name]; return ok })
 	}
+	telemetry.SetStatus(r.Context(), sw.status)
 	level := slog.LevelInfo
 	if sw.status >= http.StatusInternalServerError {
 		level = slog.LevelError

@@ -51,11 +51,13 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if !ok || !p.Has(auth.ScopeRead) {
 		return false
 	}
-	ctx := r.Context()
+	ctx, sp := traceFast(r.Context(), "resources/read", &m.Fast)
+	defer sp.End()
 	rr := readResponse{id: m.ID, modern: modern, uri: uri}
 	v, err := s.resolveRead(ctx, p, uri, false)
 	if err != nil {
 		recordOutcome(ctx, "resources/read", "", nil, err)
+		sp.Fail(outcome(nil, err))
 		writeRPCError(w, modern, m.ID, err)
 		return true
 	}
@@ -65,6 +67,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 		// sees a broken stream. Say why in the log.
 		s.log.InfoContext(ctx, "read response cut", "uri", uri, "reason", err.Error())
 		recordOutcome(ctx, "resources/read", "", nil, err)
+		sp.Fail("cut")
 		return true
 	}
 	recordOutcome(ctx, "resources/read", "", nil, nil)

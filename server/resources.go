@@ -138,25 +138,26 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 // and the metrics it feeds: the observation hook of go-sdk's dispatch and
 // of the read stage alike.
 func recordOutcome(ctx context.Context, method, tool string, res mcp.Result, err error) {
-	e := logEntry(ctx)
-	if e == nil {
-		return
+	if e := logEntry(ctx); e != nil {
+		e.method, e.tool, e.outcome = method, tool, outcome(res, err)
 	}
-	e.method, e.tool = method, tool
+}
+
+// outcome is what one MCP request came to: "ok", its JSON-RPC error
+// code, "error", or a failed tool call's errorKind ("isError" without).
+func outcome(res mcp.Result, err error) string {
 	var rpcErr *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpcErr):
-		e.outcome = strconv.FormatInt(rpcErr.Code, 10)
+		return strconv.FormatInt(rpcErr.Code, 10)
 	case err != nil:
-		e.outcome = "error"
-	default:
-		e.outcome = "ok"
-		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
-			if te, ok := r.StructuredContent.(*service.Failure); ok {
-				e.outcome = te.ErrorKind
-			} else {
-				e.outcome = "isError"
-			}
-		}
+		return "error"
 	}
+	if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+		if te, ok := r.StructuredContent.(*service.Failure); ok {
+			return te.ErrorKind
+		}
+		return "isError"
+	}
+	return "ok"
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/index"
+	"github.com/resourced/resourced/internal/telemetry"
 	"github.com/resourced/resourced/server/fixtures"
 	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/server/internal/edge"
@@ -228,6 +229,7 @@ func New(opts Options) (*Server, error) {
 					e.tenant = tenant
 				}
 			}
+			telemetry.SetTenant(r.Context(), tenant)
 		},
 	}
 	if s.now == nil {
@@ -383,7 +385,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	// The Host guard: a DNS-rebinding page must not read the metrics.
 	mux.Handle("GET /metrics", s.origin.Wrap(metricsGuard(opts.MetricsToken, s.metrics.handler())))
-	s.handler = s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux))))
+	s.handler = telemetry.Handler(s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux)))))
 	return s, nil
 }
 
@@ -456,15 +458,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // receiving is the receiving middleware of every MCP request, outermost
-// first: recoverMCP, then observe, then (in gateway mode) the front, which
+// first: traceMCP when tracing is on (trace.go), recoverMCP, then observe, then (in gateway mode) the front, which
 // answers what it proxies before intercept checks URIs as resourced's.
 // go-sdk runs it (AddReceivingMiddleware), and so does the fast call path
 // (callpath.go), from this one list.
 func (s *Server) receiving() []mcp.Middleware {
+	mw := []mcp.Middleware{s.recoverMCP, s.observe, s.intercept}
 	if s.ext != nil {
-		return []mcp.Middleware{s.recoverMCP, s.observe, s.ext.Middleware, s.intercept}
+		mw = []mcp.Middleware{s.recoverMCP, s.observe, s.ext.Middleware, s.intercept}
 	}
-	return []mcp.Middleware{s.recoverMCP, s.observe, s.intercept}
+	if telemetry.On() {
+		mw = append([]mcp.Middleware{traceMCP}, mw...)
+	}
+	return mw
 }
 
 // chain is h wrapped in mw, outermost first, as go-sdk's

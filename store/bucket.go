@@ -8,6 +8,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/resourced/resourced/internal/telemetry"
 )
 
 // Options configures a Bucket. The zero value is ready to use.
@@ -80,6 +82,39 @@ func (b *Bucket) start(ctx context.Context, what string) error {
 	return nil
 }
 
+// span starts the tracing span of one call on k (internal/telemetry): its
+// tenant and scheme, never its path. Nothing when tracing is off.
+func span(ctx context.Context, op string, k Key) (context.Context, telemetry.Span) {
+	if !telemetry.On() {
+		return ctx, telemetry.Span{}
+	}
+	return telemetry.StartStore(ctx, op, k.Tenant(), k.Scheme())
+}
+
+// end ends sp, failed with the class of *err when there is one.
+func end(sp telemetry.Span, err *error) {
+	if *err != nil && sp.Recording() {
+		sp.Fail(errClass(*err))
+	}
+	sp.End()
+}
+
+// errClass is a store error's error.type: its sentinel, never its text
+// (which names the key).
+func errClass(err error) string {
+	for _, c := range []struct {
+		err  error
+		name string
+	}{{ErrNotFound, "not_found"}, {ErrPreconditionFailed, "precondition_failed"}, {ErrQuotaExceeded, "quota_exceeded"},
+		{ErrInvalidKey, "invalid_key"}, {ErrUnknownOutcome, "unknown_outcome"}, {ErrPanic, "panic"}, {ErrCallbackPanic, "callback_panic"},
+		{context.Canceled, "canceled"}, {context.DeadlineExceeded, "timeout"}} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "error"
+}
+
 // fail wraps a driver error; what names the call and its key.
 func fail(what string, err error) error {
 	return fmt.Errorf("store: %s: %w", what, err)
@@ -133,6 +168,8 @@ func (b *Bucket) Put(ctx context.Context, obj *Object, cond Cond) (_ Meta, _ boo
 	if err := b.begin(ctx, "put", k); err != nil {
 		return Meta{}, false, err
 	}
+	ctx, sp := span(ctx, "put", k)
+	defer end(sp, &err)
 	what := "put " + k.String()
 	if err := checkCond(what, cond, false); err != nil {
 		return Meta{}, false, err
@@ -216,6 +253,8 @@ var errRefused = errors.New("refused")
 // its ReadGated when it has one, else its Read with the gate in fn.
 func (b *Bucket) ReadIf(ctx context.Context, k Key, allow func(*Meta) bool, fn func(m *Meta, encoded, body []byte) error) (err error) {
 	defer b.catch(ctx, "get", &err)
+	ctx, sp := span(ctx, "view", k)
+	defer end(sp, &err)
 	if b.view != nil {
 		err = b.read(ctx, "get", k, b.view, func(m *Meta, encoded, body []byte) error {
 			if !allow(m) {
@@ -276,6 +315,8 @@ func (b *Bucket) Stat(ctx context.Context, k Key) (_ Meta, err error) {
 	if err := b.begin(ctx, "stat", k); err != nil {
 		return Meta{}, err
 	}
+	ctx, sp := span(ctx, "stat", k)
+	defer end(sp, &err)
 	m, err := b.d.Stat(ctx, k)
 	if err != nil {
 		return Meta{}, fail("stat "+k.String(), err)
@@ -304,6 +345,11 @@ func (b *Bucket) List(ctx context.Context, q ListQuery) (_ Page, err error) {
 	}
 	if q.Limit <= 0 {
 		return Page{}, fmt.Errorf("store: list: limit %d, want > 0", q.Limit)
+	}
+	if telemetry.On() {
+		var sp telemetry.Span
+		ctx, sp = telemetry.StartStore(ctx, "list", q.Tenant, q.Scheme)
+		defer end(sp, &err)
 	}
 	p, err := b.d.List(ctx, q, b.now)
 	if err != nil {
@@ -334,6 +380,8 @@ func (b *Bucket) Delete(ctx context.Context, k Key, cond Cond) (err error) {
 	if err := b.begin(ctx, "delete", k); err != nil {
 		return err
 	}
+	ctx, sp := span(ctx, "delete", k)
+	defer end(sp, &err)
 	what := "delete " + k.String()
 	if err := checkCond(what, cond, true); err != nil {
 		return err
@@ -414,6 +462,8 @@ func (b *Bucket) Close() (err error) {
 // encoded form.
 func (b *Bucket) View(ctx context.Context, k Key, fn func(m *Meta, encoded, body []byte) error) (err error) {
 	defer b.catch(ctx, "view", &err)
+	ctx, sp := span(ctx, "view", k)
+	defer end(sp, &err)
 	return b.read(ctx, "view", k, b.view, fn)
 }
 
@@ -427,6 +477,11 @@ func (b *Bucket) PutStream(ctx context.Context, meta *Meta, r io.Reader, cond Co
 	k := meta.Key
 	if err := b.begin(ctx, "put", k); err != nil {
 		return Meta{}, false, err
+	}
+	if b.stream != nil { // without, Put below has the span
+		var sp telemetry.Span
+		ctx, sp = span(ctx, "put", k)
+		defer end(sp, &err)
 	}
 	what := "put " + k.String()
 	if err := checkCond(what, cond, false); err != nil {
@@ -470,6 +525,8 @@ func (b *Bucket) Open(ctx context.Context, k Key) (Meta, io.ReadSeekCloser, erro
 // decided on its metadata before a body byte is read or copied.
 func (b *Bucket) OpenIf(ctx context.Context, k Key, allow func(*Meta) bool) (_ Meta, _ io.ReadSeekCloser, err error) {
 	defer b.catch(ctx, "open", &err)
+	ctx, sp := span(ctx, "open", k)
+	defer end(sp, &err)
 	if allow == nil {
 		allow = func(*Meta) bool { return true }
 	}

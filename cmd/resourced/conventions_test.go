@@ -449,6 +449,11 @@ func TestConfigCheckBrokenConfigs(t *testing.T) {
 		{"gateway:\n  upstreams:\n    - {name: a, url: 'http://127.0.0.1:1/mcp', headers: {Authorization: {env: NOT_SET_ANYWHERE}}}\n", "gateway.upstreams[0].headers.Authorization: environment variable NOT_SET_ANYWHERE is not set"},
 		{"gateway:\n  upstreams:\n    - {name: a, url: 'http://x', headers: {Authorization: \"Bearer sk-live-1\"}}\n", "gateway.upstreams[0].headers.Authorization: a header value comes from"},
 		{"auth: {mode: none}\nlisten: 192.0.2.1:1\nbaseURL: http://x\n", "auth.mode: none is allowed only"},
+		{"tracing: {sampleRatio: 2}\n", "tracing.sampleRatio: want a number from 0 to 1"},
+		{"tracing: {sampleRatio: lots}\n", "tracing.sampleRatio: want a number"},
+		{"tracing: {endpoint: 'ftp://sk-live-user@collector'}\n", "tracing.endpoint: want the collector's OTLP/HTTP base URL"},
+		{"tracing: {endpoint: 'http://u:sk-live-pass@collector:4318'}\n", "tracing.endpoint: must not carry a user"},
+		{"tracing: {enable: true}\n", "tracing.enable: unknown key; did you mean enabled?"},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "broken.yaml")

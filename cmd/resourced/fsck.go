@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,27 +28,13 @@ const fsckLockWait = 200 * time.Millisecond
 //
 //	resourced fsck [--quiet] [--config FILE] [--data-dir DIR]
 func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("fsck", "resourced fsck [--quiet] [--config FILE] [--data-dir DIR]",
-		"Checks the bbolt database of a stopped server: bbolt's consistency check, every record's size and\n"+
-			"sha256 against its body, its indexes and usage, and each stored JSON form against its body; then the\n"+
-			"search index against the store (entries whose object is gone, objects missing from the index).")
-	var path, dataDir string
-	var quiet bool
-	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
-	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
-	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
-		return err
-	}
-	cfg, err := loadFile(path, getenv)
+	cfg, quiet, err := storeCommand{name: "fsck", synopsis: "resourced fsck [--quiet] [--config FILE] [--data-dir DIR]",
+		about: "Checks the bbolt database of a stopped server: bbolt's consistency check, every record's size and\n" +
+			"sha256 against its body, its indexes and usage, and each stored JSON form against its body; then the\n" +
+			"search index against the store (entries whose object is gone, objects missing from the index).",
+		backend: "bbolt", dataDir: true}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
-	}
-	if dataDir != "" {
-		cfg.DataDir = dataDir
-	}
-	if cfg.Store.Backend != "bbolt" {
-		return fmt.Errorf("fsck works on the bbolt backend; store.backend is %q", cfg.Store.Backend)
 	}
 	st, err := openStopped(cfg, "fsck checks a stopped server's database; stop it, or check an online copy: "+
 		"resourced backup --out DIR/resourced.db, then resourced fsck --data-dir DIR")
@@ -75,6 +62,45 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	}
 	p.finish(true, "checked", objects, size)
 	return nil
+}
+
+// storeCommand is what the operator commands on a store (fsck, reindex,
+// reconcile) share: the flags --config, --quiet and (dataDir) --data-dir,
+// the configuration loaded with the RESOURCED_* environment, and the
+// backend they work on.
+type storeCommand struct {
+	name, synopsis, about string
+	// backend is the store.backend the command works on; why, when not
+	// "", says why in the refusal of another.
+	backend, why string
+	dataDir      bool
+	// flags adds the command's own flags; nil: none.
+	flags func(*flag.FlagSet)
+}
+
+// load parses args and loads the configuration, refusing another backend.
+func (c storeCommand) load(args []string, getenv func(string) string, stdout, stderr io.Writer) (cfg *config.Config, quiet bool, err error) {
+	fs := newFlagSet(c.name, c.synopsis, c.about)
+	var path, dataDir string
+	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
+	if c.dataDir {
+		fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
+	}
+	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return nil, false, err
+	}
+	if cfg, err = loadFile(path, getenv); err != nil {
+		return nil, false, err
+	}
+	cfg.Apply(config.Overrides{DataDir: dataDir})
+	if cfg.Store.Backend != c.backend {
+		return nil, false, fmt.Errorf("%s works on the %s backend%s; store.backend is %q", c.name, c.backend, c.why, cfg.Store.Backend)
+	}
+	return cfg, quiet, nil
 }
 
 // openStopped opens the bbolt file of a stopped server, never creating

@@ -451,6 +451,13 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		return err
 	}
 	defer ln.Close() // on an early return; Serve closes it otherwise
+	// Tracing first: the gateway's pool, the S3 client and the server
+	// wire their spans in as they are built (internal/telemetry).
+	stopTracing, err := startTracing(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	gw, err := startGateway(cfg, getenv, log)
 	if err != nil {
 		return err

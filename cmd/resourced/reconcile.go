@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
@@ -18,23 +19,14 @@ import (
 //
 //	resourced reconcile [--quiet] [--config FILE] [--tenant T]
 func reconcile(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("reconcile", "resourced reconcile [--quiet] [--config FILE] [--tenant T]",
-		"Recounts each tenant's usage on the s3 backend from a listing of its objects and corrects the usage\n"+
-			"object quotas are checked against. Safe while servers run; without --tenant, every tenant.")
-	var path, tenant string
-	var quiet bool
-	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
-	fs.StringVar(&tenant, "tenant", "", "reconcile this tenant only")
-	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
-		return err
-	}
-	cfg, err := loadFile(path, getenv)
+	var tenant string
+	cfg, quiet, err := storeCommand{name: "reconcile", synopsis: "resourced reconcile [--quiet] [--config FILE] [--tenant T]",
+		about: "Recounts each tenant's usage on the s3 backend from a listing of its objects and corrects the usage\n" +
+			"object quotas are checked against. Safe while servers run; without --tenant, every tenant.",
+		backend: "s3", why: " (bbolt keeps usage in the same transaction as the objects)",
+		flags: func(fs *flag.FlagSet) { fs.StringVar(&tenant, "tenant", "", "reconcile this tenant only") }}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
-	}
-	if cfg.Store.Backend != "s3" {
-		return fmt.Errorf("reconcile works on the s3 backend (bbolt keeps usage in the same transaction as the objects); store.backend is %q", cfg.Store.Backend)
 	}
 	client, err := newS3Client(ctx, s3Client(cfg))
 	if err != nil {

@@ -22,24 +22,12 @@ import (
 //
 //	resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
 func reindex(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("reindex", "resourced reindex [--quiet] [--config FILE] [--data-dir DIR]",
-		"Rebuilds the search index (index.backend) of a stopped server from its bbolt database: indexes every\n"+
-			"live object again and removes the entries of objects that are gone. Safe to run again.")
-	var path, dataDir string
-	var quiet bool
-	fs.StringVar(&path, "config", getenv("RESOURCED_CONFIG"), "YAML config file")
-	fs.StringVar(&dataDir, "data-dir", "", "data directory (default ./data)")
-	fs.BoolVar(&quiet, "quiet", false, "no progress on stderr")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
-		return err
-	}
-	cfg, err := loadFile(path, getenv)
+	cfg, quiet, err := storeCommand{name: "reindex", synopsis: "resourced reindex [--quiet] [--config FILE] [--data-dir DIR]",
+		about: "Rebuilds the search index (index.backend) of a stopped server from its bbolt database: indexes every\n" +
+			"live object again and removes the entries of objects that are gone. Safe to run again.",
+		backend: "bbolt", dataDir: true}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
-	}
-	cfg.Apply(config.Overrides{DataDir: dataDir})
-	if cfg.Store.Backend != "bbolt" {
-		return fmt.Errorf("reindex works on the bbolt backend; store.backend is %q", cfg.Store.Backend)
 	}
 	if cfg.IndexBackend() == "off" {
 		return errors.New("index.backend is off: there is no search index to rebuild")

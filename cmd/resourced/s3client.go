@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/resourced/resourced/internal/telemetry"
 	"github.com/resourced/resourced/store/s3store"
 )
 
@@ -63,12 +66,24 @@ func newS3Client(ctx context.Context, o s3ClientOptions) (*s3.Client, error) {
 		cfg.Region = defaultS3Region
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
-		so.HTTPClient = s3store.NewHTTPClient()
+		// Each S3 request a span carrying the trace context, when tracing
+		// is on (internal/telemetry); the SDK's operation names it.
+		so.HTTPClient = telemetry.Client(s3store.NewHTTPClient(), s3Operation)
 		so.UsePathStyle = o.PathStyle
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 	}), nil
+}
+
+// s3Operation names an S3 request's span: the SDK's operation, or, for
+// s3store's own signed object requests (fastput.go, fastget.go), the
+// operation their method is.
+func s3Operation(r *http.Request) string {
+	if op := awsmiddleware.GetOperationName(r.Context()); op != "" {
+		return op
+	}
+	return map[string]string{http.MethodPut: "PutObject", http.MethodGet: "GetObject", http.MethodHead: "HeadObject"}[r.Method]
 }
 
 func validRegion(r string) bool {

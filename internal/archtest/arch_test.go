@@ -20,12 +20,15 @@ var allowed = map[string][]string{
 	"grammar":           {},
 	"internal/jsonwire": {},
 	"internal/sandbox":  {},
-	"toolapi":           {},
-	"mcpschema":         {},
+	// OpenTelemetry tracing: the provider, the spans, W3C propagation.
+	"internal/telemetry": {},
+	"internal/wwwauth":   {},
+	"toolapi":            {},
+	"mcpschema":          {},
 	// The three domain packages never import each other.
 	"uri":   {"grammar"},
 	"auth":  {"grammar"},
-	"store": {"grammar"},
+	"store": {"grammar", "internal/telemetry"},
 	// Store drivers: the contract and what they share, nothing above.
 	"store/internal/metacodec": {"store"},
 	"store/memstore":           {"store"},
@@ -52,16 +55,16 @@ var allowed = map[string][]string{
 	"server/internal/notify":    {"auth", "server/internal/mcptool", "service", "store"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "index", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/formcache", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "index", "internal/jsonwire", "internal/telemetry", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/formcache", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
-	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},
+	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "service", "store"},
 	"config":  {"grammar"},
-	"checker": {"mcpschema"},
+	"checker": {"internal/wwwauth", "mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
-	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/jsonwire", "internal/sandbox", "server", "server/hostrun", "service", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "server", "server/hostrun", "service", "store", "store/boltstore", "store/memstore", "store/s3store"},
 	// The Go client and what is built on it speak MCP as a client only.
-	"client":                {"toolapi"},
+	"client":                {"internal/wwwauth", "toolapi"},
 	"client/clienttest":     {"auth", "server", "store/memstore"},
 	"mount":                 {"client", "grammar"},
 	"examples/reportserver": {"client", "mount"},

@@ -52,6 +52,9 @@ type Fast struct {
 	ArgsFit bool
 	// The members of params._meta go-sdk checks, raw; nil when absent.
 	ProtocolVersion, ClientInfo, ClientCapabilities, LogLevel []byte
+	// TraceParent and TraceState are params._meta's W3C trace context,
+	// raw; nil when absent (internal/telemetry reads them).
+	TraceParent, TraceState []byte
 }
 
 // role is what an open object or array is to the envelope.
@@ -441,6 +444,10 @@ func (w *walker) valueDone(top *frame, end int) {
 			m.Fast.ClientCapabilities = v
 		case mcp.MetaKeyLogLevel:
 			m.Fast.LogLevel = v
+		case "traceparent":
+			m.Fast.TraceParent = v
+		case "tracestate":
+			m.Fast.TraceState = v
 		}
 	case roleInputs:
 		if v[0] != '{' {
