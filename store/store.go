@@ -68,6 +68,10 @@ var (
 	// (and may have been superseded since); the caller may retry it, or
 	// read the object to find out.
 	ErrUnknownOutcome = errors.New("the outcome of the write is unknown")
+	// ErrContended: an unconditional Delete lost every round to writers of
+	// the same key (a driver that decides by read-then-write, S3); nothing
+	// was changed and the caller may try again.
+	ErrContended = errors.New("the object changed during every attempt; nothing was changed")
 )
 
 // Limits on key parts: those of the grammar package, which owns the rules

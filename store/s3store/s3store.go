@@ -1508,7 +1508,7 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 	}
 	// Not a failed condition: an unconditional Delete has none. Nothing
 	// was changed; the caller may try again.
-	return fmt.Errorf("s3store: delete %s: the object changed during every attempt", k)
+	return fmt.Errorf("s3store: delete %s: %w", k, store.ErrContended)
 }
 
 func (s *Driver) deleteObject(ctx context.Context, in *s3.DeleteObjectInput) error {

@@ -410,7 +410,9 @@ func testListPublicConcurrent(t *testing.T, h *harness) {
 				default:
 					_, _, err = h.b.Put(h.ctx, o, store.Cond{})
 				}
-				if err != nil && !errors.Is(err, store.ErrPreconditionFailed) && !errors.Is(err, store.ErrNotFound) {
+				// ErrContended: an unconditional delete that lost every
+				// round to the other workers (a loaded machine makes it likely).
+				if err != nil && !errors.Is(err, store.ErrPreconditionFailed) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrContended) {
 					t.Errorf("write of %s = %v", k, err)
 					return
 				}
