@@ -68,6 +68,11 @@ var (
 	// (and may have been superseded since); the caller may retry it, or
 	// read the object to find out.
 	ErrUnknownOutcome = errors.New("the outcome of the write is unknown")
+	// ErrSlowListing: a List or ListPublic page was refused because the
+	// backend's listing of its prefix took longer than its call deadline
+	// (a service that reads a directory per listing, not an index); nothing
+	// changed, and the caller may retry later.
+	ErrSlowListing = errors.New("the storage backend's listing is the bound")
 )
 
 // Limits on key parts: those of the grammar package, which owns the rules
