@@ -42,6 +42,7 @@ type faultProxy struct {
 	// matched counts the requests Match accepted.
 	matched int
 	late    sync.WaitGroup // slow requests still to be forwarded
+	closed  bool           // the test is over: slow requests fail at once
 	start   time.Time
 	trace   []string // one line per request, for a failing test
 }
@@ -105,6 +106,9 @@ func startFaultProxy(t *testing.T, target string, seed uint64) *faultProxy {
 	go p.srv.Serve(l)
 	t.Cleanup(func() {
 		p.active.Store(false)
+		p.mu.Lock()
+		p.closed = true // no late request starts after this (late.Add must not race Wait)
+		p.mu.Unlock()
 		p.late.Wait()
 		p.srv.Close()
 		p.tr.CloseIdleConnections()
@@ -191,7 +195,14 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The request reaches S3 after the caller's deadline, whether or not
 		// the caller is still there: a write that may land after the
 		// instance answered unavailable.
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			writeS3Error(w)
+			return
+		}
 		p.late.Add(1)
+		p.mu.Unlock()
 		defer p.late.Done()
 		time.Sleep(p.Slow)
 	}
