@@ -76,6 +76,9 @@ type instance struct {
 	extraEnv []string
 	// listen is the address to serve on; "" means 127.0.0.1:0.
 	listen string
+	// ns, when set, is the network namespace the process runs and is
+	// reached in (netns_test.go).
+	ns *netns
 }
 
 // testBaseURL is the canonical URL test servers are configured with, so
@@ -188,7 +191,7 @@ func (in *instance) start() {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	in.cmd = exec.Command(binary, "serve", "--config", in.config, "--listen", listen, "--data-dir", in.dataDir)
+	in.cmd = in.binCmd("serve", "--config", in.config, "--listen", listen, "--data-dir", in.dataDir)
 	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
 	in.cmd.Env = append(in.cmd.Env, in.extraEnv...)
 	in.cmd.Stdout = in.stdout
@@ -225,6 +228,23 @@ func (in *instance) start() {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("resourced did not log 'listening' in 30s:\n%s", in.logs)
 	}
+}
+
+// binCmd runs the binary with args, in the instance's network namespace
+// when it has one.
+func (in *instance) binCmd(args ...string) *exec.Cmd {
+	if in.ns != nil {
+		return in.ns.command(binary, args...)
+	}
+	return exec.Command(binary, args...)
+}
+
+// httpClient is the client that reaches the instance.
+func (in *instance) httpClient() *http.Client {
+	if in.ns != nil {
+		return in.ns.client
+	}
+	return http.DefaultClient
 }
 
 // stop sends SIGTERM and waits for a clean exit.
@@ -361,7 +381,7 @@ func (in *instance) post(hdr http.Header, body []byte) *rawResponse {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := in.httpClient().Do(req.WithContext(ctx))
 	if err != nil {
 		in.t.Fatalf("POST /mcp: %v", err)
 	}

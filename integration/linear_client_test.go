@@ -25,10 +25,11 @@ type linClient struct {
 }
 
 func newLinClient(in *instance, timeout time.Duration) *linClient {
-	return &linClient{url: in.URL, token: in.Token, http: &http.Client{
-		Timeout:   timeout,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
-	}}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
+	if in.ns != nil {
+		tr.DialContext = in.ns.dial
+	}
+	return &linClient{url: in.URL, token: in.Token, http: &http.Client{Timeout: timeout, Transport: tr}}
 }
 
 type rpcReply struct {

@@ -31,15 +31,20 @@ type faultProxy struct {
 	// longer than the instances' callTimeout.
 	Slow time.Duration
 	// Rates are the per-request probabilities, in percent, of each fault.
-	Rates  map[string]int
+	Rates map[string]int
+	// Match, when set, limits the faults to the requests it accepts.
+	Match  func(*http.Request) bool
 	active atomic.Bool // faults are injected only while active
 
 	mu     sync.Mutex
 	rng    *rand.Rand
 	counts map[string]int
-	late   sync.WaitGroup // slow requests still to be forwarded
-	start  time.Time
-	trace  []string // one line per request, for a failing test
+	// matched counts the requests Match accepted.
+	matched int
+	late    sync.WaitGroup // slow requests still to be forwarded
+	closed  bool           // the test is over: slow requests fail at once
+	start   time.Time
+	trace   []string // one line per request, for a failing test
 }
 
 // record adds a line to the trace.
@@ -101,6 +106,9 @@ func startFaultProxy(t *testing.T, target string, seed uint64) *faultProxy {
 	go p.srv.Serve(l)
 	t.Cleanup(func() {
 		p.active.Store(false)
+		p.mu.Lock()
+		p.closed = true // no late request starts after this (late.Add must not race Wait)
+		p.mu.Unlock()
 		p.late.Wait()
 		p.srv.Close()
 		p.tr.CloseIdleConnections()
@@ -108,11 +116,15 @@ func startFaultProxy(t *testing.T, target string, seed uint64) *faultProxy {
 	return p
 }
 
-func (p *faultProxy) choose() string {
+func (p *faultProxy) choose(r *http.Request) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := faultNone
-	if p.active.Load() {
+	match := p.Match == nil || p.Match(r)
+	if p.Match != nil && match {
+		p.matched++
+	}
+	if p.active.Load() && match {
 		x := p.rng.IntN(100)
 		for _, name := range []string{faultError, faultSlow, faultDrop, faultErrorSent} {
 			if x < p.Rates[name] {
@@ -124,6 +136,13 @@ func (p *faultProxy) choose() string {
 	}
 	p.counts[f]++
 	return f
+}
+
+// Matched is how many requests Match accepted, counted as they arrive.
+func (p *faultProxy) Matched() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.matched
 }
 
 // Summary is how many requests met each fault.
@@ -152,7 +171,7 @@ func writeS3Error(w http.ResponseWriter) {
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
-	fault := p.choose()
+	fault := p.choose(r)
 	status := 0
 	defer func() { p.record(r, began, fault, status) }()
 	if fault == faultError {
@@ -176,7 +195,14 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The request reaches S3 after the caller's deadline, whether or not
 		// the caller is still there: a write that may land after the
 		// instance answered unavailable.
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			writeS3Error(w)
+			return
+		}
 		p.late.Add(1)
+		p.mu.Unlock()
 		defer p.late.Done()
 		time.Sleep(p.Slow)
 	}

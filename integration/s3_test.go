@@ -131,6 +131,7 @@ type versity struct {
 	key, sec   string
 	sidecar    bool
 	cmd        *exec.Cmd
+	ns         *netns // the host it runs on, when not this one
 }
 
 // startVersity starts versitygw in xattr mode, or skips when the
@@ -191,9 +192,17 @@ func (v *versity) start() {
 		args = []string{"--port", v.addr, "posix", "--sidecar", v.meta, v.root}
 	}
 	v.cmd = exec.Command(v.bin, args...)
+	if v.ns != nil {
+		v.cmd = v.ns.command(v.bin, args...)
+	}
 	v.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+v.key, "ROOT_SECRET_KEY="+v.sec)
 	if err := v.cmd.Start(); err != nil {
 		v.t.Fatal(err)
+	}
+	if v.ns != nil {
+		_, port, _ := net.SplitHostPort(v.addr)
+		waitAnswers(v.t, v.ns.client, "http://127.0.0.1:"+port+"/")
+		return
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -3,7 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
-	"os/exec"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +13,8 @@ import (
 // and returns the usage it found before and set after.
 func reconcileUsage(t *testing.T, in *instance, tenant string) (before, after [2]int64) {
 	t.Helper()
-	cmd := exec.Command(binary, "reconcile", "--config", in.config, "--tenant", tenant)
+	cmd := in.binCmd("reconcile", "--config", in.config, "--tenant", tenant)
+	cmd.Env = append(os.Environ(), in.extraEnv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr // progress and the summary; the result is stdout's
 	out, err := cmd.Output()

@@ -21,6 +21,8 @@ readonly RUN_AS="${POSTGRES_SH_USER:-nobody}"
 
 log() { printf 'postgres.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=lib/service.sh
+. "$(dirname "$0")/lib/service.sh"
 
 usage() {
 	cat >&2 <<'USAGE'
@@ -56,16 +58,8 @@ as() {
 	fi
 }
 
-randhex() {
-	od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
-}
-
-port_free() {
-	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 start() {
-	local bin dir pw port pid attempt i
+	local bin dir pw port pid attempt
 	bin="$(bindir)"
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/postgres-sh.XXXXXX")"
 	touch "$dir/$MARKER"
@@ -87,15 +81,7 @@ start() {
 
 	pid=""
 	for attempt in 1 2 3 4 5; do
-		port=""
-		for i in $(seq 1 50); do
-			local p=$((20000 + RANDOM % 40000))
-			if port_free "$p"; then
-				port="$p"
-				break
-			fi
-		done
-		[ -n "$port" ] || { rm -rf "$dir"; die "no free port found"; }
+		port="$(free_ports 1)" || { rm -rf "$dir"; exit 1; }
 		log "starting PostgreSQL on 127.0.0.1:$port (log $dir/postgres.log)"
 		if as "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
 			-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=on" start >&2; then
@@ -117,30 +103,15 @@ start() {
 }
 
 stop() {
-	local pid="${POSTGRES_SH_PID:-}" dir="${POSTGRES_SH_DIR:-}" i
+	local pid="${POSTGRES_SH_PID:-}" dir="${POSTGRES_SH_DIR:-}"
 	[ -n "$pid" ] || [ -n "$dir" ] || die "POSTGRES_SH_PID and POSTGRES_SH_DIR are unset: nothing to stop"
-	if [ -n "$dir" ] && [ -e "$dir" ] && [ ! -f "$dir/$MARKER" ]; then
-		die "$dir was not created by postgres.sh; not touching it"
-	fi
+	check_marked "$dir" "$MARKER"
 	if [ -n "$dir" ] && [ -f "$dir/data/postmaster.pid" ]; then
 		as "$(bindir)/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >&2 || true
 	fi
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 1 100); do # up to 10 s
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			log "pid $pid did not exit; sending SIGKILL"
-			kill -9 "$pid" 2>/dev/null || true
-		fi
-	fi
+	stop_pid "$pid" 10
 	log "stopped PostgreSQL"
-	if [ -n "$dir" ] && [ -f "$dir/$MARKER" ]; then
-		rm -rf "$dir"
-		log "removed $dir"
-	fi
+	remove_marked "$dir" "$MARKER"
 }
 
 case "${1:-}" in

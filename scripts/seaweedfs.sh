@@ -29,6 +29,8 @@ readonly MARKER=.seaweedfs-sh # marks a directory this script created
 
 log() { printf 'seaweedfs.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=lib/service.sh
+. "$(dirname "$0")/lib/service.sh"
 
 usage() {
 	cat >&2 <<'EOF'
@@ -70,36 +72,6 @@ find_bin() {
 	printf '%s\n' "$bin"
 }
 
-# randhex N prints N random bytes as lower-case hex.
-randhex() {
-	od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
-}
-
-# port_free PORT succeeds when nothing accepts connections on 127.0.0.1:PORT.
-port_free() {
-	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-# free_ports N prints N distinct free ports below the kernel's ephemeral
-# range (a port a client connection holds locally is free to connect to but
-# not to bind) and below 55535 (weed puts a gRPC port 10000 above a port it
-# is not given one for).
-free_ports() {
-	local n=$1 got=() p i hi=32768
-	read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-	hi=$((hi < 55535 ? hi : 55535))
-	[ "$hi" -gt 11000 ] || hi=32768
-	for i in $(seq 1 500); do
-		p=$((10000 + RANDOM % (hi - 10000)))
-		if port_free "$p" && [[ " ${got[*]-} " != *" $p "* ]]; then
-			got+=("$p")
-			[ "${#got[@]}" -eq "$n" ] && break
-		fi
-	done
-	[ "${#got[@]}" -eq "$n" ] || die "no $n free ports found"
-	printf '%s\n' "${got[@]}"
-}
-
 # bucket_ready ENDPOINT succeeds once a signed HEAD of the bucket answers
 # 200 (the python3 standard library signs it, as the tests' SDK would).
 bucket_ready() {
@@ -126,7 +98,7 @@ PY
 }
 
 start() {
-	local bin dir access secret pid ready i ports
+	local bin dir access secret pid ready ports
 	bin="$(find_bin)"
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/seaweedfs.XXXXXX")"
 	touch "$dir/$MARKER"
@@ -156,17 +128,10 @@ EOF
 			-webdav=false -admin.ui=false -admin.port="$admin" -admin.port.grpc="$admin_grpc" -admin.port.legacy=0 \
 			</dev/null >>"$dir/weed.log" 2>&1 &
 		pid=$!
-		ready=""
-		for i in $(seq 1 1200); do # 1200 × 0.1 s = 120 s
-			kill -0 "$pid" 2>/dev/null || break
-			if SW_ACCESS="$access" SW_SECRET="$secret" bucket_ready "http://127.0.0.1:$s3"; then
-				ready=1
-				break
-			fi
-			sleep 0.1
-		done
-		[ -n "$ready" ] && break
-		if kill -0 "$pid" 2>/dev/null; then
+		ready=0
+		SW_ACCESS="$access" SW_SECRET="$secret" wait_ready "$pid" 120 bucket_ready "http://127.0.0.1:$s3" || ready=$?
+		[ "$ready" = 0 ] && break
+		if [ "$ready" = 2 ]; then
 			kill "$pid" 2>/dev/null || true
 			tail -n 30 "$dir/weed.log" >&2 || true
 			rm -rf "$dir"
@@ -193,28 +158,10 @@ EOF
 }
 
 stop() {
-	local pid="${SEAWEEDFS_PID:-}" dir="${SEAWEEDFS_DIR:-}" i
-	[ -n "$pid" ] || [ -n "$dir" ] || die "SEAWEEDFS_PID and SEAWEEDFS_DIR are unset: nothing to stop"
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 1 150); do # up to 15 s
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			log "pid $pid did not exit; sending SIGKILL"
-			kill -9 "$pid" 2>/dev/null || true
-		fi
-		log "stopped pid $pid"
-	fi
-	if [ -n "$dir" ]; then
-		if [ -f "$dir/$MARKER" ]; then
-			rm -rf "$dir"
-			log "removed $dir"
-		elif [ -e "$dir" ]; then
-			die "$dir was not created by seaweedfs.sh; not removing it"
-		fi
-	fi
+	[ -n "${SEAWEEDFS_PID:-}" ] || [ -n "${SEAWEEDFS_DIR:-}" ] || die "SEAWEEDFS_PID and SEAWEEDFS_DIR are unset: nothing to stop"
+	check_marked "${SEAWEEDFS_DIR:-}" "$MARKER"
+	stop_pid "${SEAWEEDFS_PID:-}" 15
+	remove_marked "${SEAWEEDFS_DIR:-}" "$MARKER"
 }
 
 case "${1:-}" in

@@ -20,6 +20,8 @@ readonly MARKER=.versitygw-sh # marks a directory this script created
 
 log() { printf 'versitygw.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=lib/service.sh
+. "$(dirname "$0")/lib/service.sh"
 
 # xattrs_work reports whether DIR's file system takes user extended attributes.
 xattrs_work() {
@@ -62,16 +64,6 @@ find_bin() {
 	printf '%s\n' "$gobin/versitygw"
 }
 
-# randhex N prints N random bytes as lower-case hex.
-randhex() {
-	od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
-}
-
-# port_free PORT succeeds when nothing accepts connections on 127.0.0.1:PORT.
-port_free() {
-	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 # answers PORT succeeds when an HTTP server answers on 127.0.0.1:PORT.
 answers() {
 	local line
@@ -84,7 +76,7 @@ answers() {
 }
 
 start() {
-	local bin dir port pid access secret attempt ready i kind
+	local bin dir port pid access secret attempt ready kind
 	bin="$(find_bin)"
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/versitygw.XXXXXX")"
 	touch "$dir/$MARKER"
@@ -94,15 +86,7 @@ start() {
 
 	pid=""
 	for attempt in 1 2 3 4 5; do
-		port=""
-		for i in $(seq 1 50); do
-			local p=$((20000 + RANDOM % 40000))
-			if port_free "$p"; then
-				port="$p"
-				break
-			fi
-		done
-		[ -n "$port" ] || { rm -rf "$dir"; die "no free port found"; }
+		port="$(free_ports 1)" || { rm -rf "$dir"; exit 1; }
 
 		# Metadata in extended attributes, where the file system has them
 		# (ext4, xfs, tmpfs since Linux 6.6): there versitygw changes an
@@ -128,21 +112,10 @@ start() {
 			</dev/null >>"$dir/versitygw.log" 2>&1 &
 		pid=$!
 
-		ready=""
-		for i in $(seq 1 600); do # 600 × 0.1 s = 60 s
-			if ! kill -0 "$pid" 2>/dev/null; then
-				break
-			fi
-			if answers "$port"; then
-				ready=1
-				break
-			fi
-			sleep 0.1
-		done
-		if [ -n "$ready" ]; then
-			break
-		fi
-		if kill -0 "$pid" 2>/dev/null; then
+		ready=0
+		wait_ready "$pid" 60 answers "$port" || ready=$?
+		[ "$ready" = 0 ] && break
+		if [ "$ready" = 2 ]; then
 			kill "$pid" 2>/dev/null || true
 			rm -rf "$dir"
 			die "versitygw (pid $pid) did not answer on 127.0.0.1:$port within 60 s"
@@ -169,28 +142,10 @@ start() {
 }
 
 stop() {
-	local pid="${VERSITYGW_PID:-}" dir="${VERSITYGW_DIR:-}" i
-	[ -n "$pid" ] || [ -n "$dir" ] || die "VERSITYGW_PID and VERSITYGW_DIR are unset: nothing to stop"
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		for i in $(seq 1 100); do # up to 10 s
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			log "pid $pid did not exit; sending SIGKILL"
-			kill -9 "$pid" 2>/dev/null || true
-		fi
-		log "stopped pid $pid"
-	fi
-	if [ -n "$dir" ]; then
-		if [ -f "$dir/$MARKER" ]; then
-			rm -rf "$dir"
-			log "removed $dir"
-		elif [ -e "$dir" ]; then
-			die "$dir was not created by versitygw.sh; not removing it"
-		fi
-	fi
+	[ -n "${VERSITYGW_PID:-}" ] || [ -n "${VERSITYGW_DIR:-}" ] || die "VERSITYGW_PID and VERSITYGW_DIR are unset: nothing to stop"
+	check_marked "${VERSITYGW_DIR:-}" "$MARKER"
+	stop_pid "${VERSITYGW_PID:-}" 10
+	remove_marked "${VERSITYGW_DIR:-}" "$MARKER"
 }
 
 case "${1:-}" in

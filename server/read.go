@@ -117,6 +117,9 @@ func readError(raw string, f *service.Failure) error {
 		}
 		return invalidURI(raw, reason)
 	}
+	if errors.Is(f, store.ErrSlowListing) {
+		return rpcError(jsonrpc.CodeInternalError, f.Message, nil) // names no backend detail
+	}
 	if errors.Is(f, context.Canceled) || errors.Is(f, context.DeadlineExceeded) {
 		return rpcError(jsonrpc.CodeInternalError, "Request canceled or timed out", nil)
 	}

@@ -66,6 +66,13 @@ func (s *Service) Unavailable(ctx context.Context, what string, err error) *Fail
 		f.cause = err
 		return f
 	}
+	if errors.Is(err, store.ErrSlowListing) {
+		// A directory-reading listing (docs/large-reports.md, "Listing"):
+		// the page failed at once rather than wait the deadline again.
+		f := Fail(KindUnavailable, "This list page was not served: the storage backend's listing is the bound here (listing these resources took longer than the backend's call deadline, so pages of it fail at once for a while instead of each waiting). Nothing was changed; retry the same call later, or list a narrower scheme or prefix with list_resources.")
+		f.cause = err
+		return f
+	}
 	f := Fail(KindUnavailable, "The storage backend is unavailable; nothing was changed. Retry the same call later.")
 	f.cause = err
 	return f

@@ -72,6 +72,11 @@ var (
 	// the same key (a driver that decides by read-then-write, S3); nothing
 	// was changed and the caller may try again.
 	ErrContended = errors.New("the object changed during every attempt; nothing was changed")
+	// ErrSlowListing: a List or ListPublic page was refused because the
+	// backend's listing of its prefix took longer than its call deadline
+	// (a service that reads a directory per listing, not an index); nothing
+	// changed, and the caller may retry later.
+	ErrSlowListing = errors.New("the storage backend's listing is the bound")
 )
 
 // Limits on key parts: those of the grammar package, which owns the rules

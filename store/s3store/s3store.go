@@ -680,7 +680,11 @@ func (s *Driver) fail(ctx context.Context, op string, what any, err error) error
 		return fmt.Errorf("s3store: %s %v: %w", op, what, cerr)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("s3store: %s %v: no answer from S3 within %v (store.s3.callTimeout): %v", op, what, s.timeout, err)
+		e := fmt.Errorf("s3store: %s %v: no answer from S3 within %v (store.s3.callTimeout): %v", op, what, s.timeout, err)
+		if errors.Is(err, store.ErrSlowListing) {
+			return slowListingError{e}
+		}
+		return e
 	}
 	return fmt.Errorf("s3store: %s %v: %w", op, what, err)
 }

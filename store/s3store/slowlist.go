@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/resourced/resourced/store"
 )
 
 // A service whose ListObjectsV2 reads a directory (versitygw's posix
@@ -37,9 +39,12 @@ type slowList struct {
 	since, until time.Time
 }
 
-// errSlowListing marks a list page refused because its prefix's listing
-// missed the deadline a moment ago.
-var errSlowListing = errors.New("the S3 service's listing is the bound")
+// slowListingError is a listing's deadline failure (whose chain Driver.fail
+// cuts, so the deadline is not taken for the caller's) that still is
+// store.ErrSlowListing.
+type slowListingError struct{ error }
+
+func (e slowListingError) Is(target error) bool { return target == store.ErrSlowListing }
 
 // check returns the error of a page of prefix while it is held.
 func (l *slowLists) check(prefix string, timeout time.Duration, now time.Time) error {
@@ -50,9 +55,9 @@ func (l *slowLists) check(prefix string, timeout time.Duration, now time.Time) e
 		delete(l.until, prefix)
 		return nil
 	}
-	return fmt.Errorf("%w: its ListObjectsV2 of this prefix took longer than %v (store.s3.callTimeout) at %s, so pages of it fail at once until %s; "+
+	return fmt.Errorf("%w: the S3 service's ListObjectsV2 of this prefix took longer than %v (store.s3.callTimeout) at %s, so pages of it fail at once until %s; "+
 		"a service that lists in O(page) (docs/s3.md), a narrower prefix, or bbolt avoids it",
-		errSlowListing, timeout, sl.since.UTC().Format(time.RFC3339), sl.until.UTC().Format(time.RFC3339))
+		store.ErrSlowListing, timeout, sl.since.UTC().Format(time.RFC3339), sl.until.UTC().Format(time.RFC3339))
 }
 
 // missed records that a listing of prefix missed the deadline at now.
@@ -85,7 +90,7 @@ func (s *Driver) listPage(ctx context.Context, prefix string, in *s3.ListObjects
 	out, err := s.listObjects(ctx, in)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		s.slow.missed(prefix, time.Now())
-		return nil, fmt.Errorf("%w (%w): pages of this prefix fail at once for %v", err, errSlowListing, slowListHold)
+		return nil, fmt.Errorf("%w (%w): pages of this prefix fail at once for %v", err, store.ErrSlowListing, slowListHold)
 	}
 	return out, err
 }

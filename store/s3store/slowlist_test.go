@@ -48,11 +48,11 @@ func TestSlowListingFailsFast(t *testing.T) {
 
 	slow.Store(true)
 	d, err := list("t1")
-	if err == nil || !strings.Contains(err.Error(), errSlowListing.Error()) || !strings.Contains(err.Error(), "callTimeout") || d < opts.CallTimeout {
+	if !errors.Is(err, store.ErrSlowListing) || !strings.Contains(err.Error(), "callTimeout") || d < opts.CallTimeout {
 		t.Fatalf("List on a listing that misses the deadline = %v after %v, want the deadline's failure naming the bound", err, d)
 	}
 	d, err = list("t1")
-	if !errors.Is(err, errSlowListing) || d > opts.CallTimeout/2 {
+	if !errors.Is(err, store.ErrSlowListing) || d > opts.CallTimeout/2 {
 		t.Fatalf("the next List of the prefix = %v after %v, want to fail at once", err, d)
 	}
 	t.Logf("held: %v (after %v)", err, d)
@@ -67,7 +67,7 @@ func TestSlowListingFailsFast(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errSlowListing) || time.Now().After(deadline) {
+		if !errors.Is(err, store.ErrSlowListing) || time.Now().After(deadline) {
 			t.Fatalf("List after the listing recovered = %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
