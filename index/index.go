@@ -143,6 +143,20 @@ type Page struct {
 	Estimate bool
 	// Next is the cursor of the next page; "" on the last.
 	Next string
+
+	tenant string // what NextAt's cursors are bound to
+	q      Query
+	offset int
+}
+
+// NextAt is the cursor of a page that goes on at Hits[i]: for a caller
+// that shows only the first i hits (a page cut to a byte budget). i ==
+// len(Hits) is Next; i is at least 1 (a page shows a hit).
+func (p *Page) NextAt(i int) string {
+	if i >= len(p.Hits) {
+		return p.Next
+	}
+	return encodeCursor(p.tenant, p.q, p.offset+i)
 }
 
 // Query selects and ranks documents. Every set field must hold.
@@ -328,7 +342,8 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Page, error
 	if len(hits) > p.Limit {
 		hits = hits[:p.Limit]
 	}
-	page := Page{Hits: hits, Total: total, Estimate: estimate}
+	q.Cursor = ""
+	page := Page{Hits: hits, Total: total, Estimate: estimate, tenant: tenant, q: q, offset: p.Offset}
 	for i := range page.Hits {
 		h := &page.Hits[i]
 		h.Snippet, h.Lines = Snippet(h.Title, h.Text, p)

@@ -50,9 +50,10 @@ var allowed = map[string][]string{
 	"server/internal/members":  {},
 	"server/internal/envelope": {"internal/jsonwire", "server/internal/mcptool", "service"},
 	"server/internal/notify":   {"auth", "server/internal/mcptool", "service", "store"},
+	"server/internal/fulltext": {"auth", "server/internal/mcptool", "service", "store", "toolapi"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "index", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/links", "server/internal/members", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "index", "internal/jsonwire", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/fulltext", "server/internal/links", "server/internal/members", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "service", "store"},
