@@ -301,7 +301,7 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	case o.op == "list":
 		load, res.Target = &listOp{m: m, prefix: o.prefix, keys: o.keys}, "list_resources "+o.prefix+"/<random>"
 	case o.op == "search":
-		load, res.Target = &searchOp{m: m, prefix: o.prefix, keys: o.keys}, "search_resources "+o.prefix+"/ d<random> | g<random>"
+		load, res.Target = &searchOp{m: m, keys: o.keys}, "search_resources d<random> | g<random>"
 	default:
 		u := o.uri
 		if u == "" && o.keys > 0 {

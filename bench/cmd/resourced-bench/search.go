@@ -42,11 +42,11 @@ func (o *searchDocOp) tool() bool { return true }
 
 // searchOp is one search_resources call: by turns a word of one report
 // among keys (one hit), and a group's word (keys/searchGroups hits, a
-// page of 10 ranked, the total counted up to 10 000).
+// page of 10 ranked, the total counted up to 10 000). No filter: the
+// tenant holds the prepared reports only.
 type searchOp struct {
-	m      *mcpRequest
-	prefix string
-	keys   int
+	m    *mcpRequest
+	keys int
 }
 
 func (o *searchOp) next(w *worker, b []byte) ([]byte, string, string) {
@@ -58,9 +58,7 @@ func (o *searchOp) next(w *worker, b []byte) ([]byte, string, string) {
 		args = append(args, 'g')
 		args = strconv.AppendInt(args, int64(w.rng.IntN(searchGroups)), 10)
 	}
-	args = append(args, `","prefix":"`...)
-	args = append(args, o.prefix...)
-	args = append(args, `/"}`...)
+	args = append(args, `"}`...)
 	return o.m.appendCall(b, w.nextID(), "search_resources", args), "tools/call", "search_resources"
 }
 
