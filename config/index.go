@@ -12,6 +12,9 @@ type Index struct {
 	// MaxIndexBytes bounds the text indexed of one body (default 1MiB);
 	// a body past it is found by its first MaxIndexBytes and metadata.
 	MaxIndexBytes *Size `yaml:"maxIndexBytes"`
+	// MaxPageBytes bounds a page of search hits: the JSON of its content
+	// (and of its structuredContent). Default 8KiB, at least 4KiB.
+	MaxPageBytes *Size `yaml:"maxPageBytes"`
 	// Path of the bleve index directory. Default: <dataDir>/index.bleve
 	Path     string        `yaml:"path"`
 	Postgres IndexPostgres `yaml:"postgres"`
@@ -61,11 +64,23 @@ func (c *Config) MaxIndexBytes() int {
 	return int(*c.Index.MaxIndexBytes)
 }
 
+// MaxPageBytes is index.maxPageBytes, default applied.
+func (c *Config) MaxPageBytes() int {
+	if c.Index.MaxPageBytes == nil {
+		return 8 << 10
+	}
+	return int(*c.Index.MaxPageBytes)
+}
+
 // applyIndexDefaults fills in what configs/resourced.example.yaml shows.
 func (c *Config) applyIndexDefaults() {
 	if c.Index.MaxIndexBytes == nil {
 		m := Size(1 << 20)
 		c.Index.MaxIndexBytes = &m
+	}
+	if c.Index.MaxPageBytes == nil {
+		m := Size(8 << 10)
+		c.Index.MaxPageBytes = &m
 	}
 	if c.Index.Postgres.Table == "" {
 		c.Index.Postgres.Table = "resourced_index"
@@ -87,5 +102,9 @@ func (c *Config) validateIndex(p *problems) {
 	}
 	if m := c.Index.MaxIndexBytes; m != nil && (*m < 1024 || *m > 64<<20) {
 		p.bad("index.maxIndexBytes", "want 1KiB to 64MiB, got %d", *m)
+	}
+	// 4KiB: a page of one hit at its shortest fits (fulltext.MinPageBytes).
+	if m := c.Index.MaxPageBytes; m != nil && (*m < 4<<10 || *m > 1<<20) {
+		p.bad("index.maxPageBytes", "want 4KiB to 1MiB, got %d", *m)
 	}
 }

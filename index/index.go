@@ -68,6 +68,11 @@ const (
 	// MaxTotal is the most hits a driver counts exactly; past it Total
 	// is MaxTotal and Estimate is true.
 	MaxTotal = 10000
+	// MaxTitleBytes and MaxLabelBytes bound what Put keeps of a
+	// document's title and of its labels together: with MaxTextBytes,
+	// the bound on what one document brings to the index
+	// (docs/decisions.md, "Index bytes").
+	MaxTitleBytes, MaxLabelBytes = 4096, 4096
 )
 
 // Ref names one indexed resource: the store key's parts.
@@ -143,6 +148,20 @@ type Page struct {
 	Estimate bool
 	// Next is the cursor of the next page; "" on the last.
 	Next string
+
+	tenant string // what NextAt's cursors are bound to
+	q      Query
+	offset int
+}
+
+// NextAt is the cursor of a page that goes on at Hits[i]: for a caller
+// that shows only the first i hits (a page cut to a byte budget). i ==
+// len(Hits) is Next; i is at least 1 (a page shows a hit).
+func (p *Page) NextAt(i int) string {
+	if i >= len(p.Hits) {
+		return p.Next
+	}
+	return encodeCursor(p.tenant, p.q, p.offset+i)
 }
 
 // Query selects and ranks documents. Every set field must hold.
@@ -266,8 +285,9 @@ func (x *Index) enter(ctx context.Context) error {
 func (x *Index) leave() { x.mu.RUnlock() }
 
 // Put indexes doc, replacing the document at its Ref. Text past
-// MaxTextBytes is cut at a character boundary; times are kept to the
-// millisecond in UTC.
+// MaxTextBytes, a title past MaxTitleBytes and labels past MaxLabelBytes
+// are cut at a character boundary; times are kept to the millisecond in
+// UTC.
 func (x *Index) Put(ctx context.Context, doc *Document) error {
 	if err := doc.Ref.check(); err != nil {
 		return fmt.Errorf("index: put: %w", err)
@@ -281,7 +301,8 @@ func (x *Index) Put(ctx context.Context, doc *Document) error {
 	defer x.leave()
 	d := *doc
 	d.Text = cutUTF8(d.Text, x.opts.MaxTextBytes)
-	d.Title = cutUTF8(d.Title, 4096)
+	d.Title = cutUTF8(d.Title, MaxTitleBytes)
+	d.Labels = cutLabels(d.Labels, MaxLabelBytes)
 	d.MediaType = strings.ToLower(d.MediaType)
 	d.Created = msUTC(d.Created)
 	d.Expires = msUTC(d.Expires)
@@ -328,7 +349,8 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Page, error
 	if len(hits) > p.Limit {
 		hits = hits[:p.Limit]
 	}
-	page := Page{Hits: hits, Total: total, Estimate: estimate}
+	q.Cursor = ""
+	page := Page{Hits: hits, Total: total, Estimate: estimate, tenant: tenant, q: q, offset: p.Offset}
 	for i := range page.Hits {
 		h := &page.Hits[i]
 		h.Snippet, h.Lines = Snippet(h.Title, h.Text, p)
@@ -481,6 +503,21 @@ func (x *Index) Close() error {
 	}
 	x.closed = true
 	return x.d.Close()
+}
+
+// cutLabels keeps labels in order while their bytes stay within max, the
+// last one kept cut at a character boundary.
+func cutLabels(labels []string, max int) []string {
+	var out []string
+	for _, l := range labels {
+		if max <= 0 {
+			break
+		}
+		l = cutUTF8(l, max)
+		max -= len(l)
+		out = append(out, l)
+	}
+	return out
 }
 
 // MediaBase is a media type without its parameters, lower-cased: what

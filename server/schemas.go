@@ -101,5 +101,5 @@ func (s *Server) toolDefs() []toolDef {
 			},
 		},
 		s.readResourceToolDef(lim),
-	}, append(s.searchToolDefs(lim), s.indexToolDefs(lim)...)...)
+	}, append(s.searchToolDefs(lim), roomTools(s.fulltext.Tools(s.svc, lim, s.limits.MaxReadChars))...)...)
 }

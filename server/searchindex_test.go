@@ -2,15 +2,21 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/resourced/resourced/index"
 	"github.com/resourced/resourced/index/memindex"
 	"github.com/resourced/resourced/mcpschema"
+	"github.com/resourced/resourced/server/internal/fulltext"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/store/memstore"
+	"github.com/resourced/resourced/toolapi"
 )
 
 // TestIndexToolSchemas: search_resources, search and fetch have portable
@@ -101,4 +107,120 @@ func TestReadyzSaysTheIndexIsLocal(t *testing.T) {
 	if rec.Code != 200 || rec.Body.String() != "ready\nsearch index: local to this instance\n" {
 		t.Errorf("/readyz = %d %q", rec.Code, rec.Body.String())
 	}
+}
+
+// TestSearchPageFitsBudget: pages of hits with the longest titles,
+// descriptions, paths and snippets a save allows (every character one
+// JSON escapes) fit the page budget, content and structuredContent both,
+// and the cursors of the cut pages find every hit exactly once; short
+// hits are not cut.
+func TestSearchPageFitsBudget(t *testing.T) {
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	st := memstore.New(memstore.Options{Now: now})
+	x := index.New(memindex.New(), index.Options{Now: now})
+	serve := func(pageBytes int) *linkEnv {
+		s, err := New(Options{
+			Store: st, Index: x, DeepResearch: true, IndexPageBytes: pageBytes, BaseURL: "http://links.test", Auth: tenantAuth{}, Now: now,
+			Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: 168 * time.Hour, MaxRetention: 8760 * time.Hour, MaxBytes: 1 << 20}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(s)
+		t.Cleanup(hs.Close)
+		return &linkEnv{clock: &clock, st: st, s: s, url: hs.URL}
+	}
+	e := serve(0)
+	long := map[string]bool{}
+	for i := range 12 {
+		path := fmt.Sprintf("long/%s/%02d", strings.Repeat("p", 500), i)
+		args, _ := json.Marshal(map[string]any{"path": path, "mimeType": "text/plain",
+			"title":       strings.Repeat("<", 512),
+			"description": strings.Repeat("&", 4096),
+			"text":        strings.Repeat("<", 150) + " needle " + strings.Repeat(">", 300) + "\nneedle again\n"})
+		if res, rerr := e.callRaw(t, "save_report", args); rerr != nil || res["isError"] == true {
+			t.Fatalf("save_report: %v %v", res, rerr)
+		}
+		long["report://t1/"+path] = true
+	}
+	for i := range 10 {
+		args, _ := json.Marshal(map[string]any{"path": fmt.Sprintf("short/%d", i), "mimeType": "text/plain",
+			"title": "Weekly audit", "description": "An audit report", "text": "the haystack of week " + fmt.Sprint(i)})
+		if res, rerr := e.callRaw(t, "save_report", args); rerr != nil || res["isError"] == true {
+			t.Fatalf("save_report: %v %v", res, rerr)
+		}
+	}
+	for _, budget := range []int{fulltext.DefaultPageBytes, fulltext.MinPageBytes} {
+		e := serve(budget)
+		if budget == fulltext.DefaultPageBytes {
+			e = serve(0)
+		}
+		seen := map[string]bool{}
+		cursor := ""
+		for pages := 0; ; pages++ {
+			if pages > len(long) {
+				t.Fatalf("budget %d: more pages than hits", budget)
+			}
+			args, _ := json.Marshal(map[string]any{"query": "needle", "limit": 50, "cursor": cursor})
+			content, structured := rawToolResult(t, e, "search_resources", args)
+			if len(content) > budget || len(structured) > budget {
+				t.Errorf("budget %d: a page of %d content bytes, %d structuredContent bytes", budget, len(content), len(structured))
+			}
+			var v toolapi.SearchResourcesResult
+			if err := json.Unmarshal(structured, &v); err != nil || len(v.Hits) == 0 {
+				t.Fatalf("budget %d: page %s (%v)", budget, structured, err)
+			}
+			for _, h := range v.Hits {
+				if seen[h.URI] || !long[h.URI] {
+					t.Errorf("budget %d: hit %s again or unknown", budget, h.URI)
+				}
+				seen[h.URI] = true
+			}
+			if cursor = v.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != len(long) {
+			t.Errorf("budget %d: the pages found %d of %d hits", budget, len(seen), len(long))
+		}
+		content, structured := rawToolResult(t, e, "search", []byte(`{"query":"needle"}`))
+		if len(content) > budget || len(structured) > budget {
+			t.Errorf("budget %d: search answered %d content bytes, %d structuredContent bytes", budget, len(content), len(structured))
+		}
+	}
+	// Ten short hits fit one page whole.
+	_, structured := rawToolResult(t, e, "search_resources", []byte(`{"query":"haystack"}`))
+	var v toolapi.SearchResourcesResult
+	if err := json.Unmarshal(structured, &v); err != nil || len(v.Hits) != 10 || v.NextCursor != "" {
+		t.Errorf("ten short hits: %d hits, nextCursor %q (%v)", len(v.Hits), v.NextCursor, err)
+	}
+}
+
+// rawToolResult calls tool and returns its result's content and
+// structuredContent as they came over the wire.
+func rawToolResult(t *testing.T, e *linkEnv, tool string, args []byte) (content, structured []byte) {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args)
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var env struct {
+		Result struct {
+			Content           json.RawMessage `json:"content"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+			IsError           bool            `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil || env.Result.IsError {
+		t.Fatalf("%s(%s): %s", tool, args, b)
+	}
+	return env.Result.Content, env.Result.StructuredContent
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/resourced/resourced/server/hostrun"
 	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/formcache"
+	"github.com/resourced/resourced/server/internal/fulltext"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/server/internal/notify"
@@ -61,8 +62,11 @@ type Options struct {
 	// Index is the search index (search_resources); nil: none.
 	Index *index.Index
 	// DeepResearch adds the search and fetch tools over Index
-	// (server/searchindex.go).
+	// (server/internal/fulltext).
 	DeepResearch bool
+	// IndexPageBytes is a page of search hits' byte budget (0:
+	// fulltext.DefaultPageBytes, 8 KiB).
+	IndexPageBytes int
 	// IndexNote is a line /readyz adds after "ready" about the index (a
 	// bleve index on S3 serves this instance only); "": none.
 	IndexNote string
@@ -146,10 +150,9 @@ type Server struct {
 	svc     *service.Service
 	svcOpts service.Options // what svc was built with
 	maxBody int64
-	deep    bool // the search and fetch tools (Options.DeepResearch)
-	// indexSwept counts the index entries the sweep removed (searchindex.go).
-	indexSwept prometheus.Counter
-	indexNote  string // Options.IndexNote
+	// fulltext is the search index's tools, counters and sweep (nil:
+	// no index).
+	fulltext *fulltext.Room
 
 	baseURL string
 	// origin and bearer are the HTTP stages of server/internal/edge.
@@ -262,8 +265,9 @@ func New(opts Options) (*Server, error) {
 		},
 	}
 	if opts.Index != nil {
-		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.indexFailures()
-		s.deep, s.indexSwept, s.indexNote = opts.DeepResearch, s.indexSweptCounter(), opts.IndexNote
+		s.fulltext = fulltext.New(fulltext.Options{Metrics: s.metrics.reg, Log: s.log, DeepResearch: opts.DeepResearch,
+			Note: opts.IndexNote, PageBytes: opts.IndexPageBytes})
+		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.fulltext.Failed
 	}
 	svc, err := service.New(s.svcOpts)
 	if err != nil {
@@ -452,8 +456,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	} else {
 		fmt.Fprintln(w, "ready")
 	}
-	if s.indexNote != "" {
-		fmt.Fprintln(w, s.indexNote)
+	if note := s.fulltext.Note(); note != "" {
+		fmt.Fprintln(w, note)
 	}
 }
 

@@ -12,13 +12,7 @@ import (
 // their storage and quota.
 func (s *Server) sweep(ctx context.Context) {
 	s.sweepStore(ctx)
-	swept, left := s.svc.MaintainIndex(ctx)
-	if swept > 0 {
-		s.indexSwept.Add(float64(swept))
-	}
-	if left > 0 {
-		s.log.Warn("search index updates still failing", "pending", left)
-	}
+	s.fulltext.Maintain(ctx, s.svc)
 }
 
 func (s *Server) sweepStore(ctx context.Context) {

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/fulltext"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -137,4 +138,21 @@ func (s *Server) withDownloadURL(v *toolapi.Metadata, m *store.Meta, p auth.Prin
 		return
 	}
 	v.DownloadLink = s.links.Link(m, p.Tenant, ttl)
+}
+
+// roomTools are a room's tools (server/internal/fulltext) as toolDefs.
+func roomTools(ts []fulltext.Tool) []toolDef {
+	defs := make([]toolDef, 0, len(ts))
+	for _, t := range ts {
+		call := t.Call
+		defs = append(defs, toolDef{tool: t.Tool, scope: t.Scope,
+			fn: func(ctx context.Context, p auth.Principal, raw json.RawMessage) (*toolValue, *service.Failure) {
+				v, links, f := call(ctx, p, raw)
+				if f != nil {
+					return nil, f
+				}
+				return &toolValue{value: v, links: links}, nil
+			}})
+	}
+	return defs
 }

@@ -192,13 +192,42 @@ func (s *Service) retryIndex(ctx context.Context) int {
 	return left
 }
 
+// SearchPage is one page of search_resources: its value, the metadata of
+// each hit (for its resource_link), and where a shorter page goes on.
+type SearchPage struct {
+	Value *toolapi.SearchResourcesResult
+	Items []*store.Meta // Items[i] is Value.Hits[i]'s
+	page  index.Page
+	at    []int // at[i]: the position of Value.Hits[i] in page.Hits
+}
+
+// NextAt is the nextCursor of this page cut to its first n (at least 1)
+// hits: it goes on at the first hit left out.
+func (p *SearchPage) NextAt(n int) string {
+	if n < 1 || n >= len(p.Value.Hits) {
+		return p.Value.NextCursor
+	}
+	return p.page.NextAt(p.at[n])
+}
+
+// Cut keeps the first n (at least 1) hits and makes the next page go on
+// at the first hit left out (NextAt): what a renderer does to fit a byte
+// budget.
+func (p *SearchPage) Cut(n int) {
+	if n < 1 || n >= len(p.Value.Hits) {
+		return
+	}
+	p.Value.NextCursor = p.NextAt(n)
+	p.Value.Hits, p.Items, p.at = p.Value.Hits[:n], p.Items[:n], p.at[:n]
+}
+
 // SearchResources is search_resources: the caller's resources (listed or
 // not) and the public listed ones of every tenant that match a, ranked.
 // Every hit is checked against the store with the one read decision
 // (Stat) before it is shown, so an index that lags the store shows no
 // resource the caller cannot read; such a hit is dropped and its entry
 // repaired.
-func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi.SearchResourcesArgs) (*toolapi.SearchResourcesResult, *Failure) {
+func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi.SearchResourcesArgs) (*SearchPage, *Failure) {
 	if s.idx == nil {
 		return nil, Fail(KindUnavailable, "search is not configured on this server (index.backend: off)")
 	}
@@ -233,7 +262,8 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 		return nil, s.searchFailure(ctx, err)
 	}
 	v := &toolapi.SearchResourcesResult{Status: "ok", Hits: []toolapi.SearchHit{}, Total: page.Total, Estimate: page.Estimate, NextCursor: page.Next}
-	for _, h := range page.Hits {
+	out := &SearchPage{Value: v, Items: []*store.Meta{}, page: page}
+	for i, h := range page.Hits {
 		m, f := s.Stat(ctx, tenant, h.URI())
 		if f != nil || m.SHA256 != h.SHA256 {
 			if f == nil || f.ErrorKind == KindNotFound {
@@ -251,11 +281,13 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 			hit.ExpiresAt = jsonwire.FormatTime(m.Expires)
 		}
 		v.Hits = append(v.Hits, hit)
+		out.Items = append(out.Items, &m)
+		out.at = append(out.at, i)
 	}
 	if len(v.Hits) > 0 {
 		v.HowToRead = "Read a hit with resources/read of its uri, or with read_resource (startLine: one of its lines) or grep_resource for the matching lines."
 	}
-	return v, nil
+	return out, nil
 }
 
 // searchFailure maps an index error to the failure a caller sees.

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/resourced/resourced/index"
@@ -15,6 +17,38 @@ import (
 // whose entry holds another version (another sha256) is changed. An
 // expired object that is not swept yet is neither: its entry may be there
 // or not until the sweep removes both.
+
+// repairWorkers is how many objects CheckIndex indexes at once: a driver
+// that commits in groups (bleveindex) writes them in one batch.
+const repairWorkers = 16
+
+// putAll indexes keys from st on repairWorkers goroutines and returns how
+// many it indexed, stopping at the first failure.
+func putAll(ctx context.Context, st store.Backend, x *index.Index, keys []store.Key) (int, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		next, done atomic.Int64
+		wg         sync.WaitGroup
+	)
+	for range min(repairWorkers, len(keys)) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(len(keys)) {
+					return
+				}
+				if err := syncEntry(ctx, st, x, keys[i]); err != nil {
+					cancel(fmt.Errorf("indexing %s: %w", keys[i], err))
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(done.Load()), context.Cause(ctx)
+}
 
 // maxExamples bounds the URIs an IndexReport names of each kind.
 const maxExamples = 10
@@ -47,7 +81,8 @@ type CheckIndexOptions struct {
 // CheckIndex compares x with the objects walk reports of st (every stored
 // object, expired or not, as boltstore's Walk does) and, as o says,
 // repairs x from st. Each object put is read again from st
-// (syncEntry), so a walk's metadata never reaches the index alone.
+// (syncEntry), so a walk's metadata never reaches the index alone; st's
+// View is called from several goroutines at once.
 func CheckIndex(ctx context.Context, st store.Backend, x *index.Index, walk func(ctx context.Context, fn func(m *store.Meta) error) error, o CheckIndexOptions) (*IndexReport, error) {
 	now := o.Now
 	if now.IsZero() {
@@ -100,11 +135,10 @@ func CheckIndex(ctx context.Context, st store.Backend, x *index.Index, walk func
 	if !o.Repair && !o.Rebuild {
 		return rep, nil
 	}
-	for _, k := range put {
-		if err := syncEntry(ctx, st, x, k); err != nil {
-			return rep, fmt.Errorf("indexing %s: %w", k, err)
-		}
-		rep.Indexed++
+	n, err := putAll(ctx, st, x, put)
+	rep.Indexed = n
+	if err != nil {
+		return rep, err
 	}
 	for ref := range entries {
 		if err := x.Delete(ctx, ref); err != nil {

@@ -28,7 +28,7 @@ const deepSearchLimit = 20
 func (s *Service) DeepSearch(ctx context.Context, tenant string, a *toolapi.DeepSearchArgs) (*toolapi.DeepSearchResult, *Failure) {
 	limit := deepSearchLimit
 	r, f := s.SearchResources(ctx, tenant, &toolapi.SearchResourcesArgs{Query: a.Query, Limit: &limit})
-	if f == nil && len(r.Hits) == 0 || f != nil && f.ErrorKind == KindValidation {
+	if f == nil && len(r.Value.Hits) == 0 || f != nil && f.ErrorKind == KindValidation {
 		if words := anyWords(a.Query); words != "" && words != a.Query {
 			if r2, f2 := s.SearchResources(ctx, tenant, &toolapi.SearchResourcesArgs{Query: words, Limit: &limit}); f2 == nil {
 				r, f = r2, nil
@@ -40,8 +40,8 @@ func (s *Service) DeepSearch(ctx context.Context, tenant string, a *toolapi.Deep
 	if f != nil {
 		return nil, f
 	}
-	v := &toolapi.DeepSearchResult{Results: make([]toolapi.DeepSearchHit, 0, len(r.Hits))}
-	for _, h := range r.Hits {
+	v := &toolapi.DeepSearchResult{Results: make([]toolapi.DeepSearchHit, 0, len(r.Value.Hits))}
+	for _, h := range r.Value.Hits {
 		title := h.Title
 		if title == "" {
 			title = h.URI[strings.Index(h.URI, "://")+3:]

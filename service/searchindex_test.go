@@ -40,7 +40,7 @@ func searchURIs(t *testing.T, svc *Service, tenant string, a toolapi.SearchResou
 		t.Fatalf("SearchResources(%q, %+v): %v", tenant, a, f)
 	}
 	var out []string
-	for _, h := range r.Hits {
+	for _, h := range r.Value.Hits {
 		out = append(out, h.URI)
 	}
 	slices.Sort(out)

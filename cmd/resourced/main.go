@@ -509,7 +509,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		defer idx.Close()
 	}
 	srv, err := server.New(server.Options{
-		Store: st, Index: idx, DeepResearch: cfg.Index.DeepResearch, IndexNote: indexNote(cfg), Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
+		Store: st, Index: idx, DeepResearch: cfg.Index.DeepResearch, IndexPageBytes: cfg.MaxPageBytes(), IndexNote: indexNote(cfg), Schemes: schemes(cfg), Auth: authn, Logger: log, Version: version, Metrics: metrics,
 		BaseURL:              cfg.CanonicalBaseURL(),
 		AuthorizationServers: cfg.Auth.AuthorizationServers,
 		AllowedOrigins:       cfg.Auth.AllowedOrigins,

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/service"
@@ -72,16 +73,21 @@ type indexingProgress struct {
 	store.Backend
 	walked  *int64
 	p       *progress
+	mu      sync.Mutex // CheckIndex reads from several goroutines
 	started bool
 }
 
 func (s *indexingProgress) View(ctx context.Context, k store.Key, fn func(m *store.Meta, encoded, body []byte) error) error {
+	s.mu.Lock()
 	if !s.started {
 		s.started = true
 		s.p.begin("indexing", unitObjects, *s.walked)
 	}
+	s.mu.Unlock()
 	err := s.Backend.View(ctx, k, fn)
+	s.mu.Lock()
 	s.p.add(1)
+	s.mu.Unlock()
 	return err
 }
 

@@ -20,6 +20,13 @@
 //
 // Durability: scorch's Batch returns once the segment is persisted
 // (unsafe_batch is off), so an acknowledged Put survives kill -9.
+//
+// Group commit: Puts and Deletes are queued and one writer goroutine,
+// started when the queue fills and ending when it is empty, writes all
+// that is queued (up to maxBatch) in one bleve Batch, answers them, and
+// takes the next at once: one persisted segment per batch, not per
+// document, with no timer. Of two writes of one document in a batch the
+// later wins (the service serializes them anyway).
 package bleveindex
 
 import (
@@ -28,7 +35,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -50,9 +59,68 @@ var layoutKey = []byte("resourced-layout")
 // never is the expiry of a document that does not expire.
 const never = float64(1 << 53)
 
+// maxBatch bounds the writes of one bleve Batch.
+const maxBatch = 1000
+
 // Driver is a bleve index; safe for concurrent use.
 type Driver struct {
 	bi bleve.Index
+
+	mu    sync.Mutex
+	queue []*write
+	busy  bool // a writer goroutine runs
+}
+
+// write is one queued Put (fields) or Delete (fields nil).
+type write struct {
+	id     string
+	fields map[string]any
+	done   chan error // buffered
+}
+
+// commit queues w and waits for the batch that writes it.
+func (d *Driver) commit(w *write) error {
+	w.done = make(chan error, 1)
+	d.mu.Lock()
+	d.queue = append(d.queue, w)
+	if !d.busy {
+		d.busy = true
+		go d.writer()
+	}
+	d.mu.Unlock()
+	return <-w.done
+}
+
+// writer writes the queue in batches until it is empty.
+func (d *Driver) writer() {
+	for {
+		d.mu.Lock()
+		n := min(len(d.queue), maxBatch)
+		if n == 0 {
+			d.busy = false
+			d.mu.Unlock()
+			return
+		}
+		batch := d.queue[:n:n]
+		d.queue = d.queue[n:]
+		d.mu.Unlock()
+		b := d.bi.NewBatch()
+		var failed []*write
+		for _, w := range batch {
+			if w.fields == nil {
+				b.Delete(w.id)
+			} else if err := b.Index(w.id, w.fields); err != nil {
+				w.done <- err
+				failed = append(failed, w)
+			}
+		}
+		err := d.bi.Batch(b)
+		for _, w := range batch {
+			if !slices.Contains(failed, w) {
+				w.done <- err
+			}
+		}
+	}
 }
 
 var _ index.Driver = (*Driver)(nil)
@@ -148,7 +216,7 @@ func (d *Driver) Put(ctx context.Context, doc *index.Document) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.bi.Index(doc.URI(), fields)
+	return d.commit(&write{id: doc.URI(), fields: fields})
 }
 
 // Delete implements index.Driver.
@@ -156,7 +224,7 @@ func (d *Driver) Delete(ctx context.Context, r index.Ref) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.bi.Delete(r.URI())
+	return d.commit(&write{id: r.URI()})
 }
 
 func term(field, t string) query.Query {

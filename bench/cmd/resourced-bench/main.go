@@ -72,6 +72,7 @@ type options struct {
 	quietWait            time.Duration
 	retries              int
 	s3                   s3Direct
+	vs, indexDir         string
 }
 
 func main() {
@@ -90,7 +91,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.url, "url", "http://127.0.0.1:8765/mcp", "MCP endpoint")
 	fs.StringVar(&o.token, "token", os.Getenv("RESOURCED_TOKEN"), "bearer token (default $RESOURCED_TOKEN); empty sends none (auth: none)")
 	fs.StringVar(&o.protocol, "protocol", v2026, "protocol version: "+v2026+" or "+v2025)
-	fs.StringVar(&o.op, "op", "read", "read (resources/read), save (tools/call of -tool) or list (list_resources pages at random places among -prepare/-keys reports)")
+	fs.StringVar(&o.op, "op", "read", "read (resources/read), save (tools/call of -tool), list (list_resources pages at random places among -prepare/-keys reports) or search (search_resources of a word of one report or of 1 in 100, among -prepare/-keys reports)")
+	fs.StringVar(&o.vs, "vs", "", "also load this second server's MCP endpoint with the same requests, alternated in -slice slices, and report the ratio (e.g. the same configuration with index.backend: off)")
+	fs.StringVar(&o.indexDir, "index-dir", "", "with -prepare: report the bytes of this directory (the server's index) per byte prepared")
 	fs.StringVar(&o.uri, "uri", "", "read: URI to read; with -keys, \"{i}\" is replaced by a random index. Default: save one report of -size first and read it")
 	fs.StringVar(&size, "size", "1KiB", "body size of saved resources (B, KiB, MiB)")
 	fs.StringVar(&o.mime, "mime", "text/markdown", "media type of saved reports (a textual type reads back as text, others as base64 blob)")
@@ -143,8 +146,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.c < 1:
 		return nil, errors.New("-c must be at least 1")
-	case o.op != "read" && o.op != "save" && o.op != "list":
-		return nil, fmt.Errorf("-op %q: want read, save or list", o.op)
+	case o.op != "read" && o.op != "save" && o.op != "list" && o.op != "search":
+		return nil, fmt.Errorf("-op %q: want read, save, list or search", o.op)
 	case o.tool != "save_search_snapshot" && o.tool != "save_report":
 		return nil, fmt.Errorf("-tool %q: want save_search_snapshot or save_report", o.tool)
 	case o.prepareFrom > o.prepare:
@@ -155,7 +158,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.prepareC == 0 {
 		o.prepareC = o.c
 	}
-	if o.keys == 0 && o.prepare > 0 && (o.op == "read" || o.op == "list") && o.uri == "" {
+	if o.keys == 0 && o.prepare > 0 && (o.op == "read" || o.op == "list" || o.op == "search") && o.uri == "" {
 		o.keys = o.prepare
 	}
 	if o.prefix == "" {
@@ -195,6 +198,10 @@ type Result struct {
 	// InFlightMiB is concurrency × body size, the bytes a server must hold
 	// at least once per request in flight; RSS.PeakMiB is compared to it.
 	InFlightMiB float64 `json:"inFlightMiB,omitempty"`
+	// IndexBytes is the size of -index-dir after -prepare and the load,
+	// IndexPerStored that over the bytes prepared.
+	IndexBytes     int64   `json:"indexBytes,omitempty"`
+	IndexPerStored float64 `json:"indexPerStored,omitempty"`
 	// With -quiet: how long the tool waited for a quiet machine, and the
 	// cores other processes used just before the load started.
 	QuietWaitSeconds float64 `json:"quietWaitSeconds,omitempty"`
@@ -274,7 +281,11 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if o.prepare > 0 {
 		fmt.Fprintf(stderr, "preparing %s://%s/%s/{%d..%d} (%d bytes each) with %d clients\n",
 			o.scheme, o.tenant, o.prefix, o.prepareFrom, o.prepare-1, o.size, o.prepareC)
-		p, err := prepare(server, m, newSaveReportOp(m, o.prefix, o.mime, text, true), o.prepareFrom, o.prepare, o.prepareC, stderr)
+		var save op = newSaveReportOp(m, o.prefix, o.mime, text, true)
+		if o.op == "search" {
+			save = &searchDocOp{m: m, prefix: o.prefix, mime: o.mime, text: text}
+		}
+		p, err := prepare(server, m, save, o.prepareFrom, o.prepare, o.prepareC, stderr)
 		res.Prepare = p
 		if err != nil {
 			return 1, err
@@ -289,6 +300,8 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		load, res.Target = &saveSnapshotOp{m: m, args: snapshotArgs(o.size)}, "save_search_snapshot"
 	case o.op == "list":
 		load, res.Target = &listOp{m: m, prefix: o.prefix, keys: o.keys}, "list_resources "+o.prefix+"/<random>"
+	case o.op == "search":
+		load, res.Target = &searchOp{m: m, keys: o.keys}, "search_resources d<random> | g<random>"
 	default:
 		u := o.uri
 		if u == "" && o.keys > 0 {
@@ -316,6 +329,12 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	res.ResponseBytes = len(first.body)
 	targets := []*target{server}
 	switch {
+	case o.vs != "":
+		t := newTarget("vs", o.vs, o.c, o.timeout)
+		if x := newWorkers(1)[0].do(t, m, load); x.err != "" {
+			return 1, fmt.Errorf("first request to -vs %s failed: %s", o.vs, x.err)
+		}
+		targets = append(targets, t)
 	case o.s3.endpoint != "" && o.op == "save":
 		put, err := o.s3.putter()
 		if err != nil {
@@ -412,6 +431,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 			res.Ratio = s.PerSecond / c.PerSecond
 		}
 	}
+	if o.indexDir != "" {
+		indexSize(o, res, stderr)
+	}
 	return finish(o, res, stdout)
 }
 
@@ -443,7 +465,7 @@ type PrepareResult struct {
 }
 
 // prepare saves indexes [from, to) with c clients, printing progress.
-func prepare(t *target, m *mcpRequest, o *saveReportOp, from, to, c int, stderr io.Writer) (*PrepareResult, error) {
+func prepare(t *target, m *mcpRequest, o op, from, to, c int, stderr io.Writer) (*PrepareResult, error) {
 	var next, saved, failed atomic.Int64
 	next.Store(int64(from))
 	var firstErr atomic.Value
@@ -532,6 +554,9 @@ func printText(w io.Writer, r *Result) {
 	}
 	if p := r.Prepare; p != nil {
 		fmt.Fprintf(w, "prepare  %d saved [%d, %d) in %.1fs: %.1f saves/s, %d errors\n", p.Saved, p.From, p.To, p.Seconds, p.PerSecond, p.Errors)
+	}
+	if r.IndexBytes > 0 {
+		fmt.Fprintf(w, "index    %d bytes, %.3f per byte prepared\n", r.IndexBytes, r.IndexPerStored)
 	}
 	if r.Server == nil {
 		return
