@@ -11,8 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/resourced/resourced/internal/jsonwire"
 )
 
 // Spilling (docs/gateway.md, "What the gateway holds"): the large strings
@@ -684,7 +685,7 @@ func (u *unescaper) Read(p []byte) (int, error) {
 			u.err = errBadString
 		case c == '\\':
 			e, _ := u.r.Peek(12) // the longest escape: a surrogate pair
-			r, size := escape(e)
+			r, size := jsonwire.Unescape(e)
 			if size == 0 {
 				u.err = errBadString
 				break
@@ -708,66 +709,4 @@ func (u *unescaper) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	return 0, u.err
-}
-
-// escape decodes the escape at the start of e and returns its rune and
-// length; 0: not a valid escape.
-func escape(e []byte) (rune, int) {
-	if len(e) < 2 {
-		return 0, 0
-	}
-	switch c := e[1]; c {
-	case '"', '\\', '/':
-		return rune(c), 2
-	case 'b':
-		return '\b', 2
-	case 'f':
-		return '\f', 2
-	case 'n':
-		return '\n', 2
-	case 'r':
-		return '\r', 2
-	case 't':
-		return '\t', 2
-	case 'u':
-		if len(e) < 6 || !isHex4(e[2:6]) {
-			return 0, 0
-		}
-		r := hex4(e[2:])
-		if !utf16.IsSurrogate(r) {
-			return r, 6
-		}
-		if len(e) >= 12 && e[6] == '\\' && e[7] == 'u' && isHex4(e[8:12]) {
-			if dec := utf16.DecodeRune(r, hex4(e[8:])); dec != utf8.RuneError {
-				return dec, 12
-			}
-		}
-		return utf8.RuneError, 6
-	}
-	return 0, 0
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b[:4] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			r |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		default:
-			r |= rune(c - 'A' + 10)
-		}
-	}
-	return r
 }

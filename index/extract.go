@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"mime"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/resourced/resourced/internal/jsonwire"
@@ -138,7 +137,7 @@ func appendString(b *strings.Builder, body []byte, i, limit int) (next int, cut 
 			i += j
 			continue
 		}
-		r, n := unescape(body[i:end])
+		r, n := jsonwire.Unescape(body[i:end])
 		if r == '\n' || r == '\r' || r == '\t' {
 			r = ' '
 		}
@@ -146,55 +145,4 @@ func appendString(b *strings.Builder, body []byte, i, limit int) (next int, cut 
 		i += n
 	}
 	return next, b.Len() >= limit
-}
-
-// unescape decodes the valid JSON escape at the start of e: its rune and
-// length.
-func unescape(e []byte) (rune, int) {
-	switch c := e[1]; c {
-	case 'b':
-		return '\b', 2
-	case 'f':
-		return '\f', 2
-	case 'n':
-		return '\n', 2
-	case 'r':
-		return '\r', 2
-	case 't':
-		return '\t', 2
-	case 'u':
-		r := hex4(e[2:6])
-		if !utf16.IsSurrogate(r) {
-			return r, 6
-		}
-		if len(e) >= 12 && e[6] == '\\' && e[7] == 'u' {
-			if dec := utf16.DecodeRune(r, hex4(e[8:12])); dec != utf8.RuneError {
-				return dec, 12
-			}
-		}
-		return utf8.RuneError, 6
-	default: // " \ /
-		return rune(c), 2
-	}
-}
-
-// hex4 is the value of four hex digits (checked by json.Valid, except
-// after a surrogate: then a non-digit makes a value that is no low
-// surrogate, as encoding/json reads it).
-func hex4(h []byte) rune {
-	var r rune
-	for _, c := range h {
-		r <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			r |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return -1
-		}
-	}
-	return r
 }
