@@ -175,6 +175,10 @@ type partitionNet struct {
 	s3ForA     string // S3's address as a sees it
 	s3ForB     string
 	cutA, heal func()
+	// objects is the directory on versitygw's disk that holds the
+	// objects of partitionPair's prefix (versitygw's posix backend keeps
+	// an object as a file named by its key).
+	objects string
 }
 
 const s3Port = "7070"

@@ -320,9 +320,12 @@
 // the reconcile began are dropped: their writer died, since a writer
 // abandons a reservation older than half of that before it writes. (Clocks
 // of the processes must agree to well within that, as expiry already
-// needs.) So a reconcile in a quiet moment gives the true sum, and one
-// during writes over-counts at most by what those writes changed; the next
-// reconcile corrects that.
+// needs.) So a reconcile in a quiet moment gives the true sum, plus the
+// reservations of writes that may have landed (step 3 of the write) whose
+// object the count did not see: such a PUT may still reach S3 after the
+// count (its request sent, its answer lost), so its reservation counts
+// until it is dropped at 15 minutes. One during writes over-counts at most
+// by what those writes changed; the next reconcile corrects that.
 //
 // A tenant with no usage object yet (a bucket written by an older
 // version, or a new tenant) gets one from a reconcile at its first write;
