@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,23 @@ func TestListOpFullPages(t *testing.T) {
 				t.Fatalf("keys %d: prefix stem %q does not match 100 keys", keys, sub[1])
 			}
 		}
+	}
+}
+
+// TestPrepareS3Flags: -prepare-s3 without what it needs is refused with a
+// message naming it, before anything is stored.
+func TestPrepareS3Flags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-op", "list", "-prepare-s3", "http://127.0.0.1:1"},
+		{"-op", "list", "-prepare", "10", "-prepare-s3", "http://127.0.0.1:1"},
+		{"-op", "search", "-prepare", "10", "-s3-bucket", "b", "-prepare-s3", "http://127.0.0.1:1"},
+	} {
+		var stderr strings.Builder
+		if _, err := parseFlags(args, &stderr); err == nil || !strings.Contains(err.Error(), "-prepare-s3 needs") {
+			t.Errorf("%q: err %v, want -prepare-s3 needs ...", args, err)
+		}
+	}
+	if _, err := parseFlags([]string{"-op", "list", "-prepare", "10", "-s3-bucket", "b", "-prepare-s3", "http://127.0.0.1:1"}, io.Discard); err != nil {
+		t.Errorf("a complete -prepare-s3: %v", err)
 	}
 }
