@@ -74,7 +74,7 @@ var allowed = map[string][]string{
 	"bench":       {},
 	// The load tool's write ceiling puts through boltstore's group commit
 	// itself: a save without the server (writeceiling.go).
-	"bench/cmd/resourced-bench": {"internal/jsonwire", "store", "store/boltstore"},
+	"bench/cmd/resourced-bench": {"internal/jsonwire", "store", "store/boltstore", "store/s3store"},
 	"bench/cmd/benchsvg":        {},
 	"conformance/gate":          {},
 	"internal/archtest":         {},

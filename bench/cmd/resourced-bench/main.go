@@ -72,6 +72,7 @@ type options struct {
 	quietWait            time.Duration
 	retries              int
 	s3                   s3Direct
+	prepareS3            string // -prepare through s3store at this endpoint
 	vs, indexDir         string
 }
 
@@ -115,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.s3.region, "s3-region", "", "with -s3-direct: the region (default us-east-1)")
 	fs.StringVar(&prepare, "prepare", "0", "save N reports of -size at <prefix>/<i> first (overwriting), e.g. 100k or 1M; reads then pick among them")
 	fs.StringVar(&prepareFrom, "prepare-from", "0", "with -prepare: start at this index (the ones below exist from an earlier run)")
+	fs.StringVar(&o.prepareS3, "prepare-s3", "", "with -prepare: store the reports straight through resourced's S3 store at this endpoint (-s3-bucket, -s3-prefix, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) instead of saving them through -url: the same objects, at the store's rate")
 	fs.IntVar(&o.prepareC, "prepare-c", 0, "concurrency of -prepare (default -c)")
 	fs.StringVar(&keys, "keys", "0", "read: pick the URI at random among this many indexes (default -prepare)")
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id: sample its RSS during the load (warmup included) and account its CPU in the measured slices")
@@ -150,6 +152,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-op %q: want read, save, list or search", o.op)
 	case o.tool != "save_search_snapshot" && o.tool != "save_report":
 		return nil, fmt.Errorf("-tool %q: want save_search_snapshot or save_report", o.tool)
+	case o.prepareS3 != "" && (o.prepare == 0 || o.s3.bucket == "" || o.op == "search"):
+		return nil, errors.New("-prepare-s3 needs -prepare and -s3-bucket, and -op read or list")
 	case o.prepareFrom > o.prepare:
 		return nil, errors.New("-prepare-from is beyond -prepare")
 	case o.keys > 0 && o.uri != "" && !strings.Contains(o.uri, "{i}"):
@@ -285,7 +289,15 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		if o.op == "search" {
 			save = &searchDocOp{m: m, prefix: o.prefix, mime: o.mime, text: text}
 		}
-		p, err := prepare(server, m, save, o.prepareFrom, o.prepare, o.prepareC, stderr)
+		var p *PrepareResult
+		var err error
+		if o.prepareS3 != "" {
+			d := o.s3
+			d.endpoint = o.prepareS3
+			p, err = prepareS3(&d, o.tenant, o.scheme, o.prefix, o.mime, text, o.prepareFrom, o.prepare, o.prepareC, stderr)
+		} else {
+			p, err = prepare(server, m, save, o.prepareFrom, o.prepare, o.prepareC, stderr)
+		}
 		res.Prepare = p
 		if err != nil {
 			return 1, err

@@ -84,10 +84,12 @@ func (o *saveSnapshotOp) next(w *worker, b []byte) ([]byte, string, string) {
 
 func (o *saveSnapshotOp) tool() bool { return true }
 
-// listOp lists one page of list_resources (limit 100) starting at a random
-// place in keys stored reports prefix/0..keys-1: the prefix prefix/<i>
-// with i uniformly random, so pages come from everywhere in the key space,
-// not only its start (each is a seek to the prefix, then a page).
+// listOp lists one page of list_resources (limit 100) at a random place
+// in keys stored reports prefix/0..keys-1: the prefix prefix/<i> with i
+// uniformly random in [1, keys/100), which matches i and i00..i99 at least,
+// so every page is full (100 items) and pages come from everywhere in the
+// key space (each is a seek to the prefix, then a page). Below 200 keys the
+// prefix is prefix/ itself.
 type listOp struct {
 	m      *mcpRequest
 	prefix string
@@ -99,8 +101,8 @@ func (o *listOp) next(w *worker, b []byte) ([]byte, string, string) {
 	args = append(args, `{"scheme":"report","limit":100,"prefix":"`...)
 	args = append(args, o.prefix...)
 	args = append(args, '/')
-	if o.keys > 0 {
-		args = strconv.AppendInt(args, int64(w.rng.IntN(o.keys)), 10)
+	if stems := o.keys / 100; stems >= 2 {
+		args = strconv.AppendInt(args, 1+int64(w.rng.IntN(stems-1)), 10)
 	}
 	args = append(args, `"}`...)
 	return o.m.appendCall(b, w.nextID(), "list_resources", args), "tools/call", "list_resources"
