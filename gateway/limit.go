@@ -626,7 +626,9 @@ func (g *sseGuard) next() {
 		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') { // an empty line ends the event
 			g.out = g.event
 			g.total += int64(len(g.event))
-			if g.progress != nil && bytes.Contains(g.event, []byte("notifications/progress")) {
+			// A progress notification is small: a large answer is not
+			// decoded a second time.
+			if g.progress != nil && len(g.event) <= 64<<10 && bytes.Contains(g.event, []byte("notifications/progress")) {
 				if m, err := jsonrpc.DecodeMessage(eventData(g.event)); err == nil {
 					g.progress.Passed(m)
 				}
