@@ -30,12 +30,9 @@ var ErrUnavailable = errors.New("upstream unavailable")
 // stream of another tenant's call, even with its token. Tokens are 128
 // random bits besides, so they cannot be guessed either.
 //
-// go-sdk's client hands a call its answer as soon as it reads it, but the
-// notifications read before it to a handler goroutine of its own; so a
-// session's reader counts the notifications it passes on for a route
-// (Passed), Deliver counts those go-sdk handed on, and a call's done
-// waits until the two meet: its caller gets its progress before its
-// result, however busy the machine.
+// A call's progress reaches its caller before its result by count: the
+// readers count what they pass on (Passed), Deliver what go-sdk hands on,
+// done waits for the two to meet (docs/decisions.md).
 type ProgressRouter struct {
 	mu     sync.Mutex
 	routes map[string]*route
