@@ -596,13 +596,10 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 			args = json.RawMessage("{}")
 		}
 		params := &mcp.CallToolParams{Name: name, Arguments: args, Meta: telemetry.InjectMeta(cctx, forwardMeta(req.Params.Meta))}
-		var q *quiet
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			session := req.Session
-			q = newQuiet()
 			lim := rate.NewLimiter(progressRate, progressBurst)
 			upTok, done := f.sessions.Progress().Route(cs, func(n *mcp.ProgressNotificationParams) {
-				q.touch()
 				// Bounded per call: a burst, then progressRate a second;
 				// the last step (progress reaching total) always passes.
 				if final := n.Total > 0 && n.Progress >= n.Total; !final && !lim.Allow() {
@@ -615,11 +612,10 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 					_ = session.NotifyProgress(ctx, &c)
 				}
 			})
-			defer done()
+			defer done(ctx) // the progress read before the answer reaches the caller first
 			params.SetProgressToken(upTok)
 		}
 		res, err = cs.CallTool(cctx, params)
-		q.settle()
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)
@@ -649,21 +645,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 	return out, nil
 }
 
-// quiet lets the progress notifications an upstream sent before its
-// result reach the caller before the result does. go-sdk's client hands
-// a response to its caller as soon as it reads it, but queues the
-// notifications read before it for a handler goroutine; so a call with a
-// progress token waits, after its result, until no notification has come
-// for progressQuiet (at most progressSettle). Calls without a token do not
-// wait.
-type quiet struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
 const (
-	progressQuiet  = 10 * time.Millisecond
-	progressSettle = 100 * time.Millisecond
 	// progressRate and progressBurst bound the progress notifications
 	// forwarded for one call: the ones over are dropped (progress is a
 	// state, the latest says it all), so an upstream's flood costs its
@@ -671,31 +653,6 @@ const (
 	progressRate  = 50
 	progressBurst = 100
 )
-
-func newQuiet() *quiet { return &quiet{last: time.Now()} }
-
-func (q *quiet) touch() {
-	q.mu.Lock()
-	q.last = time.Now()
-	q.mu.Unlock()
-}
-
-func (q *quiet) settle() {
-	if q == nil {
-		return
-	}
-	q.touch()
-	deadline := time.Now().Add(progressSettle)
-	for time.Now().Before(deadline) {
-		q.mu.Lock()
-		idle := time.Since(q.last)
-		q.mu.Unlock()
-		if idle >= progressQuiet {
-			return
-		}
-		time.Sleep(progressQuiet - idle)
-	}
-}
 
 // frontResult is an upstream's tool result with its URIs namespaced (a
 // copy: the upstream's result is not changed).

@@ -250,6 +250,8 @@ type lineGuard struct {
 	// notes bounds the notifications passed on (nil: all); the rest are
 	// dropped and counted ("noisy"), before go-sdk decodes them.
 	notes *rate.Limiter
+	// progress is told of every message passed on (nil: not).
+	progress *ProgressRouter
 
 	sc      frameScanner
 	pending charge // the last line's, when no ticket took it: released at the next
@@ -377,6 +379,9 @@ func (g *lineGuard) next() {
 		case *jsonrpc.Response:
 			t = g.tickets.takeID(m.ID) // the call go-sdk hands the answer to
 		}
+	}
+	for _, m := range msgs {
+		g.progress.Passed(m)
 	}
 	if t != nil {
 		if d, ok := ch.attributeTo(t.tenant); !ok {
@@ -545,6 +550,8 @@ type sseGuard struct {
 	dropped func()
 	ch      *charge // the stream's bytes are charged here (nil: not)
 	refused func(why string, answered bool)
+	// progress is told of every event's message passed on (nil: not).
+	progress *ProgressRouter
 
 	event []byte
 	out   []byte
@@ -619,9 +626,33 @@ func (g *sseGuard) next() {
 		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') { // an empty line ends the event
 			g.out = g.event
 			g.total += int64(len(g.event))
+			// A progress notification is small: a large answer is not
+			// decoded a second time.
+			if g.progress != nil && len(g.event) <= 64<<10 && bytes.Contains(g.event, []byte("notifications/progress")) {
+				if m, err := jsonrpc.DecodeMessage(eventData(g.event)); err == nil {
+					g.progress.Passed(m)
+				}
+			}
 			return
 		}
 	}
+}
+
+// eventData is the data of an event as go-sdk reads it: its data fields'
+// values (one leading space dropped) joined by newlines.
+func eventData(event []byte) []byte {
+	var data []byte
+	for line := range bytes.Lines(event) {
+		v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
+		if !ok {
+			continue
+		}
+		if data != nil {
+			data = append(data, '\n')
+		}
+		data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+	}
+	return data
 }
 
 // requestID is the raw id of the JSON-RPC request read from body, or nil

@@ -589,13 +589,13 @@ func (p *Pool) connect(ctx context.Context, up *upstream, tenant string) (*mcp.C
 		defer stderr.Close()
 		t = &commandTransport{cmd: cmd, terminate: p.opts.terminate, limit: p.opts.MaxMessageBytes,
 			dropped: p.dropped(up, tenant), refused: p.refusedBy(up, tenant),
-			budget: p.budget, tenant: tenant, keys: p.keys, files: p.files}
+			budget: p.budget, tenant: tenant, keys: p.keys, files: p.files, progress: &p.progress}
 	} else {
 		t = &mcp.StreamableClientTransport{
 			Endpoint: up.cfg.URL,
 			HTTPClient: &http.Client{Transport: &limitTransport{
 				base: telemetry.Transport(newHeaderTransport(up.cfg.URL, up.cfg.Headers)), limit: p.opts.MaxMessageBytes, dropped: p.dropped(up, tenant),
-				refused: p.refusedBy(up, tenant), budget: p.budget,
+				refused: p.refusedBy(up, tenant), budget: p.budget, progress: &p.progress,
 			}},
 			// limitTransport bounds an event first (the margin is the
 			// event's field names).
@@ -682,6 +682,7 @@ type commandTransport struct {
 	tenant    string
 	keys      *placeholders
 	files     *spillFiles
+	progress  *ProgressRouter
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -703,6 +704,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	g := newLineGuard(stdout, t.limit, t.dropped)
 	g.refused, g.budget, g.tenant, g.tickets, g.spillAt = t.refused, t.budget, t.tenant, &tickets{}, defaultSpillAt
 	g.notes = rate.NewLimiter(notificationRate, notificationBurst)
+	g.progress = t.progress
 	g.sc.keys, g.sc.files = t.keys, t.files
 	conn, err := (&mcp.IOTransport{
 		// Closed by closing stdin, not stdout (as go-sdk does).
@@ -785,6 +787,8 @@ type limitTransport struct {
 	dropped func(size int64, answered bool)
 	refused func(why string, answered bool)
 	budget  *budget
+	// progress counts the notifications the event streams pass on.
+	progress *ProgressRouter
 }
 
 // charged is a response body whose bytes are charged to the in-flight
@@ -884,7 +888,7 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "text/event-stream":
 		g := newSSEGuard(resp.Body, id, t.limit, func() { t.dropped(0, id != nil) })
 		g.ch = ch
-		g.refused = t.refused
+		g.refused, g.progress = t.refused, t.progress
 		resp.Body = &charged{ReadCloser: g, ch: ch, t: tk}
 	default:
 		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}

@@ -454,7 +454,7 @@ func TestPoolNotificationFloodIsBounded(t *testing.T) {
 	cs := session(t, p, "fs", "")
 	var delivered atomic.Int64
 	tok, done := p.Progress().Route(cs, func(*mcp.ProgressNotificationParams) { delivered.Add(1) })
-	defer done()
+	defer done(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const n = 20000

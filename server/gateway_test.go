@@ -75,10 +75,12 @@ func (ts *testSessions) kill(up string) {
 }
 
 // killableTransport is a client transport whose connection reads EOF once
-// kill is closed.
+// kill is closed, and tells router of every message it reads (as the
+// pool's readers do).
 type killableTransport struct {
 	mcp.Transport
-	kill chan struct{}
+	kill   chan struct{}
+	router *gateway.ProgressRouter
 }
 
 func (k *killableTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -86,12 +88,13 @@ func (k *killableTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &killableConn{Connection: c, kill: k.kill}, nil
+	return &killableConn{Connection: c, kill: k.kill, router: k.router}, nil
 }
 
 type killableConn struct {
 	mcp.Connection
-	kill chan struct{}
+	kill   chan struct{}
+	router *gateway.ProgressRouter
 }
 
 func (c *killableConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -106,6 +109,9 @@ func (c *killableConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}()
 	select {
 	case r := <-ch:
+		if r.err == nil {
+			c.router.Passed(r.m)
+		}
 		return r.m, r.err
 	case <-c.kill:
 		c.Connection.Close()
@@ -162,7 +168,7 @@ func (ts *testSessions) Session(ctx context.Context, up, tenant string) (*mcp.Cl
 	}
 	kill := make(chan struct{})
 	ts.kills[up] = sync.OnceFunc(func() { close(kill) })
-	ct := &killableTransport{Transport: mct, kill: kill}
+	ct := &killableTransport{Transport: mct, kill: kill, router: &ts.router}
 	c := mcp.NewClient(&mcp.Implementation{Name: "gateway", Version: "test"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { ts.router.Deliver(r) },
 	})
