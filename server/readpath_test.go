@@ -1,5 +1,7 @@
 package server
 
+//lint:file-ignore SA1019 logging and roots are still served to 2025-11-25 clients during the deprecation window (SEP-2577)
+
 import (
 	"bytes"
 	"context"

@@ -1704,7 +1704,8 @@ func (s *Driver) Close() error {
 	// commits queued without a waiter (see intent.settle), which normally
 	// land within a round trip; one that does not leaves an over-count.
 	s.writing.Lock()
-	s.writing.Unlock() //nolint:staticcheck // a barrier: every write that began has ended
+	//lint:ignore SA2001 a barrier: every write that began has ended
+	s.writing.Unlock()
 	var errs []error
 	if !s.flushUsage(closeFlush) {
 		errs = append(errs, fmt.Errorf("s3store: closed with usage commits still in flight after %s: usage over-counts until the next reconcile", closeFlush))

@@ -11,6 +11,8 @@
 // error.
 package envelope
 
+//lint:file-ignore SA1019 logging and roots are still served to 2025-11-25 clients during the deprecation window (SEP-2577)
+
 import (
 	"bytes"
 	"encoding/json"

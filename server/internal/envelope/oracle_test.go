@@ -497,6 +497,7 @@ func parseFastMeta(v []byte, m *fastReadRequest) bool {
 			slot = &m.ClientInfo
 		case mcp.MetaKeyClientCapabilities:
 			slot = &m.ClientCapabilities
+		//lint:ignore SA1019 still served to 2025-11-25 clients during the deprecation window (SEP-2577)
 		case mcp.MetaKeyLogLevel:
 			slot = &m.LogLevel
 		default:

@@ -442,6 +442,7 @@ func (w *walker) valueDone(top *frame, end int) {
 			m.Fast.ClientInfo = v
 		case mcp.MetaKeyClientCapabilities:
 			m.Fast.ClientCapabilities = v
+		//lint:ignore SA1019 still served to 2025-11-25 clients during the deprecation window (SEP-2577)
 		case mcp.MetaKeyLogLevel:
 			m.Fast.LogLevel = v
 		case "traceparent":
