@@ -1,6 +1,10 @@
 package bleveindex
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/blevesearch/bleve/v2/document"
+)
 
 // TestBatchLen: a batch stops at maxBatchBytes of text (scorch analyzes a
 // batch in memory at once), takes a larger write alone, and stops at
@@ -26,5 +30,21 @@ func TestBatchLen(t *testing.T) {
 		if got := batchLen(c.q); got != c.want {
 			t.Errorf("batchLen of %d writes = %d, want %d", len(c.q), got, c.want)
 		}
+	}
+}
+
+// TestNoAllField: documents carry no composite _all field (no query
+// names it; scorch would build it for every document).
+func TestNoAllField(t *testing.T) {
+	m, err := newMapping()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := document.NewDocument("report://acme/a")
+	if err := m.MapDocument(doc, map[string]any{"tenant": "acme", "text": "some words"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.CompositeFields {
+		t.Errorf("composite field %q built", f.Name())
 	}
 }

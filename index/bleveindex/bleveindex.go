@@ -206,6 +206,9 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	raw := bleve.NewTextFieldMapping()
 	raw.Index, raw.Store, raw.IncludeInAll, raw.IncludeTermVectors, raw.DocValues = false, true, false, false, false
 	dm.AddFieldMappingsAt("raw", raw)
+	// No composite _all field: every query names its fields, and scorch
+	// would still build the (empty) field for each document.
+	dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
 	im.DefaultMapping = dm
 	return im, im.Validate()
 }
