@@ -22,8 +22,9 @@
 // (unsafe_batch is off), so an acknowledged Put survives kill -9.
 //
 // Group commit: Puts and Deletes are queued and one writer goroutine,
-// started when the queue fills and ending when it is empty, writes all
-// that is queued (up to maxBatch) in one bleve Batch, answers them, and
+// started when the queue fills and ending when it is empty, writes what
+// is queued (up to maxBatch writes and maxBatchBytes of text) in one
+// bleve Batch, answers them, and
 // takes the next at once: one persisted segment per batch, not per
 // document, with no timer. Of two writes of one document in a batch the
 // later wins (the service serializes them anyway).
@@ -59,8 +60,13 @@ var layoutKey = []byte("resourced-layout")
 // never is the expiry of a document that does not expire.
 const never = float64(1 << 53)
 
-// maxBatch bounds the writes of one bleve Batch.
-const maxBatch = 1000
+// maxBatch and maxBatchBytes bound the writes of one bleve Batch, and
+// the text they carry: scorch analyzes a whole batch in memory at once,
+// at tens of bytes of heap per byte of text (bench/README.md).
+const (
+	maxBatch      = 1000
+	maxBatchBytes = 4 << 20
+)
 
 // Driver is a bleve index; safe for concurrent use.
 type Driver struct {
@@ -75,6 +81,7 @@ type Driver struct {
 type write struct {
 	id     string
 	fields map[string]any
+	size   int        // bytes of text in fields
 	done   chan error // buffered
 }
 
@@ -91,11 +98,23 @@ func (d *Driver) commit(w *write) error {
 	return <-w.done
 }
 
+// batchLen is how many writes at the head of q the next batch takes: at
+// least one, at most maxBatch, and no more than maxBatchBytes of text
+// unless the first alone is larger.
+func batchLen(q []*write) int {
+	n, size := 0, 0
+	for n < min(len(q), maxBatch) && (n == 0 || size+q[n].size <= maxBatchBytes) {
+		size += q[n].size
+		n++
+	}
+	return n
+}
+
 // writer writes the queue in batches until it is empty.
 func (d *Driver) writer() {
 	for {
 		d.mu.Lock()
-		n := min(len(d.queue), maxBatch)
+		n := batchLen(d.queue)
 		if n == 0 {
 			d.busy = false
 			d.mu.Unlock()
@@ -187,6 +206,9 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	raw := bleve.NewTextFieldMapping()
 	raw.Index, raw.Store, raw.IncludeInAll, raw.IncludeTermVectors, raw.DocValues = false, true, false, false, false
 	dm.AddFieldMappingsAt("raw", raw)
+	// No composite _all field: every query names its fields, and scorch
+	// would still build the (empty) field for each document.
+	dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
 	im.DefaultMapping = dm
 	return im, im.Validate()
 }
@@ -216,7 +238,7 @@ func (d *Driver) Put(ctx context.Context, doc *index.Document) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.commit(&write{id: doc.URI(), fields: fields})
+	return d.commit(&write{id: doc.URI(), fields: fields, size: len(doc.Text) + len(raw)})
 }
 
 // Delete implements index.Driver.
