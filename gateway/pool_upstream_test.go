@@ -1,5 +1,7 @@
 package gateway
 
+//lint:file-ignore SA1019 the test checks that roots and sampling capabilities (deprecated by SEP-2577, still served) do not leak upstream
+
 import (
 	"bufio"
 	"bytes"
