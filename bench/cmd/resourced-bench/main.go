@@ -482,20 +482,7 @@ func prepare(t *target, m *mcpRequest, o op, from, to, c int, stderr io.Writer) 
 	next.Store(int64(from))
 	var firstErr atomic.Value
 	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(10 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				n := saved.Load()
-				fmt.Fprintf(stderr, "  %d/%d saved, %.0f/s\n", n, to-from, float64(n)/time.Since(start).Seconds())
-			}
-		}
-	}()
+	done := progress(stderr, "saved", to-from, &saved, start)
 	var wg sync.WaitGroup
 	for _, w := range newWorkers(c) {
 		wg.Go(func() {
@@ -669,4 +656,24 @@ func parseCount(s string) (int, error) {
 		return 0, errors.New("bad count")
 	}
 	return n * mult, nil
+}
+
+// progress prints n/total verb and the rate every 10 s until the returned
+// channel is closed.
+func progress(stderr io.Writer, verb string, total int, n *atomic.Int64, start time.Time) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				k := n.Load()
+				fmt.Fprintf(stderr, "  %d/%d %s, %.0f/s\n", k, total, verb, float64(k)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	return done
 }

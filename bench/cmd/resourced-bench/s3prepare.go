@@ -42,20 +42,7 @@ func prepareS3(d *s3Direct, tenant, scheme, prefix, mimeType string, body []byte
 	next.Store(int64(from))
 	var firstErr atomic.Value
 	start := time.Now()
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(10 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				n := saved.Load()
-				fmt.Fprintf(stderr, "  %d/%d stored, %.0f/s\n", n, to-from, float64(n)/time.Since(start).Seconds())
-			}
-		}
-	}()
+	done := progress(stderr, "stored", to-from, &saved, start)
 	cond := store.Cond{Quota: store.Quota{Bytes: 1 << 50, Objects: 1 << 40}} // overwrite: true, under a quota as a tenant's
 	var wg sync.WaitGroup
 	for range c {
