@@ -233,8 +233,9 @@ func TestArgumentErrorsNameThePath(t *testing.T) {
 	}
 }
 
-// rpcRaw posts one JSON-RPC request speaking 2025-11-25.
-func (e *linkEnv) rpcRaw(t *testing.T, body string) (map[string]any, map[string]any) {
+// postRaw posts one JSON-RPC request speaking 2025-11-25 and returns the
+// HTTP status and the answer's bytes as written.
+func (e *linkEnv) postRaw(t *testing.T, body string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -246,12 +247,19 @@ func (e *linkEnv) rpcRaw(t *testing.T, body string) (map[string]any, map[string]
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// rpcRaw posts one JSON-RPC request speaking 2025-11-25.
+func (e *linkEnv) rpcRaw(t *testing.T, body string) (map[string]any, map[string]any) {
+	t.Helper()
+	status, b := e.postRaw(t, body)
 	var env struct {
 		Result map[string]any `json:"result"`
 		Error  map[string]any `json:"error"`
 	}
 	if err := json.Unmarshal(b, &env); err != nil {
-		t.Fatalf("HTTP %d, not JSON: %s", resp.StatusCode, b)
+		t.Fatalf("HTTP %d, not JSON: %s", status, b)
 	}
 	return env.Result, env.Error
 }
