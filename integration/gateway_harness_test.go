@@ -260,41 +260,8 @@ func startGatewayConfig(t *testing.T, cfgText, cwd string) *instance {
 	in.cmd = exec.Command(binary, "gateway", "-config", cfg, "--listen", "127.0.0.1:0", "--data-dir", in.dataDir)
 	in.cmd.Dir = cwd
 	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
-	in.cmd.Stdout = in.stdout
-	stderr, err := in.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	in.done = make(chan struct{})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			in.logs.Write([]byte(line + "\n"))
-			if m := listenRE.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-		in.cmd.Wait()
-		close(in.done)
-	}()
 	t.Cleanup(in.stop)
-	select {
-	case a := <-addr:
-		in.URL = "http://" + a
-	case <-in.done:
-		t.Fatalf("resourced gateway exited before listening:\n%s", in.logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("resourced gateway did not log 'listening' in 60s:\n%s", in.logs)
-	}
+	in.launch("resourced gateway", 60*time.Second)
 	return in
 }
 

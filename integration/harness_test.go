@@ -194,6 +194,15 @@ func (in *instance) start() {
 	in.cmd = in.binCmd("serve", "--config", in.config, "--listen", listen, "--data-dir", in.dataDir)
 	in.cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_LISTEN=", "RESOURCED_DATA_DIR=", "RESOURCED_BACKEND=")
 	in.cmd.Env = append(in.cmd.Env, in.extraEnv...)
+	in.launch("resourced", 30*time.Second)
+}
+
+// launch starts in.cmd, copies its stderr into in.logs and waits up to
+// wait for the "listening" line, whose address becomes in.URL; name is the
+// command as failures name it.
+func (in *instance) launch(name string, wait time.Duration) {
+	t := in.t
+	t.Helper()
 	in.cmd.Stdout = in.stdout
 	stderr, err := in.cmd.StderrPipe()
 	if err != nil {
@@ -224,9 +233,9 @@ func (in *instance) start() {
 	case a := <-addr:
 		in.URL = "http://" + a
 	case <-in.done:
-		t.Fatalf("resourced exited before listening:\n%s", in.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("resourced did not log 'listening' in 30s:\n%s", in.logs)
+		t.Fatalf("%s exited before listening:\n%s", name, in.logs)
+	case <-time.After(wait):
+		t.Fatalf("%s did not log 'listening' in %s:\n%s", name, wait, in.logs)
 	}
 }
 
