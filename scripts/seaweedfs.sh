@@ -62,12 +62,14 @@ find_bin() {
 	cp -r "$dir/." "$src/"
 	chmod -R u+w "$src"
 	mkdir -p "$(dirname "$bin")"
-	if ! (cd "$src" && go build -trimpath -o "$bin.tmp" ./weed) >&2; then
-		rm -rf "$src" "$bin.tmp"
+	# Two builds at once (two CI runs on one machine) each link a file of
+	# their own and rename it into place: the cache never holds half a binary.
+	if ! (cd "$src" && go build -trimpath -o "$bin.tmp.$$" ./weed) >&2; then
+		rm -rf "$src" "$bin.tmp.$$"
 		die "go build ./weed failed"
 	fi
 	rm -rf "$src"
-	mv "$bin.tmp" "$bin"
+	mv "$bin.tmp.$$" "$bin"
 	log "built $bin in $((SECONDS - start)) s"
 	printf '%s\n' "$bin"
 }
