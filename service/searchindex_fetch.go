@@ -22,10 +22,17 @@ import (
 const deepSearchLimit = 20
 
 // DeepSearch is search: the query as search_resources reads it, and, when
-// that finds nothing or is not a query search_resources accepts (a
-// question in plain words), any of its words, best first. Each result's id
-// and url are the resource's URI.
+// that finds nothing or holds more words than a query may (a question in
+// plain words), any of its words, best first, with its exclusions kept.
+// Each result's id and url are the resource's URI. The query is required
+// and at most index.MaxQueryBytes long, as the tool's input schema says.
 func (s *Service) DeepSearch(ctx context.Context, tenant string, a *toolapi.DeepSearchArgs) (*toolapi.DeepSearchResult, *Failure) {
+	if strings.TrimSpace(a.Query) == "" {
+		return nil, InvalidField("query", "is required: the words to search the stored resources for")
+	}
+	if len(a.Query) > index.MaxQueryBytes {
+		return nil, InvalidField("query", fmt.Sprintf("is %d bytes long, at most %d", len(a.Query), index.MaxQueryBytes))
+	}
 	limit := deepSearchLimit
 	r, f := s.SearchResources(ctx, tenant, &toolapi.SearchResourcesArgs{Query: a.Query, Limit: &limit})
 	if f == nil && len(r.Value.Hits) == 0 || f != nil && f.ErrorKind == KindValidation {
@@ -51,22 +58,46 @@ func (s *Service) DeepSearch(ctx context.Context, tenant string, a *toolapi.Deep
 	return v, nil
 }
 
-// anyWords is q's distinct words as alternatives ("a or b or c"), within
-// the bounds of a query; "or" itself is left out (it is the operator).
+// anyWords rewrites q as its distinct words as alternatives ("a or b or
+// c"), followed by q's exclusions (-word, -"a phrase") as written, within
+// index.MaxTerms: when q has more words than that, the longest are kept
+// (the short ones of a question are its least telling), in q's order. It
+// is "" when q does not parse or has no word that is not excluded: then
+// there is nothing to fall back to, and search answers as
+// search_resources did.
 func anyWords(q string) string {
-	var words []string
-	n := 0
-	for _, w := range index.Tokens(q) {
-		if w == "or" || slices.Contains(words, w) {
-			continue
-		}
-		if len(words) == index.MaxTerms || n+len(w)+4 > index.MaxQueryBytes {
-			break
-		}
-		words = append(words, w)
-		n += len(w) + 4
+	e, err := index.Parse(q)
+	if err != nil || e == nil {
+		return ""
 	}
-	return strings.Join(words, " or ")
+	var not []string
+	room := index.MaxTerms
+	for _, p := range e.Not {
+		not = append(not, "-"+p.Websearch())
+		room -= len(p)
+	}
+	words := slices.DeleteFunc(e.Words(), func(w string) bool { return w == "or" })
+	byLength := slices.Clone(words)
+	slices.SortStableFunc(byLength, func(a, b string) int { return utf8.RuneCountInString(b) - utf8.RuneCountInString(a) })
+	// " or " between words can make the rewrite longer than q: keep fewer
+	// words until it fits.
+	for ; room > 0; room-- {
+		kept := words
+		if len(words) > room {
+			keep := map[string]bool{}
+			for _, w := range byLength[:room] {
+				keep[w] = true
+			}
+			kept = slices.DeleteFunc(slices.Clone(words), func(w string) bool { return !keep[w] })
+		}
+		if len(kept) == 0 {
+			return ""
+		}
+		if out := strings.Join(append([]string{strings.Join(kept, " or ")}, not...), " "); len(out) <= index.MaxQueryBytes {
+			return out
+		}
+	}
+	return ""
 }
 
 // Fetch is fetch: the resource a.ID names, if tenant may read it (the one

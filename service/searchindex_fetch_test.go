@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -77,6 +79,53 @@ func TestDeepSearchAndFetch(t *testing.T) {
 	}
 	if _, f := svc.Fetch(ctx, alice, &toolapi.FetchArgs{}); f == nil || f.ErrorKind != KindValidation {
 		t.Errorf("Fetch without id = %v, want a validation_error", f)
+	}
+}
+
+// TestDeepSearchQueries: search keeps a question's exclusions and its
+// telling words past the 32nd, and refuses what its input schema refuses
+// (no query, a query over 1024 bytes, exclusions only) instead of
+// searching something else.
+func TestDeepSearchQueries(t *testing.T) {
+	svc, _, _ := newSearchEnv(t)
+	ctx := context.Background()
+	for path, body := range map[string]string{"zebra": "the zebra report", "horse": "the horse report", "bulk": "a bulkword inventory"} {
+		if _, f := svc.SaveReport(ctx, alice, &toolapi.ReportArgs{Path: path, MIMEType: "text/plain", Text: text(body)}); f != nil {
+			t.Fatal(f)
+		}
+	}
+	search := func(q string) ([]string, *Failure) {
+		r, f := svc.DeepSearch(ctx, alice, &toolapi.DeepSearchArgs{Query: q})
+		if f != nil {
+			return nil, f
+		}
+		var out []string
+		for _, h := range r.Results {
+			out = append(out, h.ID)
+		}
+		slices.Sort(out)
+		return out, nil
+	}
+	for _, q := range []string{"", "   ", "-zebra", "-zebra -horse", strings.Repeat("word ", 250)} {
+		if got, f := search(q); f == nil || f.ErrorKind != KindValidation {
+			t.Errorf("search %.40q = %v, %v: want a validation_error", q, got, f)
+		}
+	}
+	// 32 short words, then the one that tells.
+	var filler []string
+	for i := range 32 {
+		filler = append(filler, fmt.Sprintf("w%d", i))
+	}
+	if got, f := search(strings.Join(filler, " ") + " bulkword"); f != nil || !slices.Equal(got, []string{"report://alice/bulk"}) {
+		t.Errorf("search of 32 words and bulkword = %v, %v: want the bulk report", got, f)
+	}
+	// A question that matches as a whole nowhere: any of its words, but
+	// never what it excludes.
+	if got, f := search("which report is about the zebra or the horse -zebra"); f != nil || !slices.Equal(got, []string{"report://alice/horse"}) {
+		t.Errorf("search with an exclusion = %v, %v: want the horse report only", got, f)
+	}
+	if got, f := search("-zebra report"); f != nil || !slices.Equal(got, []string{"report://alice/horse"}) {
+		t.Errorf("search report -zebra = %v, %v: want the horse report only", got, f)
 	}
 }
 
