@@ -208,6 +208,25 @@ func TestUploadWithoutStreamer(t *testing.T) {
 	if code, v := put("up/one", "again", "If-Match", `"`+store.Sum([]byte("uploaded"))+`"`); code != 200 || v["status"] != "replaced" {
 		t.Errorf("replace = %d %v", code, v)
 	}
+	// A coded body is refused (415), never stored as its media type: the
+	// new path stays absent and the old one keeps its bytes.
+	for _, enc := range []string{"gzip", "identity, gzip", "br"} {
+		for _, path := range []string{"up/coded", "up/one"} {
+			code, v := put(path, "\x1f\x8b coded", "Content-Type", "text/plain", "Content-Encoding", enc, "If-Match", "*")
+			if code != 415 || v["errorKind"] != service.KindValidation {
+				t.Errorf("upload with Content-Encoding %q to %s = %d %v, want 415 validation_error", enc, path, code, v)
+			}
+		}
+	}
+	if _, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "up/coded")); !service.IsNotFound(err) {
+		t.Errorf("a coded upload was stored: %v", err)
+	}
+	if m, err := e.st.Stat(context.Background(), store.MustKey("t1", "report", "up/one")); err != nil || m.SHA256 != store.Sum([]byte("again")) {
+		t.Errorf("a refused coded replace changed the stored body: %v %v", m.SHA256, err)
+	}
+	if code, v := put("up/plain", "plain", "Content-Type", "text/plain", "Content-Encoding", "identity"); code != 201 {
+		t.Errorf("upload with Content-Encoding identity = %d %v, want 201", code, v)
+	}
 }
 
 // readEnv is a server on a memstore with the smallest maxReadChars and

@@ -155,6 +155,16 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !identityEncoded(r.Header) {
+		// RFC 9110 §8.4: a coding the server does not apply is 415, naming
+		// what it accepts. Storing the coded bytes under the body's media
+		// type would serve a gzip stream as text.
+		terr := service.InvalidField("Content-Encoding", "is not supported: send the body as it should be stored, without Content-Encoding (or with identity); nothing was stored")
+		setOutcome(r, terr.ErrorKind)
+		w.Header().Set("Accept-Encoding", "identity")
+		writeJSON(w, http.StatusUnsupportedMediaType, terr)
+		return
+	}
 	release, ok := s.admitUpload(w, r, p.Tenant)
 	if !ok {
 		return
@@ -222,6 +232,19 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	setOutcome(r, "ok")
 	w.Header().Set("ETag", `"`+m.SHA256+`"`)
 	writeJSON(w, code, v)
+}
+
+// identityEncoded reports whether h's Content-Encoding, if any, names no
+// coding but identity.
+func identityEncoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (s *Server) uploadTooLarge(sc *Scheme) *service.Failure {
