@@ -170,7 +170,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		return invalidConfig(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return invalidConfig(fmt.Errorf("invalid configuration:\n%w", err))
+		return invalidConfig(fmt.Errorf("invalid configuration: %w", err))
 	}
 	if cfg.Auth.Mode != "jwt" {
 		return usageError(errors.New("auth.mode is not jwt: this server accepts no tokens"))

@@ -300,6 +300,14 @@ func TestHealth(t *testing.T) {
 	if code, stdout, stderr := runCmd(t, "health", "--url", ok.URL+"/healthz"); code != 0 || stdout != "ok\n" {
 		t.Errorf("health of a healthy server: exit %d, %q %q", code, stdout, stderr)
 	}
+	for _, base := range []string{ok.URL, ok.URL + "/"} {
+		if code, stdout, stderr := runCmd(t, "health", "--url", base); code != 0 || stdout != "ok\n" {
+			t.Errorf("health --url %s (the server's address): exit %d, %q %q; want its /healthz asked", base, code, stdout, stderr)
+		}
+	}
+	if code, _, stderr := runCmd(t, "health", "--url", "127.0.0.1:8765"); code != 2 || !strings.Contains(stderr, "--url") {
+		t.Errorf("health --url without a scheme: exit %d, %q; want 2 naming --url", code, stderr)
+	}
 	if code, _, stderr := runCmd(t, "health", "--url", ok.URL+"/nope"); code != 1 || !strings.Contains(stderr, "404") {
 		t.Errorf("health of a 404: exit %d, %q; want 1", code, stderr)
 	}

@@ -60,12 +60,12 @@ func configCmd(args []string, getenv func(string) string, stdout, stderr io.Writ
 	}
 	if cfg.Gateway != nil && !syntaxOnly {
 		if _, err := gatewayUpstreams(cfg.Gateway, getenv); err != nil {
-			return &exitError{1, fmt.Errorf("invalid configuration:\n%w", err)}
+			return &exitError{1, fmt.Errorf("invalid configuration: %w", err)}
 		}
 	}
 	if !syntaxOnly {
 		if _, err := metricsToken(cfg); err != nil {
-			return &exitError{1, fmt.Errorf("invalid configuration:\n%w", err)}
+			return &exitError{1, fmt.Errorf("invalid configuration: %w", err)}
 		}
 	}
 	out, err := printable(effective(cfg))

@@ -468,10 +468,7 @@ func TestConfigCheckBrokenConfigs(t *testing.T) {
 				t.Errorf("stderr repeats a secret: %q", stderr)
 			}
 			for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-				line = strings.TrimPrefix(line, "resourced: ")
-				if line == "invalid configuration:" {
-					continue
-				}
+				line = strings.TrimPrefix(strings.TrimPrefix(line, "resourced: "), "invalid configuration: ")
 				if !keyPathRE.MatchString(strings.TrimPrefix(line, "config "+f+": ")) {
 					t.Errorf("a problem names no key path: %q", line)
 				}

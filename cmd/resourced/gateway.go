@@ -152,7 +152,7 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 	}
 	ups, err := gatewayUpstreams(cfg.Gateway, getenv)
 	if err != nil {
-		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+		return nil, invalidConfig(fmt.Errorf("invalid configuration: %w", err))
 	}
 	reg := newRegistry()
 	var protected []sandbox.Protected

@@ -50,6 +50,26 @@ func TestGatewayNeedsUpstreams(t *testing.T) {
 	}
 }
 
+// TestGatewaySecretsUnresolvedExit2: an upstream header whose variable is
+// unset or whose file is missing is an invalid configuration for serve and
+// gateway alike: exit 2, the problem on the first line.
+func TestGatewaySecretsUnresolvedExit2(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gw.yaml")
+	yaml := "auth: {mode: none}\ngateway:\n  upstreams:\n    - name: up\n      url: http://127.0.0.1:9/mcp\n" +
+		"      headers:\n        Authorization: {env: RESOURCED_TEST_UNSET_TOKEN}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"serve", "gateway"} {
+		code, _, stderr := runCmd(t, cmd, "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0")
+		first, _, _ := strings.Cut(stderr, "\n")
+		if code != 2 || !strings.Contains(first, "invalid configuration: gateway.upstreams[0].headers.Authorization") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and the header's key on the first line", cmd, code, stderr)
+		}
+	}
+}
+
 func TestUpstreamNamePatternIsTheGateways(t *testing.T) {
 	if config.UpstreamNamePattern != gateway.NamePattern {
 		t.Fatalf("config.UpstreamNamePattern %q, gateway.NamePattern %q: one grammar, two copies that differ",

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"time"
 
 	"github.com/resourced/resourced/config"
@@ -25,7 +26,7 @@ func health(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		"Asks a running server's GET /healthz; exit 0 when it answers 200, else 1. Without --url, the\n"+
 			"server is the one serve would start with the same --config, --listen and environment\n"+
 			"(RESOURCED_CONFIG, RESOURCED_LISTEN); on a wildcard address it asks loopback.")
-	url := fs.String("url", "", "health endpoint (default http://<listen>/healthz)")
+	url := fs.String("url", "", "the server's address or its health endpoint; a URL without a path asks its /healthz (default http://<listen>/healthz)")
 	timeout := fs.Duration("timeout", 5*time.Second, "timeout of the request")
 	path := fs.String("config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	listen := fs.String("listen", "", "address the server listens on (default 127.0.0.1:8765)")
@@ -41,6 +42,12 @@ func health(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		if *url, err = healthURL(cfg.Listen); err != nil {
 			return usageError(err)
 		}
+	}
+	if u, err := neturl.Parse(*url); err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
+		return usageError(fmt.Errorf("--url: want http://host:port or a full health URL, got %q", *url))
+	} else if u.Path == "" || u.Path == "/" {
+		u.Path = "/healthz"
+		*url = u.String()
 	}
 	c := &http.Client{Timeout: *timeout}
 	resp, err := c.Get(*url)

@@ -343,10 +343,10 @@ func loadConfig(cmd string, args []string, getenv func(string) string, stdout, s
 		cfg.Gateway.ConfigFile = sf.config // upstreams must not read it
 	}
 	if err := validate(cfg); err != nil {
-		return nil, invalidConfig(fmt.Errorf("invalid configuration:\n%w", err))
+		return nil, invalidConfig(fmt.Errorf("invalid configuration: %w", err))
 	}
 	if cmd == "gateway" && cfg.Gateway == nil {
-		return nil, invalidConfig(errors.New("invalid configuration:\ngateway.upstreams: resourced gateway needs a gateway: section with at least one upstream (docs/gateway.md)"))
+		return nil, invalidConfig(errors.New("invalid configuration: gateway.upstreams: resourced gateway needs a gateway: section with at least one upstream (docs/gateway.md)"))
 	}
 	return cfg, nil
 }

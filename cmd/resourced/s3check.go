@@ -55,7 +55,7 @@ func s3Cmd(ctx context.Context, args []string, getenv func(string) string, stdou
 		return invalidConfig(fmt.Errorf("s3 check works on the s3 backend; store.backend is %q", cfg.Store.Backend))
 	}
 	if err := validate(cfg); err != nil {
-		return invalidConfig(fmt.Errorf("invalid configuration:\n%w", err))
+		return invalidConfig(fmt.Errorf("invalid configuration: %w", err))
 	}
 	client, err := newS3Client(ctx, s3Client(cfg))
 	if err != nil {
