@@ -383,7 +383,7 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 	}
 	if mt := strings.ToLower(strings.TrimSpace(q.MediaType)); mt != "" {
 		top, sub, ok := strings.Cut(mt, "/")
-		if !ok || top == "" || sub == "" || strings.ContainsAny(mt, " ;,\"") || strings.Contains(sub, "/") {
+		if !ok || top == "" || sub == "" || strings.ContainsAny(mt, " ;,\"") || strings.Contains(sub, "/") || strings.Contains(top, "*") || strings.Contains(sub, "*") && sub != "*" {
 			return nil, fmt.Errorf("%w: mediaType %q: want type/subtype or type/*", ErrInvalid, q.MediaType)
 		}
 		if sub == "*" {

@@ -138,7 +138,7 @@ func (s *Service) Fetch(ctx context.Context, tenant string, a *toolapi.FetchArgs
 	// what it costs inside that JSON string.
 	wide := int64(1<<62 - 1)
 	probe := *v
-	probe.Metadata.Truncated, probe.Metadata.NextOffset, probe.Metadata.HowToRead = true, &wide, howToFetchOn(a.ID, wide, wide)
+	probe.Metadata.Truncated, probe.Metadata.NextOffset, probe.Metadata.HowToRead = true, &wide, notUTF8+howToFetchOn(a.ID, wide, wide)
 	b, _ := json.Marshal(&probe)
 	budget := int64(s.limits.MaxReadChars - utf8.RuneCount(b) - 16)
 	if budget < 64 {
@@ -155,8 +155,14 @@ func (s *Service) Fetch(ctx context.Context, tenant string, a *toolapi.FetchArgs
 	} else {
 		v.Metadata.HowToRead = "text is the whole body."
 	}
+	if !utf8.Valid(win.data) {
+		v.Metadata.HowToRead = notUTF8 + v.Metadata.HowToRead
+	}
 	return v, nil
 }
+
+// notUTF8 starts howToRead when the text is not what the body holds.
+const notUTF8 = "The body is not valid UTF-8 (another charset, or not text): its invalid bytes show as U+FFFD in text; resources/read of the id gives the exact bytes. "
 
 func howToFetchOn(id string, end, size int64) string {
 	return fmt.Sprintf("text holds the first %d of %d bytes; read on with read_resource {\"uri\": %q, \"offset\": %d}, or grep_resource to find lines in the rest.", end, size, id, end)

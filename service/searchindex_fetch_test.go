@@ -129,6 +129,27 @@ func TestDeepSearchQueries(t *testing.T) {
 	}
 }
 
+// TestFetchSaysWhenTextIsNotTheBody: a text body that is not UTF-8
+// (latin-1 under text/plain) comes with U+FFFD in text and howToRead
+// naming resources/read for the exact bytes; a UTF-8 body does not.
+func TestFetchSaysWhenTextIsNotTheBody(t *testing.T) {
+	svc, _, _ := newSearchEnv(t)
+	ctx := context.Background()
+	for path, body := range map[string]string{"latin1": "caf\xe9 cr\xe8me", "utf8": "café crème"} {
+		if _, f := svc.SaveReport(ctx, alice, &toolapi.ReportArgs{Path: path, MIMEType: "text/plain", Text: text(body)}); f != nil {
+			t.Fatal(f)
+		}
+		v, f := svc.Fetch(ctx, alice, &toolapi.FetchArgs{ID: "report://alice/" + path})
+		if f != nil {
+			t.Fatal(f)
+		}
+		said := strings.Contains(v.Metadata.HowToRead, "not valid UTF-8") && strings.Contains(v.Metadata.HowToRead, "resources/read")
+		if want := path == "latin1"; said != want || !utf8.ValidString(v.Text) {
+			t.Errorf("Fetch(%s): text %q, howToRead %q; want the not-UTF-8 note %v", path, v.Text, v.Metadata.HowToRead, want)
+		}
+	}
+}
+
 // TestFetchCutsAtTheLimit: a body longer than the result limit comes cut
 // at a character, with where read_resource reads on, and the value's JSON
 // within the limit.

@@ -120,11 +120,16 @@ func TestSearchRefusesBadInput(t *testing.T) {
 	svc, _, _ := newSearchEnv(t)
 	for _, a := range []toolapi.SearchResourcesArgs{
 		{Query: "-only"}, {CreatedAfter: "yesterday"}, {Cursor: "x"}, {MIMEType: "text"}, {Limit: new(int)},
+		{MIMEType: "*/*"}, {MIMEType: "*/plain"},
 	} {
 		_, f := svc.SearchResources(context.Background(), alice, &a)
 		if f == nil || f.ErrorKind != KindValidation {
 			t.Errorf("SearchResources(%+v) = %v, want a validation_error", a, f)
 		}
+	}
+	// RFC 3339 allows a lower-case t and z.
+	if _, f := svc.SearchResources(context.Background(), alice, &toolapi.SearchResourcesArgs{Query: "x", CreatedAfter: "2026-03-01t00:00:00z"}); f != nil {
+		t.Errorf("createdAfter with a lower-case t and z = %v, want accepted", f)
 	}
 }
 
