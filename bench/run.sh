@@ -91,7 +91,8 @@
 #   abuse-uploads       80 slow uploads of tenant A; tenant B's 11-byte upload meanwhile (issue 24)
 #   abuse-gateway-flood `resourced gateway` (JWT, server-filesystem perTenant): tenant A reads a
 #             GWFLOOD_MIB [30] MiB file at -c 8 in a loop; tenant B's 1 KiB reads, alone and
-#             beside A: p50/p99, refusals (issue 24; not in `abuse`; needs integration/upstreams)
+#             beside A: p50/p99, refusals (issue 24; not in `abuse`; needs integration/upstreams);
+#             GWFLOOD_MAX_IN_FLIGHT, GWFLOOD_MAX_TENANT_IN_FLIGHT set the gateway's budgets
 #
 # Exit status: 0 when every scenario ran; non-zero when the build, the server
 # or the tool failed (never because a figure is slow).
@@ -549,6 +550,8 @@ baseURL: http://127.0.0.1:$gwport
 dataDir: $WORK/gwf/data
 logLevel: $LOG_LEVEL
 gateway:
+  ${GWFLOOD_MAX_IN_FLIGHT:+maxBytesInFlight: $GWFLOOD_MAX_IN_FLIGHT}
+  ${GWFLOOD_MAX_TENANT_IN_FLIGHT:+maxTenantBytesInFlight: $GWFLOOD_MAX_TENANT_IN_FLIGHT}
   upstreams:
     - name: fs
       command: node
