@@ -67,28 +67,22 @@ func window(body []byte, n int) []byte {
 	return body[:n]
 }
 
-// jsonPrefix reports whether w is the start of one JSON value: every
-// token up to where w ends is valid, and no second value follows the
-// first within w.
+// jsonPrefix reports whether w is the start of one JSON value: the
+// scanner finds no error before w ends, and no second value follows the
+// first within w. (The Decoder scans a value whole before it decodes it,
+// so io.ErrUnexpectedEOF means every byte of w was valid so far; it
+// copies w once, and allocates nothing per token.)
 func jsonPrefix(w []byte) bool {
 	d := json.NewDecoder(bytes.NewReader(w))
-	depth := 0
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			// One whole value in the window: what follows is space.
-			return len(bytes.TrimLeft(w[d.InputOffset():], " \t\r\n")) == 0
-		}
+	var v json.RawMessage
+	switch err := d.Decode(&v); {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case err != nil:
+		return false
 	}
+	// One whole value in the window: what follows is space.
+	return len(bytes.TrimLeft(w[d.InputOffset():], " \t\r\n")) == 0
 }
 
 func isJSON(mediaType string) bool {
