@@ -76,7 +76,7 @@ func jsonPrefix(w []byte) bool {
 	d := json.NewDecoder(bytes.NewReader(w))
 	var v json.RawMessage
 	switch err := d.Decode(&v); {
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF): // cut in a value, or before it
 		return true
 	case err != nil:
 		return false
