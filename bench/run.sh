@@ -89,6 +89,10 @@
 #   abuse-timing        tenant B reading A's private 15 MiB report vs a never-existed URI
 #   abuse-query         two quadratic JSONPath queries of tenant A; tenant B's $.a[0] meanwhile (issue 24)
 #   abuse-uploads       80 slow uploads of tenant A; tenant B's 11-byte upload meanwhile (issue 24)
+#   abuse-gateway-flood `resourced gateway` (JWT, server-filesystem perTenant): tenant A reads a
+#             GWFLOOD_MIB [30] MiB file at -c 8 in a loop; tenant B's 1 KiB reads, alone and
+#             beside A: p50/p99, refusals (issue 24; not in `abuse`; needs integration/upstreams);
+#             GWFLOOD_MAX_IN_FLIGHT, GWFLOOD_MAX_TENANT_IN_FLIGHT set the gateway's budgets
 #
 # Exit status: 0 when every scenario ran; non-zero when the build, the server
 # or the tool failed (never because a figure is slow).
@@ -526,6 +530,60 @@ EOF
 	[ "$rc" -eq 0 ] || die "resourced-bench gwmemory failed (exit $rc)"
 }
 
+# gwflood_bench starts `resourced gateway` with JWT auth (its own data
+# directory and dev key) fronting server-filesystem over stdio, perTenant,
+# mints two tenants' tokens, and runs `resourced-bench abuse gateway-flood`:
+# tenant A reads a large file at -c in a loop, tenant B a 1 KiB one.
+gwflood_bench() {
+	local fsrv="$ROOT/integration/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+	[ -f "$fsrv" ] || die "scenario abuse-gateway-flood: integration/upstreams is not installed (npm ci --prefix integration/upstreams)"
+	local gwport
+	gwport=$(free_port "$PORT") || die "no free port for the gateway-flood scenario"
+	rm -rf "$WORK/gwf"
+	mkdir -p "$WORK/gwf/files"
+	# (yes in a process substitution: its SIGPIPE must not fail the pipeline.)
+	head -c $((${GWFLOOD_MIB:-30} << 20)) < <(yes 'line "quoted" back\slash	tab <a & b> é ✓ xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx') >"$WORK/gwf/files/large.txt"
+	head -c 1024 < <(yes 'a small file of tenant B') >"$WORK/gwf/files/small.txt"
+	cat >"$WORK/gwf/gateway.yaml" <<EOF
+listen: 127.0.0.1:$gwport
+baseURL: http://127.0.0.1:$gwport
+dataDir: $WORK/gwf/data
+logLevel: $LOG_LEVEL
+gateway:
+  ${GWFLOOD_MAX_IN_FLIGHT:+maxBytesInFlight: $GWFLOOD_MAX_IN_FLIGHT}
+  ${GWFLOOD_MAX_TENANT_IN_FLIGHT:+maxTenantBytesInFlight: $GWFLOOD_MAX_TENANT_IN_FLIGHT}
+  upstreams:
+    - name: fs
+      command: node
+      args: ["$fsrv", "$WORK/gwf/files"]
+      isolation: perTenant
+EOF
+	start_gateway "$WORK/gwf" "$gwport" || die "scenario abuse-gateway-flood: resourced gateway did not start"
+	local gwpid=$GW_PID ta tb
+	ta=$("$SERVER" token --config "$WORK/gwf/gateway.yaml" --ttl 24h --tenant flood-a) &&
+		tb=$("$SERVER" token --config "$WORK/gwf/gateway.yaml" --ttl 24h --tenant flood-b) ||
+		die "scenario abuse-gateway-flood: no tokens"
+	# shellcheck disable=SC2086 # the *_ARGS are lists of flags
+	local cmd=("$TOOL" abuse gateway-flood -url "http://127.0.0.1:$gwport/mcp" -protocol "$PROTOCOL" -pid "$gwpid"
+		-large-file "$WORK/gwf/files/large.txt" -small-file "$WORK/gwf/files/small.txt" ${ABUSE_ARGS:-} ${ABUSE_ARGS_gateway_flood:-})
+	log "abuse gateway-flood"
+	{
+		echo "## abuse gateway-flood"
+		echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "\$ RESOURCED_TOKEN=… RESOURCED_TOKEN_B=… resourced-bench $(printf '%q ' "${cmd[@]:1}")"
+	} >>"$OUT"
+	local rc
+	set +e
+	RESOURCED_TOKEN=$ta RESOURCED_TOKEN_B=$tb "${cmd[@]}" 2>&1 | tee -a "$OUT" >&2
+	rc=${PIPESTATUS[0]}
+	set -e
+	echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT"
+	echo >>"$OUT"
+	kill "$gwpid" 2>/dev/null || true
+	wait "$gwpid" 2>/dev/null || true
+	[ "$rc" -eq 0 ] || die "resourced-bench abuse gateway-flood failed (exit $rc)"
+}
+
 # The saves' write ceiling keeps its database beside the server's data
 # directory: the same disk. It is bbolt's group commit, so on S3 the saves
 # run without it (s3save compares them with S3 itself).
@@ -654,6 +712,9 @@ for scenario in $SCENARIOS; do
 		;;
 	gateway-memory)
 		gwmem_bench
+		;;
+	abuse-gateway-flood)
+		gwflood_bench
 		;;
 	abuse | abuse-*)
 		list=${scenario#abuse-}

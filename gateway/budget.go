@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -70,6 +72,32 @@ func asBusy(code int64, data []byte) (busyData, bool) {
 	}
 	return d, true
 }
+
+// memoryHeadroom is what the soft memory limit leaves past the in-flight
+// budget for everything else of the process: the server's own reads and
+// saves, the search index, the form cache.
+const memoryHeadroom = 256 << 20
+
+// SetSoftMemoryLimit sets the Go runtime's soft memory limit
+// (debug.SetMemoryLimit) to maxBytesInFlight plus memoryHeadroom, unless
+// the operator set GOMEMLIMIT (then theirs holds), and returns the limit
+// in force. The budget bounds what upstream answers keep live; without a
+// limit the collector lets the heap grow to twice what was live at its
+// last cycle before it runs (GOGC=100), so a full budget could cost
+// twice itself. With the limit, the collector runs sooner as the heap
+// nears it (issue 24).
+func SetSoftMemoryLimit(maxBytesInFlight int64, getenv func(string) string) (limit int64, set bool) {
+	if getenv("GOMEMLIMIT") != "" || maxBytesInFlight <= 0 || maxBytesInFlight > math.MaxInt64-memoryHeadroom {
+		return debug.SetMemoryLimit(-1), false
+	}
+	limit = maxBytesInFlight + memoryHeadroom
+	debug.SetMemoryLimit(limit)
+	return limit, true
+}
+
+// MaxBytesInFlight is the pool's gateway-wide in-flight bound, its
+// default applied.
+func (p *Pool) MaxBytesInFlight() int64 { return p.opts.MaxBytesInFlight }
 
 // budget is the in-flight bound: used bytes in all and per tenant. A nil
 // *budget bounds nothing.

@@ -3,6 +3,8 @@ package index
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"mime"
 	"strings"
 	"unicode/utf8"
@@ -22,17 +24,65 @@ import (
 //
 // A JSON body that is not one JSON value (it does not parse, or it is a
 // stream of several) is indexed as text.
+//
+// Only the body's first bytes are read and judged (its window): max of a
+// text, 2×max of a JSON body, whose keys, numbers and escapes take room.
+// A body longer than its window is judged by the window, so a part of
+// tens of MiB costs the indexer the window, not the part (issue 24: the
+// whole part was read through bbolt's map, twice).
 func Extract(mediaType string, body []byte, max int) (text string, complete bool) {
-	if !jsonwire.Textual(mediaType, body) {
+	if !jsonwire.TextType(mediaType) {
 		return "", len(body) == 0
 	}
 	if isJSON(mediaType) {
-		if t, ok, done := jsonStrings(body, max); ok {
-			return t, done
+		w := window(body, 2*max)
+		if !utf8.Valid(w) {
+			return "", len(body) == 0
+		}
+		if len(w) == len(body) {
+			if t, ok, done := jsonStrings(body, max); ok {
+				return t, done
+			}
+		} else if jsonPrefix(w) {
+			t, _, _ := walkStrings(w, max)
+			return t, false
 		}
 	}
-	t := cutUTF8(string(body[:min(len(body), max+utf8.UTFMax)]), max)
-	return t, len(t) == len(body)
+	w := window(body, max)
+	if !utf8.Valid(w) {
+		return "", len(body) == 0
+	}
+	return string(w), len(w) == len(body)
+}
+
+// window is body's first n bytes, or fewer: it ends where a character
+// starts, so a character the window would cut is left out whole.
+func window(body []byte, n int) []byte {
+	if n >= len(body) {
+		return body
+	}
+	for n > 0 && !utf8.RuneStart(body[n]) {
+		n--
+	}
+	return body[:n]
+}
+
+// jsonPrefix reports whether w is the start of one JSON value: the
+// scanner finds no error before w ends, and no second value follows the
+// first within w. (The Decoder scans a value whole before it decodes it,
+// so io.ErrUnexpectedEOF means every byte of w was valid so far; it
+// copies w once, and allocates nothing per token.)
+func jsonPrefix(w []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(w))
+	var v json.RawMessage
+	switch err := d.Decode(&v); {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF): // cut in a value, or before it
+		return true
+	case err != nil:
+		return false
+	}
+	// One whole value in the window: what follows is space.
+	return len(bytes.TrimLeft(w[d.InputOffset():], " \t\r\n")) == 0
 }
 
 func isJSON(mediaType string) bool {
@@ -49,6 +99,14 @@ func jsonStrings(body []byte, max int) (text string, ok, done bool) {
 	if !json.Valid(body) {
 		return "", false, false
 	}
+	return walkStrings(body, max)
+}
+
+// walkStrings is jsonStrings' walk over body, which json.Valid accepted
+// or jsonPrefix did: a window may end inside any token, and what it cuts
+// of a string is left out from the last escape that could be part of a
+// longer one.
+func walkStrings(body []byte, max int) (text string, ok, done bool) {
 	type frame struct{ object, key bool } // key: the next string is a key
 	var stack []frame
 	var b strings.Builder
@@ -106,12 +164,16 @@ func jsonStrings(body []byte, max int) (text string, ok, done bool) {
 }
 
 // stringEnd is the index of the closing quote of the valid JSON string
-// whose contents start at body[i], and the index after it.
+// whose contents start at body[i], and the index after it; len(body)
+// twice when body ends inside the string.
 func stringEnd(body []byte, i int) (int, int) {
 	for {
 		j := bytes.IndexAny(body[i:], `"\`)
-		if body[i+j] == '"' {
+		if j >= 0 && body[i+j] == '"' {
 			return i + j, i + j + 1
+		}
+		if j < 0 || i+j+2 > len(body) {
+			return len(body), len(body)
 		}
 		i += j + 2 // an escape: \u's hex digits are no quote
 	}
@@ -123,6 +185,10 @@ func stringEnd(body []byte, i int) (int, int) {
 // limit bytes (cut) or the string ends; next is the index after it.
 func appendString(b *strings.Builder, body []byte, i, limit int) (next int, cut bool) {
 	end, next := stringEnd(body, i)
+	// Cut by the window (end is len(body)): an escape in its last 12
+	// bytes may be cut or be half of a surrogate pair, so the string's
+	// text ends before it.
+	cutByWindow := end == len(body)
 	for i < end {
 		if b.Len() >= limit {
 			return next, true
@@ -136,6 +202,9 @@ func appendString(b *strings.Builder, body []byte, i, limit int) (next int, cut 
 			b.Write(body[i : i+j])
 			i += j
 			continue
+		}
+		if cutByWindow && i+12 > end {
+			break
 		}
 		r, n := jsonwire.Unescape(body[i:end])
 		if r == '\n' || r == '\r' || r == '\t' {

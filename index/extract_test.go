@@ -161,3 +161,72 @@ func TestJSONStringsLargeStringAllocatesItsCut(t *testing.T) {
 		t.Errorf("%d bytes allocated for 1 MiB of text from a %d-byte body", per, len(body))
 	}
 }
+
+// A body longer than its window is judged and read by the window only:
+// what follows it (here bytes that are not UTF-8, and JSON that does not
+// parse) is never read.
+func TestExtractReadsOnlyTheWindow(t *testing.T) {
+	tail := "\xff\xfe not json {{{"
+	tests := []struct {
+		name, mt, body string
+		max            int
+		want           string
+	}{
+		{"text", "text/plain", "hello world" + tail, 5, "hello"},
+		{"text cut at a character", "text/plain", "abcdé" + tail, 5, "abcd"},
+		{"json string cut by the window", "application/json", `{"k": "abcdefghijklmnopqrstuvwxyz` + tail, 10, "abcdefghij"},
+		{"json values before the window's end", "application/json", `["ab", "cd", "ef"` + strings.Repeat(" ", 20) + tail, 16, "ab cd ef"},
+		{"json escape cut by the window", "application/json", `["ab\ud83d\ude00` + tail, 7, "ab"},
+		{"json pair whole in the window", "application/json", `["ab\ud83d\ude00cdefghijklmnop` + tail, 12, "ab😀cdefgh"},
+		{"a second json value in the window is text", "application/json", `{"a":"b"} {"c":"d"}` + strings.Repeat(" ", 10) + tail, 12, `{"a":"b"} {"`},
+		{"json that does not parse in the window is text", "application/json", `{"a" "b", "c": "defghijk"` + tail, 12, `{"a" "b", "c`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, complete := Extract(tt.mt, []byte(tt.body), tt.max)
+			if got != tt.want || complete {
+				t.Errorf("Extract(%q, %q, %d) = %q, %v; want %q, false", tt.mt, tt.body, tt.max, got, complete, tt.want)
+			}
+		})
+	}
+}
+
+// The text a window gives is the start of the text of the whole body.
+func FuzzExtractWindow(f *testing.F) {
+	for _, s := range []string{
+		`{"content": "line \"q\" \\ é\n ✓ \ud83d\ude00 \ud800 x", "n": [1, 2.5e3, true, null, "y"]}`,
+		"[\n\"alpha\",\n\n\"beta gamma\",\n4,\n\"delta\"\n]\n", `"top level string \u00e9"`,
+	} {
+		f.Add([]byte(s), uint16(3))
+		f.Add([]byte(s), uint16(10))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, max uint16) {
+		if !json.Valid(body) || !utf8.Valid(body) || max == 0 || len(body) <= 2*int(max) {
+			return
+		}
+		whole, ok, _ := jsonStrings(body, len(body)+1)
+		if !ok {
+			t.Fatalf("jsonStrings(%q) not ok", body)
+		}
+		got, complete := Extract("application/json", body, int(max))
+		if complete || len(got) > int(max) || !utf8.ValidString(got) || !strings.HasPrefix(whole, strings.TrimRight(got, "\n")) {
+			t.Fatalf("Extract(%q, %d) = %q, %v; the whole body's text is %q", body, max, got, complete, whole)
+		}
+	})
+}
+
+// A large JSON part costs the indexer its window, not its size.
+func TestExtractLargeJSONAllocatesItsWindow(t *testing.T) {
+	body := []byte(`{"content":"` + strings.Repeat(`line \"q\" \\ é\n`, 1<<20) + `"}`) // ~17 MiB
+	allocs := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if text, complete := Extract("application/json", body, 64<<10); complete || len(text) == 0 {
+				b.Fatalf("%d bytes of text, complete %v", len(text), complete)
+			}
+		}
+	})
+	if per := allocs.AllocedBytesPerOp(); per > 1<<20 {
+		t.Errorf("%d bytes allocated for 64 KiB of text from a %d-byte body", per, len(body))
+	}
+}

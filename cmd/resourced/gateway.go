@@ -178,7 +178,8 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 	for i, u := range ups {
 		names[i] = u.Name
 	}
-	log.Info("gateway", "upstreams", names, "scheme", cfg.Gateway.Scheme)
+	limit, set := gateway.SetSoftMemoryLimit(pool.MaxBytesInFlight(), getenv)
+	log.Info("gateway", "upstreams", names, "scheme", cfg.Gateway.Scheme, "softMemoryLimit", limit, "fromInFlightBudget", set)
 	return &gatewayRun{
 		pool:    pool,
 		front:   &gateway.FrontOptions{Sessions: pool, Scheme: cfg.Gateway.Scheme, PreviewChars: cfg.Gateway.PreviewChars},

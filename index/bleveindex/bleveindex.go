@@ -47,6 +47,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
+	zapx "github.com/blevesearch/zapx/v17"
 
 	"github.com/resourced/resourced/index"
 )
@@ -67,6 +68,17 @@ const (
 	maxBatch      = 1000
 	maxBatchBytes = 4 << 20
 )
+
+// zapx sizes a new segment's buffer up front from the last one, per
+// document, times the batch's documents plus 100: after one document of
+// 1 MiB of text, the next batch of one reserved about 100 MiB (and a
+// batch of 1000 small ones about 1 GiB) that it never filled (issue 24:
+// twice 98 MiB for each large part a gateway offloaded). With both
+// factors 0 the buffer grows with what is written, as any bytes.Buffer.
+func init() {
+	zapx.NewSegmentBufferNumResultsFactor = 0
+	zapx.NewSegmentBufferAvgBytesPerDocFactor = 0
+}
 
 // Driver is a bleve index; safe for concurrent use.
 type Driver struct {

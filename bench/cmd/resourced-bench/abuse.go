@@ -36,8 +36,10 @@ import (
 //	timing        tenant B reads tenant A's private 15 MiB report and a URI that never existed
 //	query         tenant A runs 2 quadratic JSONPath queries (N=4000, the value cap); tenant B runs $.a[0]
 //	uploads       tenant A holds -conns slow uploads; tenant B uploads 11 bytes
+//	gateway-flood against `resourced gateway`: tenant A calls -tool on -large-file at -c in a loop;
+//	              tenant B calls it on -small-file, alone and beside A (abuse_gateway.go)
 
-var abuseScenarios = []string{"slowbody", "noread", "listen", "noisy-tenant", "timing", "query", "uploads"}
+var abuseScenarios = []string{"slowbody", "noread", "listen", "noisy-tenant", "timing", "query", "uploads", "gateway-flood"}
 
 type abuseOptions struct {
 	scenario                   string
@@ -56,6 +58,7 @@ type abuseOptions struct {
 	timeout                    time.Duration
 	maxGrowthMiB               float64
 	hostPort, runID, reportDir string
+	tool, largeFile, smallFile string
 }
 
 // abuseDefaults are each scenario's defaults, full and -smoke, for the
@@ -88,6 +91,10 @@ var abuseDefaults = map[string][2]map[string]string{
 	"uploads": {
 		{"conns": "80", "content-length": "1MiB", "settle": "3s", "probe-timeout": "30s"},
 		{"conns": "8", "content-length": "1MiB", "settle": "500ms", "probe-timeout": "10s"},
+	},
+	"gateway-flood": {
+		{"c": "8", "read-c": "1", "d": "10s", "warmup": "3s", "probe-timeout": "30s", "timeout": "5m"},
+		{"c": "2", "read-c": "1", "d": "1s", "warmup": "300ms", "probe-timeout": "10s", "timeout": "30s"},
 	},
 }
 
@@ -131,6 +138,9 @@ func parseAbuseFlags(args []string, stderr io.Writer) (*abuseOptions, error) {
 	fs.DurationVar(&o.probeEvery, "probe-every", 0, "slowbody: interval of the probe's 1 KiB reads [100ms]")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 0, "timeout of one probe/bystander read [slowbody 10s, others 30s]")
 	fs.DurationVar(&o.timeout, "timeout", 0, "listen: how long to wait for the answer and for the server's CPU to settle [2m]")
+	fs.StringVar(&o.tool, "tool", "read_text_file", "gateway-flood: the gateway's tool that reads a file (argument path)")
+	fs.StringVar(&o.largeFile, "large-file", "", "gateway-flood: the path tenant A reads (a large file, as the upstream serves it)")
+	fs.StringVar(&o.smallFile, "small-file", "", "gateway-flood: the path tenant B reads (a small one)")
 	fs.Float64Var(&o.maxGrowthMiB, "max-growth", 0, "noread: stop opening connections once the server's RSS grew this many MiB (protects the shared machine) [4096]")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
@@ -193,7 +203,11 @@ func parseAbuseFlags(args []string, stderr io.Writer) (*abuseOptions, error) {
 		return nil, errors.New("noisy-tenant: -c, -read-c and -d must be positive")
 	case o.scenario == "uploads" && o.conns < 1:
 		return nil, errors.New("-conns: uploads needs at least one slow upload")
-	case (o.scenario == "noisy-tenant" || o.scenario == "timing" || o.scenario == "query" || o.scenario == "uploads") && o.tokenB == "":
+	case o.scenario == "gateway-flood" && (o.largeFile == "" || o.smallFile == "" || o.tool == ""):
+		return nil, errors.New("gateway-flood: -tool, -large-file and -small-file are needed")
+	case o.scenario == "gateway-flood" && (o.c < 1 || o.c > 64 || o.readC < 1 || o.readC > 64 || o.d <= 0 || o.warmup < 0):
+		return nil, errors.New("gateway-flood: -c and -read-c take 1 to 64, -d must be positive")
+	case twoTenantScenario(o.scenario) && o.tokenB == "":
 		return nil, errors.New(o.scenario + " needs tenant B's token: -token-b or $RESOURCED_TOKEN_B")
 	}
 	if o.tenantA == "" {
@@ -206,12 +220,21 @@ func parseAbuseFlags(args []string, stderr io.Writer) (*abuseOptions, error) {
 			o.tenantB = o.tenantA
 		}
 	}
-	if (o.scenario == "noisy-tenant" || o.scenario == "timing" || o.scenario == "query" || o.scenario == "uploads") && o.tenantA == o.tenantB {
+	if twoTenantScenario(o.scenario) && o.tenantA == o.tenantB {
 		return nil, fmt.Errorf("%s: -token and -token-b are both tenant %q; want two tenants", o.scenario, o.tenantA)
 	}
 	o.runID = randomHex(4)
 	o.reportDir = "abuse/" + o.scenario + "/" + o.runID
 	return o, nil
+}
+
+// twoTenantScenario reports whether scenario needs tenant B's token.
+func twoTenantScenario(scenario string) bool {
+	switch scenario {
+	case "noisy-tenant", "timing", "query", "uploads", "gateway-flood":
+		return true
+	}
+	return false
 }
 
 func runAbuse(args []string, stdout, stderr io.Writer) (int, error) {
@@ -235,6 +258,8 @@ func runAbuse(args []string, stdout, stderr io.Writer) (int, error) {
 		res, err = abuseQuery(o, stderr)
 	case "uploads":
 		res, err = abuseUploads(o, stderr)
+	case "gateway-flood":
+		res, err = abuseGatewayFlood(o, stderr)
 	}
 	if err != nil {
 		return 1, fmt.Errorf("abuse %s: %w", o.scenario, err)
