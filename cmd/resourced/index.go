@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/index"
@@ -13,9 +15,30 @@ import (
 	"github.com/resourced/resourced/index/pgindex"
 )
 
+// commandIndexWait is how long fsck and reindex wait for a bleve index
+// another process holds open before they say a server is running.
+const commandIndexWait = time.Second
+
 // openIndex is the one place that knows every index backend; nil when
 // index.backend is off.
 func openIndex(ctx context.Context, cfg *config.Config) (*index.Index, error) {
+	return openIndexWait(ctx, cfg, 0)
+}
+
+// openCommandIndex is openIndex for fsck and reindex: a bleve index a
+// running server holds is reported (bleveindex.ErrInUse, saying to stop
+// it), not waited for.
+func openCommandIndex(ctx context.Context, cfg *config.Config) (*index.Index, error) {
+	x, err := openIndexWait(ctx, cfg, commandIndexWait)
+	if errors.Is(err, bleveindex.ErrInUse) {
+		return nil, fmt.Errorf("%w: a server is running with this index; stop it first", err)
+	}
+	return x, err
+}
+
+// openIndexWait is openIndex waiting at most lockWait (0: as long as it
+// takes) for a bleve index another process holds.
+func openIndexWait(ctx context.Context, cfg *config.Config, lockWait time.Duration) (*index.Index, error) {
 	opts := index.Options{MaxTextBytes: cfg.MaxIndexBytes()}
 	switch b := cfg.IndexBackend(); b {
 	case "off":
@@ -23,7 +46,7 @@ func openIndex(ctx context.Context, cfg *config.Config) (*index.Index, error) {
 	case "memory":
 		return index.New(memindex.New(), opts), nil
 	case "bleve":
-		d, err := bleveindex.Open(cfg.IndexPath())
+		d, err := bleveindex.OpenWait(cfg.IndexPath(), lockWait)
 		if err != nil {
 			return nil, err
 		}
