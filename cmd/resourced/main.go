@@ -167,7 +167,7 @@ usage:
   resourced fsck [--quiet] [--config FILE] [--data-dir DIR]
                                         check a stopped server's bbolt database and search index
                                         (on s3: the search index against the bucket)
-  resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
+  resourced reindex [--quiet] [--workers N] [--config FILE] [--data-dir DIR]
                                         rebuild the search index from a stopped server's database
                                         or from the s3 bucket
   resourced reconcile [--quiet] [--config FILE] [--tenant T]

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,13 +28,21 @@ import (
 //
 //	resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
 func reindex(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, quiet, err := storeCommand{name: "reindex", synopsis: "resourced reindex [--quiet] [--config FILE] [--data-dir DIR]",
+	var workers int
+	cfg, quiet, err := storeCommand{name: "reindex", synopsis: "resourced reindex [--quiet] [--workers N] [--config FILE] [--data-dir DIR]",
 		about: "Rebuilds the search index (index.backend) from the store: a stopped server's bbolt database, or every\n" +
 			"object of the s3 bucket's prefix. Indexes every live object again and removes the entries of objects\n" +
 			"that are gone. Safe to run again.",
-		backends: []string{"bbolt", "s3"}, dataDir: true}.load(args, getenv, stdout, stderr)
+		backends: []string{"bbolt", "s3"}, dataDir: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&workers, "workers", 16, fmt.Sprintf("objects indexed at once (1 to %d): more makes larger bleve batches and a faster rebuild, "+
+				"and holds up to that many documents' text in memory", service.MaxRepairWorkers))
+		}}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
+	}
+	if workers < 1 || workers > service.MaxRepairWorkers {
+		return usageError(fmt.Errorf("--workers %d: want 1 to %d", workers, service.MaxRepairWorkers))
 	}
 	if cfg.IndexBackend() == "off" {
 		return errors.New("index.backend is off: there is no search index to rebuild")
@@ -55,7 +64,7 @@ func reindex(ctx context.Context, args []string, getenv func(string) string, std
 	p := startProgress(stderr, quiet, "reindex")
 	p.begin("scanning the store", unitObjects, -1)
 	var walked int64
-	r, err := service.CheckIndex(ctx, &indexingProgress{Backend: st, walked: &walked, p: p}, x, countWalk(st.Walk, &walked, p), service.CheckIndexOptions{Rebuild: true})
+	r, err := service.CheckIndex(ctx, &indexingProgress{Backend: st, walked: &walked, p: p}, x, countWalk(st.Walk, &walked, p), service.CheckIndexOptions{Rebuild: true, Workers: workers})
 	if r != nil {
 		fmt.Fprintf(stdout, "%s: indexed %d objects, removed %d stale entries\n", indexName(cfg), r.Indexed, r.Removed)
 	}

@@ -54,6 +54,8 @@ func TestIndexCommandsRefuse(t *testing.T) {
 		{[]string{"fsck", "--config", s3off}, "index.backend is off: there is nothing to check"},
 		{[]string{"reindex", "--config", s3off}, "index.backend is off: there is no search index to rebuild"},
 		{[]string{"fsck", "--config", s3down, "--data-dir", dir}, "127.0.0.1:1"},
+		{[]string{"reindex", "--workers", "0", "--config", s3down}, "--workers 0: want 1 to 1024"},
+		{[]string{"reindex", "--workers", "1025", "--config", s3down}, "--workers 1025: want 1 to 1024"},
 		{[]string{"reindex", "--config", s3down, "--data-dir", dir}, "127.0.0.1:1"},
 	} {
 		code, stdout, stderr := runCmd(t, tc.args...)
