@@ -39,10 +39,10 @@ const (
 // removed from) the index, after the commit, never before. A failed
 // update is remembered and retried (MaintainIndex), and counted.
 type indexer struct {
-	x       *index.Index
-	onFail  func() // counts a failed update
-	slots   *tenantSlots
-	mu sync.Mutex
+	x      *index.Index
+	onFail func() // counts a failed update
+	slots  *tenantSlots
+	mu     sync.Mutex
 	// pending are the keys whose update failed, each with how many Ends
 	// of the index's pending record (index.Pending) its success owes.
 	pending map[store.Key]int
