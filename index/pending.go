@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Pending is the durable record of the index updates a process may owe:
@@ -41,6 +42,9 @@ type Pending struct {
 	writers  sync.WaitGroup
 }
 
+// ErrInUse: another process holds the pending record open.
+var ErrInUse = errors.New("in use by another process")
+
 type begin struct {
 	uri  string
 	done chan error
@@ -52,8 +56,12 @@ var pendingBucket = []byte("pending")
 // open is waited for at most wait.
 func OpenPending(path string, wait time.Duration) (*Pending, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: wait})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("index: pending updates %s: %w (waited %s; is a server running on this data directory?)", path, ErrInUse, wait)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("index: pending updates %s: %w", path, err)
+		return nil, fmt.Errorf("index: pending updates %s: %w; remove the file and run resourced fsck before the server starts "+
+			"(it finds what a crash left out of the index; resourced reindex repairs it)", path, err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(pendingBucket)

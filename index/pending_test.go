@@ -3,8 +3,10 @@ package index_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,8 +132,8 @@ func TestPendingRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := index.OpenPending(path, 50*time.Millisecond); err == nil {
-		t.Fatal("a second OpenPending of a held record succeeded")
+	if _, err := index.OpenPending(path, 50*time.Millisecond); !errors.Is(err, index.ErrInUse) {
+		t.Fatalf("a second OpenPending of a held record = %v, want ErrInUse", err)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
@@ -154,5 +156,18 @@ func TestPendingRefuses(t *testing.T) {
 	defer p.Close()
 	if _, err := p.Owed(); err == nil {
 		t.Fatal("Owed of a record with a key that is no URI succeeded")
+	}
+}
+
+// TestPendingDamaged: a file that is no record is refused with what to
+// do, not taken for one in use.
+func TestPendingDamaged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pending.db")
+	if err := os.WriteFile(path, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := index.OpenPending(path, time.Second)
+	if err == nil || errors.Is(err, index.ErrInUse) || !strings.Contains(err.Error(), "remove the file") {
+		t.Fatalf("OpenPending of a damaged file = %v", err)
 	}
 }

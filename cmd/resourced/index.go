@@ -37,7 +37,7 @@ func openIndex(ctx context.Context, cfg *config.Config) (*index.Index, error) {
 		}
 		p, err := index.OpenPending(pendingPath(cfg), pendingWait)
 		if err != nil {
-			return nil, fmt.Errorf("%w (is another server running on %s?)", err, cfg.DataDir)
+			return nil, err
 		}
 		pending = p
 	}
