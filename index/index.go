@@ -241,6 +241,9 @@ type Options struct {
 	MaxTextBytes int
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Pending is the durable record of owed updates (Begin, End, Owed);
+	// nil: none, and Begin does nothing. Close closes it.
+	Pending *Pending
 }
 
 // Index is the portable index over a Driver; safe for concurrent use.
@@ -493,8 +496,8 @@ func (x *Index) Expired(ctx context.Context, now time.Time, limit int) ([]Ref, e
 	return refs, nil
 }
 
-// Close waits for running calls and closes the driver; later calls fail
-// with ErrClosed, and a second Close returns nil.
+// Close waits for running calls and closes the driver and the pending
+// record; later calls fail with ErrClosed, and a second Close returns nil.
 func (x *Index) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -502,7 +505,38 @@ func (x *Index) Close() error {
 		return nil
 	}
 	x.closed = true
-	return x.d.Close()
+	err := x.d.Close()
+	if x.opts.Pending != nil {
+		err = errors.Join(err, x.opts.Pending.Close())
+	}
+	return err
+}
+
+// Begin records, before a store write of r, that r's entry is owed until
+// End (Options.Pending: on disk when it returns nil); without a pending
+// record it does nothing.
+func (x *Index) Begin(r Ref) error {
+	if x.opts.Pending == nil {
+		return nil
+	}
+	return x.opts.Pending.Begin(r)
+}
+
+// End records that r's entry follows the store, or that the write Begin
+// announced did not happen.
+func (x *Index) End(r Ref) {
+	if x.opts.Pending != nil {
+		x.opts.Pending.End(r)
+	}
+}
+
+// Owed is what an earlier process began and did not end (Pending.Owed);
+// nil without a pending record.
+func (x *Index) Owed() ([]Ref, error) {
+	if x.opts.Pending == nil {
+		return nil, nil
+	}
+	return x.opts.Pending.Owed()
 }
 
 // cutLabels keeps labels in order while their bytes stay within max, the

@@ -18,7 +18,7 @@ import (
 func (in *instance) command(t *testing.T, args ...string) (string, bool) {
 	t.Helper()
 	cmd := exec.Command(binary, append(args, "--config", in.config, "--data-dir", in.dataDir)...)
-	cmd.Env = append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_DATA_DIR=")
+	cmd.Env = append(append(os.Environ(), "RESOURCED_CONFIG=", "RESOURCED_DATA_DIR="), in.extraEnv...)
 	out, err := cmd.CombinedOutput()
 	if _, isExit := err.(*exec.ExitError); err != nil && !isExit {
 		t.Fatalf("resourced %v: %v", args, err)

@@ -30,9 +30,15 @@ func (s *Service) Put(ctx context.Context, w Write) (store.Meta, bool, *Failure)
 	cond := w.Cond
 	if !w.Own {
 		cond.Quota = s.quota
+		if f := s.intend(ctx, obj.Key); f != nil {
+			return store.Meta{}, false, f
+		}
 	}
 	m, replaced, err := s.store.Put(ctx, obj, cond)
 	if err != nil {
+		if !w.Own {
+			s.unintend(obj.Key)
+		}
 		return m, false, s.writeFailure(ctx, obj.Key, cond, w.Retry, "store put", err)
 	}
 	if !w.Own {
@@ -62,8 +68,12 @@ type Stream struct {
 func (s *Service) PutStream(ctx context.Context, w Stream) (store.Meta, bool, error) {
 	cond := w.Cond
 	cond.Quota = s.quota
+	if f := s.intend(ctx, w.Meta.Key); f != nil {
+		return store.Meta{}, false, f
+	}
 	m, replaced, err := s.store.PutStream(ctx, &w.Meta, w.Body, cond)
 	if err != nil {
+		s.unintend(w.Meta.Key)
 		if w.Source != nil && w.Source(err) {
 			return m, false, err
 		}

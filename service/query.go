@@ -50,7 +50,13 @@ func (s *Service) Delete(ctx context.Context, tenant string, a *toolapi.DeleteAr
 	if k.Tenant() != tenant {
 		return nil, NotFound(a.URI) // writes never reach another tenant
 	}
+	if f := s.intend(ctx, k); f != nil {
+		return nil, f
+	}
 	err := s.store.Delete(ctx, k, cond)
+	if err != nil {
+		s.unintend(k)
+	}
 	switch {
 	case err == nil:
 		s.changed(ctx, k)

@@ -244,7 +244,13 @@ func (s *Service) Save(ctx context.Context, tenant string, r SaveRequest) (*Resu
 // DeleteKey removes the resource at k whatever its body: a transport's
 // own cleanup (the gateway's rollback of offloaded parts), not a tool.
 func (s *Service) DeleteKey(ctx context.Context, k store.Key) *Failure {
+	if f := s.intend(ctx, k); f != nil {
+		return f
+	}
 	err := s.store.Delete(ctx, k, store.Cond{Kind: store.Always})
+	if err != nil {
+		s.unintend(k)
+	}
 	switch {
 	case err == nil:
 		s.changed(ctx, k)

@@ -30,6 +30,8 @@ const (
 	// maxExpiredRounds bounds the expired entries one sweep removes, in
 	// rounds of index.MaxExpired; the next sweep goes on.
 	maxExpiredRounds = 100
+	// recoverWorkers and recoverTimeout bound recoverIndex at start.
+	recoverWorkers, recoverTimeout = 16, 2 * time.Minute
 )
 
 // indexer keeps the search index in step with the store: every change
@@ -37,11 +39,13 @@ const (
 // removed from) the index, after the commit, never before. A failed
 // update is remembered and retried (MaintainIndex), and counted.
 type indexer struct {
-	x       *index.Index
-	onFail  func() // counts a failed update
-	slots   *tenantSlots
-	mu      sync.Mutex
-	pending map[store.Key]struct{}
+	x      *index.Index
+	onFail func() // counts a failed update
+	slots  *tenantSlots
+	mu     sync.Mutex
+	// pending are the keys whose update failed, each with how many Ends
+	// of the index's pending record (index.Pending) its success owes.
+	pending map[store.Key]int
 	failed  atomic.Int64
 	stripes [64]sync.Mutex // indexKey's, by key hash
 }
@@ -105,28 +109,111 @@ func refOf(k store.Key) index.Ref {
 	return index.Ref{Tenant: k.Tenant(), Scheme: k.Scheme(), Path: k.Path()}
 }
 
-// indexed is called after a committed change of k: the index follows,
-// even when the caller has gone away; a failure is kept for MaintainIndex.
+// intend is called before a store write of k (Put, PutStream, Delete):
+// the index's pending record (index.Pending) holds k, on disk, until the
+// update that follows the write ends (indexed) or the write fails
+// (unintend), so a process killed in between leaves k for the next start
+// (recoverIndex). A record that cannot be written refuses the write: it
+// could be acknowledged and never found.
+func (s *Service) intend(ctx context.Context, k store.Key) *Failure {
+	if s.idx == nil {
+		return nil
+	}
+	if err := s.idx.x.Begin(refOf(k)); err != nil {
+		return s.Unavailable(ctx, "search index pending record", err)
+	}
+	return nil
+}
+
+// unintend ends intend for a write that failed.
+func (s *Service) unintend(k store.Key) {
+	if s.idx != nil {
+		s.idx.x.End(refOf(k))
+	}
+}
+
+// indexed is called after a committed change of k (and its intend): the
+// index follows, even when the caller has gone away, and the pending
+// record lets k go; a failure is kept for MaintainIndex, and k stays in
+// the record until a retry succeeds.
 func (s *Service) indexed(ctx context.Context, k store.Key) {
+	s.indexOwed(ctx, k, 1)
+}
+
+// indexOwed brings k's entry in line and then ends owed intends of it.
+func (s *Service) indexOwed(ctx context.Context, k store.Key, owed int) {
 	if s.idx == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexTimeout)
 	defer cancel()
 	if err := s.indexKey(ctx, k); err != nil {
-		s.indexFailed(k, err)
+		s.indexFailed(k, owed, err)
+		return
+	}
+	for range owed {
+		s.idx.x.End(refOf(k))
 	}
 }
 
-func (s *Service) indexFailed(k store.Key, err error) {
+// indexFailed keeps k for a retry that ends its owed intends; past
+// maxPendingIndex the pending record keeps it for the next start.
+func (s *Service) indexFailed(k store.Key, owed int, err error) {
 	s.idx.failed.Add(1)
 	s.idx.onFail()
 	s.log.Warn("search index update failed; will retry", "uri", k.String(), "err", err)
 	s.idx.mu.Lock()
 	defer s.idx.mu.Unlock()
-	if len(s.idx.pending) < maxPendingIndex {
-		s.idx.pending[k] = struct{}{}
+	if n, ok := s.idx.pending[k]; ok || len(s.idx.pending) < maxPendingIndex {
+		s.idx.pending[k] = n + owed
 	}
+}
+
+// recoverIndex brings in line, at start, the entries an earlier process
+// owed when it ended (killed between a store write and its index
+// update): each is read from the store and put or removed, recoverWorkers
+// at once, within recoverTimeout; what fails is kept for MaintainIndex's
+// retries, and stays in the pending record until one succeeds.
+func (s *Service) recoverIndex() {
+	if s.idx == nil {
+		return
+	}
+	refs, err := s.idx.x.Owed()
+	if err != nil {
+		s.log.Error("reading the search index's pending updates failed; run resourced fsck", "err", err)
+		return
+	}
+	if len(refs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recoverTimeout)
+	defer cancel()
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range min(recoverWorkers, len(refs)) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(refs)) {
+					return
+				}
+				k, err := store.NewKey(refs[i].Tenant, refs[i].Scheme, refs[i].Path)
+				if err != nil {
+					continue // Owed checked it
+				}
+				if err := s.indexKey(ctx, k); err != nil {
+					failed.Add(1)
+					s.indexFailed(k, 1, err)
+					continue
+				}
+				s.idx.x.End(refs[i])
+			}
+		})
+	}
+	wg.Wait()
+	s.log.Info("search index: brought the updates a previous process owed in line with the store",
+		"owed", len(refs), "failed", failed.Load())
 }
 
 // MaintainIndex is the index's part of the sweep: it removes the entries
@@ -154,7 +241,7 @@ func (s *Service) MaintainIndex(ctx context.Context) (swept, pending int) {
 				continue // Index.Put validated it; nothing else writes the index
 			}
 			if err := s.indexKey(ctx, k); err != nil {
-				s.indexFailed(k, err)
+				s.indexFailed(k, 0, err)
 				continue
 			}
 			done++
@@ -186,8 +273,12 @@ func (s *Service) retryIndex(ctx context.Context) int {
 			continue
 		}
 		s.idx.mu.Lock()
+		owed := s.idx.pending[k]
 		delete(s.idx.pending, k)
 		s.idx.mu.Unlock()
+		for range owed {
+			s.idx.x.End(refOf(k))
+		}
 	}
 	return left
 }
@@ -269,7 +360,7 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 		if f != nil || m.SHA256 != h.SHA256 {
 			if f == nil || f.ErrorKind == KindNotFound {
 				if k, err := store.NewKey(h.Tenant, h.Scheme, h.Path); err == nil {
-					s.indexed(ctx, k)
+					s.indexOwed(ctx, k, 0) // no intend: nothing owed
 				}
 			}
 			if f != nil {

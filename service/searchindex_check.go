@@ -18,20 +18,25 @@ import (
 // expired object that is not swept yet is neither: its entry may be there
 // or not until the sweep removes both.
 
-// repairWorkers is how many objects CheckIndex indexes at once: a driver
-// that commits in groups (bleveindex) writes them in one batch.
-const repairWorkers = 16
+// repairWorkers is how many objects CheckIndex indexes at once by
+// default: a driver that commits in groups (bleveindex) writes them in
+// one batch. MaxRepairWorkers bounds CheckIndexOptions.Workers: each
+// holds one document's text (up to index.maxIndexBytes) while it waits.
+const (
+	repairWorkers    = 16
+	MaxRepairWorkers = 1024
+)
 
-// putAll indexes keys from st on repairWorkers goroutines and returns how
-// many it indexed, stopping at the first failure.
-func putAll(ctx context.Context, st store.Backend, x *index.Index, keys []store.Key) (int, error) {
+// putAll indexes keys from st on workers goroutines and returns how many
+// it indexed, stopping at the first failure.
+func putAll(ctx context.Context, st store.Backend, x *index.Index, keys []store.Key, workers int) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
 		next, done atomic.Int64
 		wg         sync.WaitGroup
 	)
-	for range min(repairWorkers, len(keys)) {
+	for range min(workers, len(keys)) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
@@ -76,6 +81,10 @@ type CheckIndexOptions struct {
 	Repair, Rebuild bool
 	// Now decides expiry; zero: time.Now.
 	Now time.Time
+	// Workers is how many objects are indexed at once (0: 16, at most
+	// MaxRepairWorkers): more makes larger bleve batches, and holds more
+	// documents in memory.
+	Workers int
 }
 
 // CheckIndex compares x with the objects walk reports of st (every stored
@@ -135,7 +144,11 @@ func CheckIndex(ctx context.Context, st store.Backend, x *index.Index, walk func
 	if !o.Repair && !o.Rebuild {
 		return rep, nil
 	}
-	n, err := putAll(ctx, st, x, put)
+	workers := o.Workers
+	if workers <= 0 {
+		workers = repairWorkers
+	}
+	n, err := putAll(ctx, st, x, put, min(workers, MaxRepairWorkers))
 	rep.Indexed = n
 	if err != nil {
 		return rep, err

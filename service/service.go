@@ -92,7 +92,7 @@ func New(opts Options) (*Service, error) {
 		s.onSaved = func(string, int64) {}
 	}
 	if opts.Index != nil {
-		s.idx = &indexer{x: opts.Index, onFail: opts.OnIndexFailure, slots: newTenantSlots(searchSlots, searchTenantSlots), pending: map[store.Key]struct{}{}}
+		s.idx = &indexer{x: opts.Index, onFail: opts.OnIndexFailure, slots: newTenantSlots(searchSlots, searchTenantSlots), pending: map[store.Key]int{}}
 		if s.idx.onFail == nil {
 			s.idx.onFail = func() {}
 		}
@@ -114,6 +114,7 @@ func New(opts Options) (*Service, error) {
 	}
 	slices.Sort(s.names)
 	s.names = slices.Compact(s.names)
+	s.recoverIndex()
 	return s, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/resourced/resourced/config"
@@ -22,19 +24,24 @@ const fsckLockWait = 200 * time.Millisecond
 // fsck verifies the bbolt file of a stopped server: bbolt's own
 // consistency check, every record's size and sha256 against its body, its
 // indexes and usage, and every stored encoded form against its body; then
-// the search index against the store (fsckIndex). It never creates a
-// database or an index: a path with none is an error. Progress goes to
-// stderr (progress), with --quiet nothing does.
+// the search index against the store (fsckIndex). On the s3 backend there
+// is no database file: it checks the search index against the bucket
+// (fsckS3). It never creates a database or an index: a path with none is
+// an error. Progress goes to stderr (progress), with --quiet nothing does.
 //
 //	resourced fsck [--quiet] [--config FILE] [--data-dir DIR]
 func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, quiet, err := storeCommand{name: "fsck", synopsis: "resourced fsck [--quiet] [--config FILE] [--data-dir DIR]",
 		about: "Checks the bbolt database of a stopped server: bbolt's consistency check, every record's size and\n" +
 			"sha256 against its body, its indexes and usage, and each stored JSON form against its body; then the\n" +
-			"search index against the store (entries whose object is gone, objects missing from the index).",
-		backend: "bbolt", dataDir: true}.load(args, getenv, stdout, stderr)
+			"search index against the store (entries whose object is gone, objects missing from the index).\n" +
+			"On the s3 backend, the search index against every object of the bucket's prefix.",
+		backends: []string{"bbolt", "s3"}, dataDir: true}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.Store.Backend == "s3" {
+		return fsckS3(cfg, quiet, stdout, stderr)
 	}
 	st, err := openStopped(cfg, "fsck checks a stopped server's database; stop it, or check an online copy: "+
 		"resourced backup --out DIR/resourced.db, then resourced fsck --data-dir DIR")
@@ -64,16 +71,43 @@ func fsck(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	return nil
 }
 
+// fsckS3 is fsck on the s3 backend: the bucket has no database file (S3
+// checks its own objects, and resourced s3 check probes the service), so
+// it checks the search index against every object of the prefix, read
+// through s3store's Walk. Servers may run meanwhile: a save made during
+// the check may show as a difference that a second fsck does not find.
+func fsckS3(cfg *config.Config, quiet bool, stdout, stderr io.Writer) error {
+	if cfg.IndexBackend() == "off" {
+		return errors.New("fsck on the s3 backend checks the search index against the bucket, and index.backend is off: " +
+			"there is nothing to check (resourced s3 check probes the S3 service, resourced reconcile recounts usage)")
+	}
+	ctx := context.Background()
+	st, err := openWalked(ctx, cfg, "")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	p := startProgress(stderr, quiet, "fsck")
+	objects, err := fsckIndex(ctx, cfg, st, stdout, p)
+	if err != nil {
+		p.finish(false, "found a problem in", objects, -1)
+		return err
+	}
+	p.finish(true, "checked", objects, -1)
+	return nil
+}
+
 // storeCommand is what the operator commands on a store (fsck, reindex,
 // reconcile) share: the flags --config, --quiet and (dataDir) --data-dir,
 // the configuration loaded with the RESOURCED_* environment, and the
 // backend they work on.
 type storeCommand struct {
 	name, synopsis, about string
-	// backend is the store.backend the command works on; why, when not
-	// "", says why in the refusal of another.
-	backend, why string
-	dataDir      bool
+	// backends are the store.backends the command works on; why, when
+	// not "", says why in the refusal of another.
+	backends []string
+	why      string
+	dataDir  bool
 	// flags adds the command's own flags; nil: none.
 	flags func(*flag.FlagSet)
 }
@@ -97,8 +131,8 @@ func (c storeCommand) load(args []string, getenv func(string) string, stdout, st
 		return nil, false, err
 	}
 	cfg.Apply(config.Overrides{DataDir: dataDir})
-	if cfg.Store.Backend != c.backend {
-		return nil, false, fmt.Errorf("%s works on the %s backend%s; store.backend is %q", c.name, c.backend, c.why, cfg.Store.Backend)
+	if !slices.Contains(c.backends, cfg.Store.Backend) {
+		return nil, false, fmt.Errorf("%s works on the %s backend%s; store.backend is %q", c.name, strings.Join(c.backends, " or "), c.why, cfg.Store.Backend)
 	}
 	return cfg, quiet, nil
 }

@@ -166,8 +166,10 @@ usage:
                                         load and validate the configuration, print it (secrets redacted)
   resourced fsck [--quiet] [--config FILE] [--data-dir DIR]
                                         check a stopped server's bbolt database and search index
-  resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
-                                        rebuild a stopped server's search index from its database
+                                        (on s3: the search index against the bucket)
+  resourced reindex [--quiet] [--workers N] [--config FILE] [--data-dir DIR]
+                                        rebuild the search index from a stopped server's database
+                                        or from the s3 bucket
   resourced reconcile [--quiet] [--config FILE] [--tenant T]
                                         recount per-tenant usage on the s3 backend
   resourced s3 check [--config FILE]    check that the S3 service keeps the guarantees resourced needs

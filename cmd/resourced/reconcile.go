@@ -23,7 +23,7 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, s
 	cfg, quiet, err := storeCommand{name: "reconcile", synopsis: "resourced reconcile [--quiet] [--config FILE] [--tenant T]",
 		about: "Recounts each tenant's usage on the s3 backend from a listing of its objects and corrects the usage\n" +
 			"object quotas are checked against. Safe while servers run; without --tenant, every tenant.",
-		backend: "s3", why: " (bbolt keeps usage in the same transaction as the objects)",
+		backends: []string{"s3"}, why: " (bbolt keeps usage in the same transaction as the objects)",
 		flags: func(fs *flag.FlagSet) { fs.StringVar(&tenant, "tenant", "", "reconcile this tenant only") }}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,34 +12,47 @@ import (
 	"sync"
 
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/index/bleveindex"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
-	"github.com/resourced/resourced/store/boltstore"
+	"github.com/resourced/resourced/store/s3store"
 )
 
-// reindex rebuilds the search index of a stopped server from its bbolt
-// store: every live object is read and indexed again, and every entry
-// whose object is gone is removed. A missing bleve directory is created.
-// Progress goes to stderr (progress), with --quiet nothing does.
+// reindex rebuilds the search index from the store: every live object is
+// read and indexed again, and every entry whose object is gone is removed.
+// A missing bleve directory is created. On bbolt the server must be
+// stopped (the file is its); on s3 every object of the prefix is walked
+// (s3store's Walk), and servers sharing a postgres index may run
+// meanwhile, while a bleve index is one stopped server's. Progress goes
+// to stderr (progress), with --quiet nothing does.
 //
 //	resourced reindex [--quiet] [--config FILE] [--data-dir DIR]
 func reindex(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, quiet, err := storeCommand{name: "reindex", synopsis: "resourced reindex [--quiet] [--config FILE] [--data-dir DIR]",
-		about: "Rebuilds the search index (index.backend) of a stopped server from its bbolt database: indexes every\n" +
-			"live object again and removes the entries of objects that are gone. Safe to run again.",
-		backend: "bbolt", dataDir: true}.load(args, getenv, stdout, stderr)
+	var workers int
+	cfg, quiet, err := storeCommand{name: "reindex", synopsis: "resourced reindex [--quiet] [--workers N] [--config FILE] [--data-dir DIR]",
+		about: "Rebuilds the search index (index.backend) from the store: a stopped server's bbolt database, or every\n" +
+			"object of the s3 bucket's prefix. Indexes every live object again and removes the entries of objects\n" +
+			"that are gone. Safe to run again.",
+		backends: []string{"bbolt", "s3"}, dataDir: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&workers, "workers", 16, fmt.Sprintf("objects indexed at once (1 to %d): more makes larger bleve batches and a faster rebuild, "+
+				"and holds up to that many documents' text in memory", service.MaxRepairWorkers))
+		}}.load(args, getenv, stdout, stderr)
 	if err != nil {
 		return err
+	}
+	if workers < 1 || workers > service.MaxRepairWorkers {
+		return usageError(fmt.Errorf("--workers %d: want 1 to %d", workers, service.MaxRepairWorkers))
 	}
 	if cfg.IndexBackend() == "off" {
 		return errors.New("index.backend is off: there is no search index to rebuild")
 	}
-	st, err := openStopped(cfg, "reindex rebuilds the search index of a stopped server; stop it first")
+	st, err := openWalked(ctx, cfg, "reindex rebuilds the search index of a stopped server; stop it first")
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	x, err := openIndex(ctx, cfg)
+	x, err := openCommandIndex(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("opening the %s search index: %w", cfg.IndexBackend(), err)
 	}
@@ -50,7 +64,7 @@ func reindex(ctx context.Context, args []string, getenv func(string) string, std
 	p := startProgress(stderr, quiet, "reindex")
 	p.begin("scanning the store", unitObjects, -1)
 	var walked int64
-	r, err := service.CheckIndex(ctx, &indexingProgress{Backend: st, walked: &walked, p: p}, x, countWalk(st.Walk, &walked, p), service.CheckIndexOptions{Rebuild: true})
+	r, err := service.CheckIndex(ctx, &indexingProgress{Backend: st, walked: &walked, p: p}, x, countWalk(st.Walk, &walked, p), service.CheckIndexOptions{Rebuild: true, Workers: workers})
 	if r != nil {
 		fmt.Fprintf(stdout, "%s: indexed %d objects, removed %d stale entries\n", indexName(cfg), r.Indexed, r.Removed)
 	}
@@ -97,7 +111,7 @@ func (s *indexingProgress) View(ctx context.Context, k store.Key, fn func(m *sto
 // It never creates an index: a missing bleve directory is reported and
 // not checked (a copy made with resourced backup has none). objects is the
 // number of stored objects it walked, -1 when it did not check.
-func fsckIndex(ctx context.Context, cfg *config.Config, st *boltstore.Store, stdout io.Writer, p *progress) (objects int64, _ error) {
+func fsckIndex(ctx context.Context, cfg *config.Config, st walkStore, stdout io.Writer, p *progress) (objects int64, _ error) {
 	objects = -1
 	if cfg.IndexBackend() == "off" {
 		return objects, nil
@@ -110,7 +124,10 @@ func fsckIndex(ctx context.Context, cfg *config.Config, st *boltstore.Store, std
 			return objects, nil
 		}
 	}
-	x, err := openIndex(ctx, cfg)
+	x, err := openCommandIndex(ctx, cfg)
+	if errors.Is(err, bleveindex.ErrInUse) {
+		return objects, fmt.Errorf("%s: %w", name, err)
+	}
 	if err != nil {
 		return objects, fmt.Errorf("%s: %w; remove it and run resourced reindex", name, err)
 	}
@@ -143,6 +160,35 @@ func fsckIndex(ctx context.Context, cfg *config.Config, st *boltstore.Store, std
 		}
 	}
 	return objects, fmt.Errorf("%s differs from the store: %s; run resourced reindex to repair it", name, strings.Join(found, "; "))
+}
+
+// walkStore is a store whose every object fsck and reindex can walk:
+// boltstore's and s3store's.
+type walkStore interface {
+	store.Backend
+	Walk(ctx context.Context, fn func(m *store.Meta) error) error
+}
+
+// openWalked opens the store of cfg for reindex and fsck's index check:
+// a stopped server's bbolt file (openStopped, advice says what to do
+// about a running one), or the S3 bucket, which running servers share.
+func openWalked(ctx context.Context, cfg *config.Config, advice string) (walkStore, error) {
+	if cfg.Store.Backend != "s3" {
+		return openStopped(cfg, advice)
+	}
+	client, err := newS3Client(ctx, s3Client(cfg))
+	if err != nil {
+		return nil, config.Under("store.s3", err)
+	}
+	st, err := s3store.Open(client, s3Options(cfg))
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Ping(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 // countWalk is walk, counting each object it reports in *n and as done in p.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,6 +23,47 @@ func TestIndexNote(t *testing.T) {
 		cfg.Store.Backend, cfg.Index.Backend = c.store, c.index
 		if got := indexNote(cfg); (got != "") != c.note || c.note && !strings.Contains(got, "postgres") {
 			t.Errorf("indexNote(store %s, index %q) = %q, want a note: %v", c.store, c.index, got, c.note)
+		}
+	}
+}
+
+// TestIndexCommandsRefuse: fsck and reindex say what they work on and
+// why they cannot go on: a memory store, an s3 store without an index, an
+// S3 service that does not answer (reindex and fsck's index check need the
+// bucket), never a secret.
+func TestIndexCommandsRefuse(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, yaml string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mem := write("mem.yaml", "store: {backend: memory}\n")
+	s3off := write("s3off.yaml", "store:\n  backend: s3\n  s3: {bucket: bkt, endpoint: \"http://127.0.0.1:1\", pathStyle: true, callTimeout: 2s}\nindex: {backend: off}\n")
+	s3down := write("s3down.yaml", "store:\n  backend: s3\n  s3: {bucket: bkt, endpoint: \"http://127.0.0.1:1\", pathStyle: true, callTimeout: 2s}\nindex: {backend: memory}\n")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test-key")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret-never-printed")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fsck", "--config", mem}, `fsck works on the bbolt or s3 backend; store.backend is "memory"`},
+		{[]string{"reindex", "--config", mem}, `reindex works on the bbolt or s3 backend; store.backend is "memory"`},
+		{[]string{"fsck", "--config", s3off}, "index.backend is off: there is nothing to check"},
+		{[]string{"reindex", "--config", s3off}, "index.backend is off: there is no search index to rebuild"},
+		{[]string{"fsck", "--config", s3down, "--data-dir", dir}, "127.0.0.1:1"},
+		{[]string{"reindex", "--workers", "0", "--config", s3down}, "--workers 0: want 1 to 1024"},
+		{[]string{"reindex", "--workers", "1025", "--config", s3down}, "--workers 1025: want 1 to 1024"},
+		{[]string{"reindex", "--config", s3down, "--data-dir", dir}, "127.0.0.1:1"},
+	} {
+		code, stdout, stderr := runCmd(t, tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("resourced %q = exit %d, stderr %q; want a failure and %q", tc.args, code, stderr, tc.want)
+		}
+		if strings.Contains(stdout+stderr, "test-secret-never-printed") {
+			t.Errorf("resourced %q printed the secret key", tc.args)
 		}
 	}
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 	zapx "github.com/blevesearch/zapx/v17"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/resourced/resourced/index"
 )
@@ -156,9 +157,27 @@ func (d *Driver) writer() {
 
 var _ index.Driver = (*Driver)(nil)
 
-// Open opens the index in dir, creating it when dir does not exist.
-func Open(dir string) (*Driver, error) {
-	bi, err := bleve.Open(dir)
+// ErrInUse: another process holds the index open (a running server).
+var ErrInUse = errors.New("the index is in use by another process")
+
+// Open opens the index in dir, creating it when dir does not exist. An
+// index another process holds open is waited for.
+func Open(dir string) (*Driver, error) { return OpenWait(dir, 0) }
+
+// OpenWait is Open that waits at most wait (> 0) for an index another
+// process holds open, then fails with ErrInUse; 0 waits as long as it
+// takes. Operator commands use it, so a running server is reported.
+func OpenWait(dir string, wait time.Duration) (*Driver, error) {
+	var bi bleve.Index
+	var err error
+	if wait > 0 {
+		bi, err = bleve.OpenUsing(dir, map[string]any{"bolt_timeout": wait.String()})
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("bleveindex: open %s: %w (waited %s)", dir, ErrInUse, wait)
+		}
+	} else {
+		bi, err = bleve.Open(dir)
+	}
 	switch {
 	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
 		m, merr := newMapping()

@@ -2,6 +2,7 @@ package bleveindex_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,4 +64,28 @@ func TestReopen(t *testing.T) {
 	if _, err := bleveindex.Open(other); err == nil {
 		t.Errorf("Open of a directory that is no index of ours succeeded")
 	}
+}
+
+// TestOpenWaitInUse: an index held open elsewhere is ErrInUse after the
+// wait, not a hang; once closed it opens.
+func TestOpenWaitInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	d, err := bleveindex.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2, err := bleveindex.OpenWait(dir, 100*time.Millisecond); !errors.Is(err, bleveindex.ErrInUse) {
+		if d2 != nil {
+			d2.Close()
+		}
+		t.Fatalf("OpenWait of an index held open = %v, want ErrInUse", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := bleveindex.OpenWait(dir, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2.Close()
 }

@@ -73,6 +73,7 @@ type options struct {
 	retries              int
 	s3                   s3Direct
 	prepareS3            string // -prepare through s3store at this endpoint
+	prepareBolt          string // -prepare into this data directory's bbolt file
 	vs, indexDir         string
 }
 
@@ -94,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.protocol, "protocol", v2026, "protocol version: "+v2026+" or "+v2025)
 	fs.StringVar(&o.op, "op", "read", "read (resources/read), save (tools/call of -tool), list (list_resources pages at random places among -prepare/-keys reports) or search (search_resources of a word of one report or of 1 in 100, among -prepare/-keys reports)")
 	fs.StringVar(&o.vs, "vs", "", "also load this second server's MCP endpoint with the same requests, alternated in -slice slices, and report the ratio (e.g. the same configuration with index.backend: off)")
-	fs.StringVar(&o.indexDir, "index-dir", "", "with -prepare: report the bytes of this directory (the server's index) per byte prepared")
+	fs.StringVar(&o.indexDir, "index-dir", "", "with -prepare or -keys: report the bytes of this directory (the server's index) per byte of those reports of -size")
 	fs.StringVar(&o.uri, "uri", "", "read: URI to read; with -keys, \"{i}\" is replaced by a random index. Default: save one report of -size first and read it")
 	fs.StringVar(&size, "size", "1KiB", "body size of saved resources (B, KiB, MiB)")
 	fs.StringVar(&o.mime, "mime", "text/markdown", "media type of saved reports (a textual type reads back as text, others as base64 blob)")
@@ -117,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&prepare, "prepare", "0", "save N reports of -size at <prefix>/<i> first (overwriting), e.g. 100k or 1M; reads then pick among them")
 	fs.StringVar(&prepareFrom, "prepare-from", "0", "with -prepare: start at this index (the ones below exist from an earlier run)")
 	fs.StringVar(&o.prepareS3, "prepare-s3", "", "with -prepare: store the reports straight through resourced's S3 store at this endpoint (-s3-bucket, -s3-prefix, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) instead of saving them through -url: the same objects, at the store's rate")
+	fs.StringVar(&o.prepareBolt, "prepare-bbolt", "", "with -prepare: store the reports straight into the bbolt database of a stopped server's data directory (created when missing) instead of saving them through -url; with -op search each carries its words, and `resourced reindex --workers N` then builds the index in bulk (bench/README.md); -d 0 stops after it")
 	fs.IntVar(&o.prepareC, "prepare-c", 0, "concurrency of -prepare (default -c)")
 	fs.StringVar(&keys, "keys", "0", "read: pick the URI at random among this many indexes (default -prepare)")
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id: sample its RSS during the load (warmup included) and account its CPU in the measured slices")
@@ -154,6 +156,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-tool %q: want save_search_snapshot or save_report", o.tool)
 	case o.prepareS3 != "" && (o.prepare == 0 || o.s3.bucket == "" || o.op == "search"):
 		return nil, errors.New("-prepare-s3 needs -prepare and -s3-bucket, and -op read or list")
+	case o.prepareBolt != "" && (o.prepare == 0 || o.prepareS3 != ""):
+		return nil, errors.New("-prepare-bbolt needs -prepare, and not -prepare-s3")
 	case o.prepareFrom > o.prepare:
 		return nil, errors.New("-prepare-from is beyond -prepare")
 	case o.keys > 0 && o.uri != "" && !strings.Contains(o.uri, "{i}"):
@@ -291,7 +295,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		var p *PrepareResult
 		var err error
-		if o.prepareS3 != "" {
+		if o.prepareBolt != "" {
+			p, err = prepareBolt(o.prepareBolt, o.tenant, o.scheme, o.prefix, o.mime, text, o.op == "search", o.prepareFrom, o.prepare, o.prepareC, stderr)
+		} else if o.prepareS3 != "" {
 			d := o.s3
 			d.endpoint = o.prepareS3
 			p, err = prepareS3(&d, o.tenant, o.scheme, o.prefix, o.mime, text, o.prepareFrom, o.prepare, o.prepareC, stderr)

@@ -81,7 +81,8 @@ func dirBytes(dir string) (int64, error) {
 	return n, err
 }
 
-// indexSize fills res's index figures from -index-dir.
+// indexSize fills res's index figures from -index-dir: its bytes per
+// byte of the -prepare (or -keys) reports of -size.
 func indexSize(o *options, res *Result, stderr io.Writer) {
 	n, err := dirBytes(o.indexDir)
 	if err != nil {
@@ -89,7 +90,7 @@ func indexSize(o *options, res *Result, stderr io.Writer) {
 		return
 	}
 	res.IndexBytes = n
-	if stored := int64(o.prepare) * int64(o.size); stored > 0 {
+	if stored := int64(max(o.prepare, o.keys)) * int64(o.size); stored > 0 {
 		res.IndexPerStored = float64(n) / float64(stored)
 	}
 }
