@@ -131,9 +131,10 @@ echo "bench/quiet.sh: $ROUNDS rounds of $OLD ($old_sha) then $NEW ($new_sha), ~$
 start=$(date +%s)
 for r in $(seq 1 "$ROUNDS"); do
 	for side in old new; do
-		rev=$OLD sha=$old_sha
-		[ "$side" = new ] && rev=$NEW sha=$new_sha
-		echo "bench/quiet.sh: round $r/$ROUNDS, $rev ($sha), $(( ($(date +%s) - start) / 60 )) min in" >&2
+		# The commit, not the name: HEAD may move while this runs.
+		rev=$old_sha sha=$old_sha
+		[ "$side" = new ] && rev=$new_sha sha=$new_sha
+		echo "bench/quiet.sh: round $r/$ROUNDS, $rev, $(( ($(date +%s) - start) / 60 )) min in" >&2
 		cmp=()
 		[ "$side" = new ] && cmp=(COMPARE="$OUTDIR/round$r-old.txt")
 		env "${cmp[@]}" REV="$rev" DATA_DIR="$CACHE_DIR/data-$sha" OUT="$OUTDIR/round$r-$side.txt" bash bench/run.sh
