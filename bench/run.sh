@@ -41,6 +41,7 @@
 #   BIN_CACHE     a directory where the binaries built from a git REV are kept, by commit:
 #                 a later run of the same commit skips the build (bench/quiet.sh) []
 #   GATEWAY_PROTOCOLS  the protocol versions of the gateway scenario [PROTOCOL and the other]
+#   SAVE_CONCURRENCY   the save scenario's save_report concurrencies [16 64]
 #   LOG_LEVEL     the server's log level [info, the default: one line per request]
 #   QUIET         before each scenario, wait until other processes use at most this
 #                 many cores (a shared machine) [0.3; smoke: 0, no wait]
@@ -632,7 +633,7 @@ for scenario in $SCENARIOS; do
 		;;
 	save)
 		bench "save_search_snapshot 1KiB c=16$vs" -op save -tool save_search_snapshot -size 1KiB -c 16 "${wc[@]}"
-		for c in 16 64; do
+		for c in ${SAVE_CONCURRENCY:-16 64}; do
 			bench "save_report 1KiB c=$c$vs" -op save -tool save_report -size 1KiB -c "$c" "${wc[@]}"
 		done
 		;;
