@@ -40,7 +40,7 @@ extract() {
 # median FILES... prints "metric<TAB>median" over the files' extracts.
 median() {
 	for f in "$@"; do extract "$f"; done | sort -t$'\t' -k1,1 -k2,2g | awk -F'\t' '
-	function flush() { if (n) printf "%s\t%s\n", m, (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }
+	function flush() { if (n) printf "%s\t%.4g\n", m, (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }
 	$1 != m { flush(); m = $1; n = 0 }
 	{ v[++n] = $2 }
 	END { flush() }'
