@@ -34,6 +34,14 @@
 #   PROTOCOL_SIZES  body sizes of the protocol scenario [1KiB]
 #   COLD_N, COLD_SIZE  the cold scenario's stored reports and their size [10000 256KiB]
 #   PREPARE_C     concurrency of the scale scenario's saves [64]
+#   DATA_DIR      the server's data directory, kept after the run [a new one in the run's
+#                 temporary directory]. The cold scenario's reports are saved once per
+#                 DATA_DIR: a later run on it (another round of the same REV) reads them
+#                 without saving them again (bench/quiet.sh keeps one per revision)
+#   BIN_CACHE     a directory where the binaries built from a git REV are kept, by commit:
+#                 a later run of the same commit skips the build (bench/quiet.sh) []
+#   GATEWAY_PROTOCOLS  the protocol versions of the gateway scenario [PROTOCOL and the other]
+#   SAVE_CONCURRENCY   the save scenario's save_report concurrencies [16 64]
 #   LOG_LEVEL     the server's log level [info, the default: one line per request]
 #   QUIET         before each scenario, wait until other processes use at most this
 #                 many cores (a shared machine) [0.3; smoke: 0, no wait]
@@ -192,9 +200,24 @@ else
 	COMMIT="$(git rev-parse --short "$REV^{commit}") (clean export of $REV; bench/ from the worktree)"
 fi
 
-log "building resourced and resourced-bench from $COMMIT"
-(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench &&
-	go build -o "$WORK/benchsvg" ./bench/cmd/benchsvg)
+# BIN_CACHE keeps a REV's binaries by commit (bench/ of the worktree is in
+# them too, so the key also has a hash of it).
+CACHED=""
+if [ -n "${BIN_CACHE:-}" ] && [ "$REV" != worktree ]; then
+	CACHED="$BIN_CACHE/$(git rev-parse "$REV^{commit}")-$(tar -cf - --sort=name --mtime=@0 --exclude=results bench | sha256sum | cut -c1-12)"
+fi
+if [ -n "$CACHED" ] && [ -x "$CACHED/resourced" ] && [ -x "$CACHED/resourced-bench" ] && [ -x "$CACHED/benchsvg" ]; then
+	log "binaries of $COMMIT from $CACHED"
+	cp "$CACHED/resourced" "$CACHED/resourced-bench" "$CACHED/benchsvg" "$WORK/"
+else
+	log "building resourced and resourced-bench from $COMMIT"
+	(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench &&
+		go build -o "$WORK/benchsvg" ./bench/cmd/benchsvg)
+	if [ -n "$CACHED" ]; then
+		mkdir -p "$CACHED"
+		cp "$WORK/resourced" "$WORK/resourced-bench" "$WORK/benchsvg" "$CACHED/"
+	fi
+fi
 SERVER="$WORK/resourced"
 TOOL="$WORK/resourced-bench"
 
@@ -238,12 +261,16 @@ if [ "$BACKEND" = s3 ]; then
 	fi
 fi
 
+DATA=${DATA_DIR:-$WORK/data}
+mkdir -p "$DATA"
+DATA=$(cd "$DATA" && pwd)
+
 # The config: loopback, JWT auth with the dev key the first start creates in
 # dataDir, baseURL equal to the listen address (the tokens' iss and aud).
 cat >"$WORK/resourced-abuse.yaml" <<EOF
 listen: 127.0.0.1:$PORT
 baseURL: http://127.0.0.1:$PORT
-dataDir: $WORK/data
+dataDir: $DATA
 logLevel: $LOG_LEVEL
 $STORE_YAML
 EOF
@@ -653,12 +680,18 @@ for scenario in $SCENARIOS; do
 		done
 		;;
 	cold)
+		# Saved once per data directory (DATA_DIR): a later run reads the
+		# same reports (-prepare-from N saves none of them again).
+		marker="$DATA/.bench-cold-$COLD_N-$COLD_SIZE-$BACKEND"
+		from=0
+		[ ! -f "$marker" ] || from=$COLD_N
 		bench "cold read $COLD_SIZE c=16 among $COLD_N" -op read -size "$COLD_SIZE" -c 16 -ceiling \
-			-prepare "$COLD_N" -prepare-c "$PREPARE_C" -prefix bench/cold
+			-prepare "$COLD_N" -prepare-from "$from" -prepare-c "$PREPARE_C" -prefix bench/cold
+		[ "$BACKEND" != bbolt ] || touch "$marker"
 		;;
 	save)
 		bench "save_search_snapshot 1KiB c=16$vs" -op save -tool save_search_snapshot -size 1KiB -c 16 "${wc[@]}"
-		for c in 16 64; do
+		for c in ${SAVE_CONCURRENCY:-16 64}; do
 			bench "save_report 1KiB c=$c$vs" -op save -tool save_report -size 1KiB -c "$c" "${wc[@]}"
 		done
 		;;
@@ -708,7 +741,9 @@ for scenario in $SCENARIOS; do
 		echo >>"$OUT"
 		;;
 	gateway)
-		gateway_bench "gateway: echo pass-through and a 2 MB read_text_file" "${GATEWAY_N:-1000}" 5
+		for gp in ${GATEWAY_PROTOCOLS:-$PROTOCOL $other_protocol}; do
+			PROTOCOL=$gp gateway_bench "gateway: echo pass-through and a 2 MB read_text_file ($gp)" "${GATEWAY_N:-1000}" 5
+		done
 		;;
 	gateway-memory)
 		gwmem_bench

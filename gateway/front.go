@@ -150,6 +150,13 @@ func (f *Front) OwnsURI(uri string) bool {
 	return ok
 }
 
+// OwnsTool reports whether a tools/call of name goes to an upstream (the
+// fast call path runs those through Middleware, which answers them).
+func (f *Front) OwnsTool(name string) bool {
+	_, _, ok := f.names.backTool(name, true)
+	return ok
+}
+
 // Ready reports, per upstream, nil or why it cannot be reached, and
 // whether each is required.
 func (f *Front) Ready(ctx context.Context) (status map[string]error, required map[string]bool) {

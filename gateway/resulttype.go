@@ -1,9 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,7 +29,7 @@ func modernRequest(req mcp.Request) bool {
 // completed gives a result the front built itself the resultType its
 // caller's protocol wants. go-sdk sets "complete" only on results of its
 // own handlers, which the front's middleware bypasses, and the field is
-// unexported, so the result goes through its JSON: on 2026-07-28 a result
+// unexported (see hasResultType and retyped): on 2026-07-28 a result
 // without one (an upstream on 2025-11-25, or one the front built) gets
 // "complete" and one with one keeps it (an upstream's "input_required");
 // on 2025-11-25 the member is dropped, since that protocol has none.
@@ -40,53 +41,83 @@ func withResultType(req mcp.Request, res mcp.Result, err error) (mcp.Result, err
 	if err != nil || res == nil {
 		return res, err
 	}
-	var fresh mcp.Result
 	switch res.(type) {
-	case *mcp.CallToolResult:
-		fresh = new(mcp.CallToolResult)
-	case *mcp.GetPromptResult:
-		fresh = new(mcp.GetPromptResult)
-	case *mcp.ReadResourceResult:
-		fresh = new(mcp.ReadResourceResult)
+	case *mcp.CallToolResult, *mcp.GetPromptResult, *mcp.ReadResourceResult:
 	default:
 		return res, nil
 	}
-	b, err := json.Marshal(res)
+	has, err := hasResultType(res)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: result: %w", err)
+		return nil, err
+	}
+	modern := modernRequest(req)
+	switch {
+	case modern && !has:
+		return retyped(res, true)
+	case !modern && has:
+		return retyped(res, false)
+	}
+	return res, nil
+}
+
+// The result's resultType is unexported and set only by its UnmarshalJSON,
+// which decodes with go-sdk's decoder (a large buffer for every call): the
+// first design sent every result through its JSON and back for it. Here
+// the result's JSON is never decoded: whether it has one is read from the
+// JSON of a copy without its exported fields (a few bytes), and a result
+// with "complete" is a copy of a template that UnmarshalJSON made once,
+// with the exported fields of res. The values are res's own, not a decoded
+// copy of them (a Go struct in structuredContent keeps its field order).
+
+// hasResultType reports whether res (a pointer to a result struct) has a
+// resultType.
+func hasResultType(res mcp.Result) (bool, error) {
+	v := reflect.ValueOf(res).Elem()
+	probe := reflect.New(v.Type()).Elem()
+	probe.Set(v) // the unexported fields come along
+	for i := range probe.NumField() {
+		if probe.Type().Field(i).IsExported() {
+			probe.Field(i).SetZero()
+		}
+	}
+	b, err := json.Marshal(probe.Addr().Interface())
+	if err != nil {
+		return false, fmt.Errorf("gateway: result: %w", err)
 	}
 	has := false
 	if err := jsonwire.Members(b, func(name string, _ []byte) error {
 		has = has || name == "resultType"
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("gateway: result: %w", err)
+		return false, fmt.Errorf("gateway: result: %w", err)
 	}
-	modern := modernRequest(req)
-	switch {
-	case modern && !has:
-		// The common case, on the hot path: the member spliced in, one
-		// decode.
-		b = bytes.TrimRight(b, " \t\r\n")
-		if len(b) > 2 {
-			b = append(b[:len(b)-1], `,"resultType":"complete"}`...)
-		} else {
-			b = []byte(`{"resultType":"complete"}`)
+	return has, nil
+}
+
+// completeTemplates are, per result type, a zero result whose resultType
+// is "complete", made once by its UnmarshalJSON.
+var completeTemplates sync.Map // reflect.Type -> reflect.Value (the struct)
+
+// retyped is a copy of res's exported fields on a result with resultType
+// "complete" (complete) or none.
+func retyped(res mcp.Result, complete bool) (mcp.Result, error) {
+	v := reflect.ValueOf(res).Elem()
+	out := reflect.New(v.Type())
+	if complete {
+		tmpl, ok := completeTemplates.Load(v.Type())
+		if !ok {
+			t := reflect.New(v.Type())
+			if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), t.Interface()); err != nil {
+				return nil, fmt.Errorf("gateway: result: %w", err)
+			}
+			tmpl, _ = completeTemplates.LoadOrStore(v.Type(), t.Elem())
 		}
-	case !modern && has:
-		var members map[string]json.RawMessage
-		if err := json.Unmarshal(b, &members); err != nil {
-			return nil, fmt.Errorf("gateway: result: %w", err)
-		}
-		delete(members, "resultType")
-		if b, err = json.Marshal(members); err != nil {
-			return nil, fmt.Errorf("gateway: result: %w", err)
-		}
-	default:
-		return res, nil
+		out.Elem().Set(tmpl.(reflect.Value))
 	}
-	if err := json.Unmarshal(b, fresh); err != nil {
-		return nil, fmt.Errorf("gateway: result: %w", err)
+	for i := range v.NumField() {
+		if v.Type().Field(i).IsExported() {
+			out.Elem().Field(i).Set(v.Field(i))
+		}
 	}
-	return fresh, nil
+	return out.Interface().(mcp.Result), nil
 }

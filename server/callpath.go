@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
 
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/server/internal/envelope"
@@ -116,7 +117,9 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, msgs []envelop
 		return false
 	}
 	req := &msgs[0].Fast
-	if _, own := c.tools[req.Name]; !own {
+	_, own := c.tools[req.Name]
+	proxied := !own && s.ext != nil && s.ext.OwnsTool(req.Name)
+	if !own && !proxied {
 		return false
 	}
 	for k := range r.Header {
@@ -129,13 +132,26 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, msgs []envelop
 		return false
 	}
 	id := msgs[0].ID
+	meta := fastMeta(req)
+	base := context.WithoutCancel(r.Context())
+	if proxied {
+		var ok bool
+		if meta, ok = proxiedMeta(msgs[0].Params); !ok {
+			return false
+		}
+		// A proxied call ends with its caller's request, as in go-sdk's
+		// handler: the front cancels the upstream call (docs/gateway.md,
+		// "Cancellation").
+		base = r.Context()
+	}
 
 	// From here on the tool runs, and this path answers. As in go-sdk
-	// (jsonrpc2's notDone), the tool runs to its end whatever the client
-	// does: a save is not cut in the middle because its caller went away.
+	// (jsonrpc2's notDone), one of our tools runs to its end whatever the
+	// client does: a save is not cut in the middle because its caller went
+	// away.
 	st := &callState{}
-	ctx := context.WithValue(context.WithoutCancel(r.Context()), callStateKey{}, st)
-	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args, Meta: fastMeta(req)}})
+	ctx := context.WithValue(base, callStateKey{}, st)
+	res, err := c.chain(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: req.Name, Arguments: req.Args, Meta: meta}})
 	if err != nil {
 		writeCallError(w, modern, id, err)
 		return true
@@ -160,6 +176,27 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request, msgs []envelop
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
 	return true
+}
+
+// proxiedMeta is the _meta of a call the extension proxies, decoded as
+// go-sdk decodes it (the front forwards it upstream and reads the
+// protocol version from it), and whether the fast path may take the call:
+// not one with a progress token, whose notifications go-sdk's session
+// carries (extensionStage sends those that accept an event stream there;
+// the rest are go-sdk's too, so that the two paths never differ).
+func proxiedMeta(params []byte) (mcp.Meta, bool) {
+	raw := memberOf(params, "_meta")
+	if raw == nil {
+		return nil, true
+	}
+	if tok := memberOf(raw, "progressToken"); tok != nil {
+		return nil, false
+	}
+	var m mcp.Meta
+	if sdkjson.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	return m, true
 }
 
 // appendCallResponse appends the JSON-RPC response carrying res as go-sdk

@@ -22,6 +22,8 @@ import (
 //   - Middleware runs between observe and intercept (receiving);
 //   - ScopeFor is the scope of the methods it answers (authhttp.go);
 //   - OwnsURI: reads of those URIs are its own, the fast path leaves them;
+//   - OwnsTool: calls of those tools are its own, the fast call path runs
+//     them through Middleware (callpath.go);
 //   - KeepsTool: which of the server's own tools stay listed;
 //   - Capabilities: what it declares beyond the server's;
 //   - Ready and Upstreams: its lines of /readyz;
@@ -32,6 +34,7 @@ type Extension interface {
 	Middleware(next mcp.MethodHandler) mcp.MethodHandler
 	ScopeFor(method string) string
 	OwnsURI(uri string) bool
+	OwnsTool(name string) bool
 	KeepsTool(name string) bool
 	Capabilities(c *mcp.ServerCapabilities)
 	Ready(ctx context.Context) (status map[string]error, required map[string]bool)

@@ -173,8 +173,8 @@ type Server struct {
 	// noFastRead sends every resources/read through go-sdk (for the
 	// differential test of the fast path).
 	noFastRead bool
-	// calls is the fast path of our own tools' calls (callpath.go), nil
-	// in gateway mode; noFastCall sends every call through go-sdk (for
+	// calls is the fast path of our own tools' calls, and in gateway mode
+	// of the calls the front proxies (callpath.go); noFastCall sends every call through go-sdk (for
 	// the differential test).
 	calls      *callPath
 	noFastCall bool
@@ -350,9 +350,7 @@ func New(opts Options) (*Server, error) {
 			Principal: s.bearer.Principal, Now: s.now, Logger: s.log})
 	}
 	s.mcp.AddReceivingMiddleware(s.receiving()...)
-	if s.calls != nil {
-		s.calls.chain = chain(s.calls.callTool, s.receiving())
-	}
+	s.calls.chain = chain(s.calls.callTool, s.receiving())
 	// Updates reach only listeners that may still read the resource.
 	s.mcp.AddSendingMiddleware(s.notify.Filter)
 

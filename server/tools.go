@@ -27,11 +27,10 @@ type toolValue struct {
 }
 
 func (s *Server) addTools() {
-	if s.ext == nil {
-		// The fast call path answers plain calls of these (callpath.go);
-		// with an extension it decides which tools exist.
-		s.calls = &callPath{tools: map[string]mcp.ToolHandler{}}
-	}
+	// The fast call path answers plain calls of these (callpath.go); with
+	// an extension, which decides which tools exist, it answers the calls
+	// the extension proxies (Extension.OwnsTool) and none of ours.
+	s.calls = &callPath{tools: map[string]mcp.ToolHandler{}}
 	for _, t := range s.toolDefs() {
 		if s.ext != nil && !s.ext.KeepsTool(t.tool.Name) {
 			continue
@@ -39,7 +38,7 @@ func (s *Server) addTools() {
 		s.toolScopes[t.tool.Name] = t.scope
 		h := s.toolHandler(t.scope, t.fn)
 		s.mcp.AddTool(t.tool, h)
-		if s.calls != nil {
+		if s.ext == nil {
 			s.calls.tools[t.tool.Name] = h
 		}
 	}
