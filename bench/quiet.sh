@@ -22,12 +22,19 @@ cd "$(dirname "$0")/.."
 
 # extract FILE prints "metric<TAB>value" lines of one run.sh results file:
 # ratio:<label> and rps:<label> of each summary row, cpu:<label> (server µs
-# per request), rss:<abuse scenario> (peak MiB) and gw:<protocol> (p50 ratio).
+# per request), rss:<abuse scenario> (peak MiB), rssgrowth:<abuse scenario>
+# (peak less the idle RSS before the abuse: a larger binary maps more of its
+# own text at start, which is not what the abuse costs) and gw:<protocol>
+# (p50 ratio).
 extract() {
 	awk '
 	/^## / { sec = substr($0, 4); next }
 	/^cpu +server [0-9]+ µs per request/ { printf "cpu:%s\t%s\n", sec, $3 }
-	sec ~ /^abuse / && /"rssPeakMiB":/ && !seen[sec]++ { v = $2; sub(/,$/, "", v); printf "rss:%s\t%s\n", substr(sec, 7), v }
+	sec ~ /^abuse / && /"rssIdleMiB":/ && !seenIdle[sec]++ { idle[sec] = $2; sub(/,$/, "", idle[sec]) }
+	sec ~ /^abuse / && /"rssPeakMiB":/ && !seen[sec]++ {
+		v = $2; sub(/,$/, "", v); printf "rss:%s\t%s\n", substr(sec, 7), v
+		if (sec in idle) printf "rssgrowth:%s\t%.1f\n", substr(sec, 7), v - idle[sec]
+	}
 	sec ~ /^gateway: / && /"p50Ratio":/ { v = $2; sub(/,$/, "", v); p = sec; sub(/.*\(/, "", p); sub(/\).*/, "", p); printf "gw:%s\t%s\n", p, v }
 	sec == "summary" && /^\| / && !/^\| scenario/ && !/^\|---/ {
 		n = split($0, f, "|"); label = f[2]; gsub(/^ +| +$/, "", label)
@@ -84,6 +91,8 @@ table() {
 		row("save_report c=16, server µs per save", "cpu:save_report 1KiB c=16 vs write ceiling", "published", "")
 		row("abuse noread, peak RSS MiB", "rss:noread", "no worse than OLD", "notmore")
 		row("abuse slowbody, peak RSS MiB", "rss:slowbody", "no worse than OLD", "notmore")
+		row("abuse noread, peak − idle RSS MiB", "rssgrowth:noread", "no worse than OLD", "notmore")
+		row("abuse slowbody, peak − idle RSS MiB", "rssgrowth:slowbody", "no worse than OLD", "notmore")
 		row("gateway pass-through p50 / direct, 2026-07-28", "gw:2026-07-28", "≤ 1.3", "max", 1.3)
 		row("gateway pass-through p50 / direct, 2025-11-25", "gw:2025-11-25", "≤ 1.3", "max", 1.3)
 	}' "$dir/new.median"
