@@ -185,7 +185,7 @@ func (r *sessionRecorder) client() *mcp.Client {
 // "direct" side of every comparison).
 func connectStdio(t *testing.T, rec *sessionRecorder, name string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // ends a stuck call; a loaded machine is slow, not stuck
 	defer cancel()
 	cmd := exec.Command(name, args...)
 	cmd.Stderr = &syncBuffer{}
@@ -201,7 +201,7 @@ func connectStdio(t *testing.T, rec *sessionRecorder, name string, args ...strin
 // (an upstream directly, or the gateway with token) asking for version.
 func connectHTTP(t *testing.T, rec *sessionRecorder, endpoint, token, version string) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // ends a stuck call; a loaded machine is slow, not stuck
 	defer cancel()
 	tr := &mcp.StreamableClientTransport{Endpoint: endpoint}
 	if token != "" {
@@ -477,7 +477,7 @@ var progressTokens atomic.Int64
 // notifications are counted.
 func exerciseEverything(t *testing.T, cs *mcp.ClientSession, rec *sessionRecorder, n naming) *transcript {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // ends a stuck call; a loaded machine is slow, not stuck
 	defer cancel()
 	tr := &transcript{ops: map[string]string{}}
 	record := func(key string, v any, err error) {

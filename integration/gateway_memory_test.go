@@ -74,13 +74,19 @@ func TestGatewayLargeAnswers(t *testing.T) {
 	write("tiny.txt", 100)
 	in := startGateway(t, true, fsGatewayYAML(u, dir, "shared"))
 	pid := in.cmd.Process.Pid
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// Each call has bounds of its own that end a stuck call, not a slow
+	// one: on a loaded 2-core machine the 40 MiB call took 98 s and the
+	// four concurrent ones over 3 minutes (a CI run, load average 26).
+	bound := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		t.Cleanup(cancel)
+		return ctx
+	}
 	cs := connectHTTP(t, &sessionRecorder{}, in.URL+"/mcp", in.Token, "2025-11-25")
 	call := func(cs *mcp.ClientSession, path string) (*mcp.CallToolResult, time.Duration) {
 		t.Helper()
 		start := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read_text_file", Arguments: map[string]any{"path": path}})
+		res, err := cs.CallTool(bound(), &mcp.CallToolParams{Name: "fs__read_text_file", Arguments: map[string]any{"path": path}})
 		if err != nil {
 			t.Fatalf("read_text_file %s: %v", path, err)
 		}
@@ -108,6 +114,7 @@ func TestGatewayLargeAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make(chan string, 4)
 	start := time.Now()
+	ctx := bound()
 	for _, tenant := range []string{"alice", "bob"} {
 		tcs := connectHTTP(t, &sessionRecorder{}, in.URL+"/mcp", in.mint(tokenClaims(tenant, scopeRead+" "+scopeWrite)), "2026-07-28")
 		for range 2 {
