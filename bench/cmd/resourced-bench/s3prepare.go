@@ -14,7 +14,7 @@ import (
 
 // prepareChunk is how many reports prepareS3 hands s3store's Load at a
 // time: the unit of its usage reservation and of -prepare-from.
-const prepareChunk = 5000
+var prepareChunk = 5000
 
 // prepareS3 is -prepare with -prepare-s3: it stores the reports of indexes
 // [from, to) straight through resourced's S3 store, with s3store's Load:
