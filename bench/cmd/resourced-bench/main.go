@@ -117,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.s3.region, "s3-region", "", "with -s3-direct: the region (default us-east-1)")
 	fs.StringVar(&prepare, "prepare", "0", "save N reports of -size at <prefix>/<i> first (overwriting), e.g. 100k or 1M; reads then pick among them")
 	fs.StringVar(&prepareFrom, "prepare-from", "0", "with -prepare: start at this index (the ones below exist from an earlier run)")
-	fs.StringVar(&o.prepareS3, "prepare-s3", "", "with -prepare: store the reports straight through resourced's S3 store at this endpoint (-s3-bucket, -s3-prefix, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) instead of saving them through -url: the same objects, at the store's rate")
+	fs.StringVar(&o.prepareS3, "prepare-s3", "", "with -prepare: store the reports straight through resourced's S3 store at this endpoint (-s3-bucket, -s3-prefix, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) instead of saving them through -url: the objects a save stores, written by s3store's bulk Load (unconditional PUTs, -prepare-c at a time, one usage update per 5000); the count of a progress line plus -prepare-from is where -prepare-from continues")
 	fs.StringVar(&o.prepareBolt, "prepare-bbolt", "", "with -prepare: store the reports straight into the bbolt database of a stopped server's data directory (created when missing) instead of saving them through -url; with -op search each carries its words, and `resourced reindex --workers N` then builds the index in bulk (bench/README.md); -d 0 stops after it")
 	fs.IntVar(&o.prepareC, "prepare-c", 0, "concurrency of -prepare (default -c)")
 	fs.StringVar(&keys, "keys", "0", "read: pick the URI at random among this many indexes (default -prepare)")
