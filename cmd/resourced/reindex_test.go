@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,13 +31,7 @@ func TestIndexNote(t *testing.T) {
 // bucket), never a secret.
 func TestIndexCommandsRefuse(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, yaml string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, yaml string) string { return writeConfig(t, dir, name, yaml) }
 	mem := write("mem.yaml", "store: {backend: memory}\n")
 	s3off := write("s3off.yaml", "store:\n  backend: s3\n  s3: {bucket: bkt, endpoint: \"http://127.0.0.1:1\", pathStyle: true, callTimeout: 2s}\nindex: {backend: off}\n")
 	s3down := write("s3down.yaml", "store:\n  backend: s3\n  s3: {bucket: bkt, endpoint: \"http://127.0.0.1:1\", pathStyle: true, callTimeout: 2s}\nindex: {backend: memory}\n")

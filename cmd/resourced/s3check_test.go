@@ -13,13 +13,7 @@ import (
 // integration.TestS3CheckVersitygwModes and TestS3CheckOnTarget.
 func TestS3CheckCommandLine(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, yaml string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, yaml string) string { return writeConfig(t, dir, name, yaml) }
 	bbolt := write("bbolt.yaml", "store: {backend: bbolt}\n")
 	bad := write("bad.yaml", "store:\n  backend: s3\n  s3: {prefix: /x/}\n")
 	down := write("down.yaml", "store:\n  backend: s3\n  s3: {bucket: bkt, endpoint: \"http://127.0.0.1:1\", pathStyle: true, callTimeout: 2s}\n")
@@ -48,4 +42,15 @@ func TestS3CheckCommandLine(t *testing.T) {
 	if code, stdout, _ := runCmd(t, "s3", "check", "--help"); code != 0 || !strings.Contains(stdout, "usage: resourced s3 check") {
 		t.Errorf("s3 check --help = exit %d:\n%s", code, stdout)
 	}
+}
+
+// writeConfig writes yaml as dir/name (0600, as a config holding secrets
+// must be) and returns its path.
+func writeConfig(t *testing.T, dir, name, yaml string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -484,38 +484,55 @@ type PrepareResult struct {
 
 // prepare saves indexes [from, to) with c clients, printing progress.
 func prepare(t *target, m *mcpRequest, o op, from, to, c int, stderr io.Writer) (*PrepareResult, error) {
-	var next, saved, failed atomic.Int64
+	workers := newWorkers(c)
+	p, first := prepareEach(from, to, c, "saved", stderr, func(g int, i int64) error {
+		w := workers[g]
+		w.idx = i
+		if x := w.do(t, m, o); x.err != "" {
+			return errors.New(x.err)
+		}
+		return nil
+	})
+	fmt.Fprintf(stderr, "prepared %d resources in %.1fs (%.0f saves/s, %d errors)\n", p.Saved, p.Seconds, p.PerSecond, p.Errors)
+	if p.Errors > 0 {
+		return p, fmt.Errorf("-prepare: %d saves failed, first: %v", p.Errors, first)
+	}
+	return p, nil
+}
+
+// prepareEach calls do for every index of [from, to) on c goroutines
+// (g is the goroutine's number), shows progress counting what it did, and
+// stops early after 100 failures; first is the first failure.
+func prepareEach(from, to, c int, verb string, stderr io.Writer, do func(g int, i int64) error) (p *PrepareResult, first error) {
+	var next, done, failed atomic.Int64
 	next.Store(int64(from))
-	var firstErr atomic.Value
+	var firstErr atomic.Pointer[error]
 	start := time.Now()
-	done := progress(stderr, "saved", to-from, &saved, start)
+	stop := progress(stderr, verb, to-from, &done, start)
 	var wg sync.WaitGroup
-	for _, w := range newWorkers(c) {
+	for g := range c {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(to) || failed.Load() > 100 {
 					return
 				}
-				w.idx = i
-				if x := w.do(t, m, o); x.err != "" {
+				if err := do(g, i); err != nil {
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, x.err)
+					firstErr.CompareAndSwap(nil, &err)
 					continue
 				}
-				saved.Add(1)
+				done.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	close(done)
+	close(stop)
 	sec := time.Since(start).Seconds()
-	p := &PrepareResult{From: from, To: to, Saved: saved.Load(), Errors: failed.Load(), Seconds: sec, PerSecond: float64(saved.Load()) / sec}
-	fmt.Fprintf(stderr, "prepared %d resources in %.1fs (%.0f saves/s, %d errors)\n", p.Saved, sec, p.PerSecond, p.Errors)
-	if p.Errors > 0 {
-		return p, fmt.Errorf("-prepare: %d saves failed, first: %v", p.Errors, firstErr.Load())
+	if e := firstErr.Load(); e != nil {
+		first = *e
 	}
-	return p, nil
+	return &PrepareResult{From: from, To: to, Saved: done.Load(), Errors: failed.Load(), Seconds: sec, PerSecond: float64(done.Load()) / sec}, first
 }
 
 // finish prints res and chooses the exit status.

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/resourced/resourced/internal/jsonwire"
@@ -35,43 +33,20 @@ func prepareBolt(dir, tenant, scheme, prefix, mimeType string, text []byte, with
 	}
 	defer st.Close()
 	ctx := context.Background()
-	var next, saved, failed atomic.Int64
-	next.Store(int64(from))
-	var firstErr atomic.Value
-	start := time.Now()
-	done := progress(stderr, "stored", to-from, &saved, start)
-	var wg sync.WaitGroup
-	for range c {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(to) || failed.Load() > 100 {
-					return
-				}
-				body := text
-				if withWords {
-					body = append(searchWords(i), text...)
-				}
-				obj, err := benchObject(tenant, scheme, prefix, mimeType, i, body)
-				if err == nil {
-					_, _, err = st.Put(ctx, obj, store.Cond{})
-				}
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				saved.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	close(done)
-	sec := time.Since(start).Seconds()
-	p := &PrepareResult{From: from, To: to, Saved: saved.Load(), Errors: failed.Load(), Seconds: sec, PerSecond: float64(saved.Load()) / sec}
-	fmt.Fprintf(stderr, "stored %d reports through boltstore in %.1fs (%.0f/s, %d errors)\n", p.Saved, sec, p.PerSecond, p.Errors)
+	p, first := prepareEach(from, to, c, "stored", stderr, func(_ int, i int64) error {
+		body := text
+		if withWords {
+			body = append(searchWords(i), text...)
+		}
+		obj, err := benchObject(tenant, scheme, prefix, mimeType, i, body)
+		if err == nil {
+			_, _, err = st.Put(ctx, obj, store.Cond{})
+		}
+		return err
+	})
+	fmt.Fprintf(stderr, "stored %d reports through boltstore in %.1fs (%.0f/s, %d errors)\n", p.Saved, p.Seconds, p.PerSecond, p.Errors)
 	if p.Errors > 0 {
-		return p, fmt.Errorf("-prepare-bbolt: %d puts failed, first: %v", p.Errors, firstErr.Load())
+		return p, fmt.Errorf("-prepare-bbolt: %d puts failed, first: %v", p.Errors, first)
 	}
 	return p, nil
 }
