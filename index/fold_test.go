@@ -26,10 +26,17 @@ func TestTokensFold(t *testing.T) {
 		{"ǅ", "dž"},            // title case digraph
 		{"Hello", "hello"},
 		{"東京", "東京"},
+		{"İSTANBUL", "İstanbul"},
 	} {
 		ta, tb := Tokens(tc.a), Tokens(tc.b)
 		if len(ta) != 1 || !slices.Equal(ta, tb) {
 			t.Errorf("Tokens(%+q) = %+q, Tokens(%+q) = %+q, want the same one word", tc.a, ta, tc.b, tb)
+		}
+	}
+	// Folding is not accent removal, nor Turkic (docs/decisions.md).
+	for _, tc := range []struct{ a, b string }{{"cafe", "café"}, {"istanbul", "İstanbul"}} {
+		if ta, tb := Tokens(tc.a), Tokens(tc.b); slices.Equal(ta, tb) {
+			t.Errorf("Tokens(%+q) = Tokens(%+q) = %+q, want them apart", tc.a, tc.b, ta)
 		}
 	}
 	for _, tc := range []struct {
