@@ -415,7 +415,7 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 			return nil, fmt.Errorf("labels[%d]: %w", i, err)
 		}
 		if e == nil {
-			return nil, fmt.Errorf("%w: labels[%d] is empty", ErrInvalid, i)
+			return nil, fmt.Errorf("%w: labels[%d] has no word: labels are words of letters and digits", ErrInvalid, i)
 		}
 		terms += e.Terms()
 		p.Labels = append(p.Labels, e)

@@ -11,6 +11,9 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Bounds of a query's text.
@@ -195,39 +198,113 @@ func Parse(s string) (*Expr, error) {
 }
 
 // wordRune reports whether r is part of a word: letters, digits and the
-// marks that combine with them.
+// marks that combine with them (a word does not start with a mark).
 func wordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || markRune(r)
 }
 
-// Tokens cuts text into its words, lower-cased, in order: maximal runs of
-// letters, digits and combining marks; runs longer than MaxTokenBytes are
-// skipped. It is the one tokenizer: drivers index its output joined by
-// spaces, queries are parsed with it and snippets find matches with it.
+// markRune reports whether r is a combining mark, spacing or not (Mn, Mc):
+// part of a word only after a letter or digit.
+func markRune(r rune) bool { return r >= utf8.RuneSelf && unicode.In(r, unicode.Mn, unicode.Mc) }
+
+// eachRun calls fn with the bounds of each word run of text, in order:
+// a maximal run of wordRune characters that does not start with a mark;
+// ascii says the run is ASCII only.
+func eachRun(text string, fn func(start, end int, ascii bool)) {
+	start, ascii := -1, true
+	for i, r := range text {
+		switch {
+		case start >= 0 && !wordRune(r):
+			fn(start, i, ascii)
+			start = -1
+		case start < 0 && wordRune(r) && !markRune(r):
+			start, ascii = i, r < utf8.RuneSelf
+		case start >= 0 && r >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	if start >= 0 {
+		fn(start, len(text), ascii)
+	}
+}
+
+// folder turns a run of text into its words: NFKC, full Unicode case
+// folding, NFKC again (compatibility caseless matching, Unicode §3.13: the
+// fold sees what NFKC makes, ＡＢＣ → ABC → abc, and the second NFKC
+// recomposes what the fold takes apart, ǰ → j and a caron), cut again into
+// runs (ﷺ is four words once normalized). A folder is not safe for
+// concurrent use (cases.Caser is not); docs/decisions.md, "Words fold".
+type folder struct {
+	caser cases.Caser
+	buf   []byte // Span's input
+}
+
+// words appends the words of the run w (ascii: w is ASCII only) to out;
+// keepLong keeps those longer than MaxTokenBytes once folded (Parse
+// refuses them).
+func (f *folder) words(out []string, w string, ascii, keepLong bool) []string {
+	if ascii { // letters and digits: NFKC changes nothing, folding is lowering
+		if keepLong || len(w) <= MaxTokenBytes {
+			out = append(out, strings.ToLower(w))
+		}
+		return out
+	}
+	if f.caser == (cases.Caser{}) {
+		f.caser = cases.Fold()
+	}
+	nfkc := norm.NFKC.String(w)
+	folded := nfkc
+	f.buf = append(f.buf[:0], nfkc...)
+	f.caser.Reset()
+	if n, err := f.caser.Span(f.buf, true); n < len(nfkc) || err != nil { // String allocates even when it changes nothing
+		folded = f.caser.String(nfkc)
+	}
+	folded = strings.Map(cherokee, folded)
+	if folded != nfkc {
+		folded = norm.NFKC.String(folded)
+	}
+	if folded == w { // a run that NFKC and folding keep is one word
+		if keepLong || len(w) <= MaxTokenBytes {
+			out = append(out, w)
+		}
+		return out
+	}
+	eachRun(folded, func(start, end int, _ bool) {
+		if keepLong || end-start <= MaxTokenBytes {
+			out = append(out, folded[start:end])
+		}
+	})
+	return out
+}
+
+// cherokee folds a Cherokee letter to its capital, as Unicode's
+// CaseFolding.txt does: x/text's cases.Fold (v0.42.0) swaps the two cases
+// instead, so folding twice would undo it (TestTokensEveryRune).
+func cherokee(r rune) rune {
+	if 0x13a0 <= r && r <= 0x13ff || 0xab70 <= r && r <= 0xabbf { // the Cherokee blocks
+		return unicode.ToUpper(r)
+	}
+	return r
+}
+
+// Tokens cuts text into its words, in order: maximal runs of letters,
+// digits and the combining marks that follow them, each in NFKC with its
+// case folded (so ΣΊΣΥΦΟΣ, σίσυφος; STRASSE, straße; file, ﬁle and an
+// NFD café and an NFC one are each one word); words longer than
+// MaxTokenBytes once folded are skipped. It is the one tokenizer: drivers
+// index its output joined by spaces, queries are parsed with it and
+// snippets find matches with it. Tokens(strings.Join(Tokens(s), " ")) is
+// Tokens(s).
 func Tokens(text string) []string { return tokens(text, false) }
 
-// tokens is Tokens; keepLong keeps the long runs (Parse refuses them).
+// tokens is Tokens; keepLong keeps the long words (Parse refuses them).
 func tokens(text string, keepLong bool) []string {
 	var out []string
-	start := -1
-	flush := func(end int) {
-		if start >= 0 {
-			if keepLong || end-start <= MaxTokenBytes {
-				out = append(out, strings.ToLower(text[start:end]))
-			}
-			start = -1
-		}
-	}
-	for i, r := range text {
-		if wordRune(r) {
-			if start < 0 {
-				start = i
-			}
-		} else {
-			flush(i)
-		}
-	}
-	flush(len(text))
+	var f folder
+	eachRun(text, func(start, end int, ascii bool) { out = f.words(out, text[start:end], ascii, keepLong) })
 	return out
 }
 

@@ -20,9 +20,13 @@ const (
 
 // Snippet cuts the snippet and the matching line numbers of one hit from
 // its title and text: the words p's text and labels ask for, found with
-// Tokens' rule. The snippet is about SnippetBytes of text around the
-// first match, each match highlighted; without a match in the text it is
-// the text's start, or the title for a document without text.
+// Tokens' rule (a word of the text matches when one of its folded words
+// is asked for, and the text's own word is highlighted). The snippet is
+// about SnippetBytes of text around the first match, each match
+// highlighted; without a match in the text it is the text's start, or the
+// title for a document without text. The text's own `\` and `*` are
+// escaped as `\\` and `\*` (Markdown), so an unescaped HighlightStart
+// is always a mark.
 func Snippet(title, text string, p *Plan) (string, []int) {
 	var words []string
 	words = append(words, p.Match.Words()...)
@@ -33,16 +37,19 @@ func Snippet(title, text string, p *Plan) (string, []int) {
 	words = slices.Compact(words)
 	var lines []int
 	first, line := -1, 1
-	lastLine := 0
+	lastLine, counted := 0, 0
 	type span struct{ start, end int }
 	var spans []span
-	start := -1
-	match := func(end int) {
-		if start < 0 {
-			return
-		}
-		w := text[start:end]
-		if _, found := slices.BinarySearch(words, strings.ToLower(w)); found && end-start <= MaxTokenBytes {
+	var f folder
+	var folded []string
+	if len(words) > 0 {
+		eachRun(text, func(start, end int, ascii bool) {
+			folded = f.words(folded[:0], text[start:end], ascii, false)
+			if !slices.ContainsFunc(folded, func(w string) bool { _, ok := slices.BinarySearch(words, w); return ok }) {
+				return
+			}
+			line += strings.Count(text[counted:start], "\n")
+			counted = start
 			if first < 0 {
 				first = start
 			}
@@ -53,26 +60,10 @@ func Snippet(title, text string, p *Plan) (string, []int) {
 			if start-first < SnippetBytes {
 				spans = append(spans, span{start, end})
 			}
-		}
-		start = -1
-	}
-	if len(words) > 0 {
-		for i, r := range text {
-			if wordRune(r) {
-				if start < 0 {
-					start = i
-				}
-				continue
-			}
-			match(i)
-			if r == '\n' {
-				line++
-			}
-		}
-		match(len(text))
+		})
 	}
 	if strings.TrimSpace(text) == "" {
-		return oneLine(cutUTF8(title, SnippetBytes)), nil
+		return oneLine(escapeMarks(cutUTF8(title, SnippetBytes))), nil
 	}
 	from := 0
 	if first > SnippetBytes/4 {
@@ -98,18 +89,25 @@ func Snippet(title, text string, p *Plan) (string, []int) {
 		if s.start < from || s.end > to {
 			continue
 		}
-		b.WriteString(text[at:s.start])
+		b.WriteString(escapeMarks(text[at:s.start]))
 		b.WriteString(HighlightStart)
-		b.WriteString(text[s.start:s.end])
+		b.WriteString(text[s.start:s.end]) // letters, digits and marks: nothing to escape
 		b.WriteString(HighlightEnd)
 		at = s.end
 	}
-	b.WriteString(text[at:to])
+	b.WriteString(escapeMarks(text[at:to]))
 	if to < len(text) {
 		b.WriteString("…")
 	}
 	return oneLine(b.String()), lines
 }
+
+// markEscaper writes `\` and `*` as Markdown backslash escapes.
+var markEscaper = strings.NewReplacer(`\`, `\\`, `*`, `\*`)
+
+// escapeMarks escapes s for a snippet: no `*` of s is left bare, so none
+// reads as HighlightStart or HighlightEnd.
+func escapeMarks(s string) string { return markEscaper.Replace(s) }
 
 func runeAt(s string, i int) rune {
 	for i > 0 && !utf8.RuneStart(s[i]) {

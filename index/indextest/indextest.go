@@ -10,7 +10,9 @@
 //     not Shared, whatever the query (checked against a model with
 //     random documents, tenants named alike, replaces and deletes);
 //   - words match whole and case-insensitively, in the text, the title
-//     and the labels, as index.Tokens cuts them;
+//     and the labels, as index.Tokens cuts and folds them (full case
+//     folding and NFKC: ΣΊΣΥΦΟΣ finds σίσυφος, STRASSE straße, file ﬁle,
+//     an NFD café an NFC one, and the other way round);
 //   - a title match ranks above a match in a long body only;
 //   - paging by cursor returns every hit once, and Total is exact below
 //     index.MaxTotal;
@@ -46,6 +48,7 @@ func Run(t *testing.T, newDriver NewFunc) {
 		{"FindsByText", testFindsByText},
 		{"FindsByJSONValue", testFindsByJSONValue},
 		{"FindsByLabel", testFindsByLabel},
+		{"Folding", testFolding},
 		{"Syntax", testSyntax},
 		{"Filters", testFilters},
 		{"ExpiredHidden", testExpiredHidden},
@@ -140,6 +143,44 @@ func testFindsByText(t *testing.T, x *index.Index) {
 	wantSet(t, "a word of no document", uris(t, x, "acme", index.Query{Text: "zebra"}))
 	wantSet(t, "a part of a word", uris(t, x, "acme", index.Query{Text: "invoi"}))
 	wantSet(t, "empty query", uris(t, x, "acme", index.Query{}), "report://acme/a", "report://acme/b", "search://acme/results/c")
+}
+
+func testFolding(t *testing.T, x *index.Index) {
+	sisyphus := doc("acme", "report", "greek", "ο σίσυφος")
+	cafe := doc("acme", "report", "nfc", "un café noir")
+	cafeNFD := doc("acme", "report", "nfd", "un cafe\u0301 au lait")
+	strasse := doc("acme", "report", "sharp-s", "die Straße")
+	strasse.Title = "STRASSE"
+	file := doc("acme", "report", "ligature", "the ﬁle of ﬂights")
+	labeled := doc("acme", "report", "labeled", "body")
+	labeled.Title, labeled.Labels = "ΣΊΣΥΦΟΣ", []string{"Weißbier ﬁle"}
+	put(t, x, sisyphus, cafe, cafeNFD, strasse, file, labeled)
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"ΣΊΣΥΦΟΣ", []string{"report://acme/greek", "report://acme/labeled"}},
+		{"σίσυφος", []string{"report://acme/greek", "report://acme/labeled"}},
+		{"cafe\u0301", []string{"report://acme/nfc", "report://acme/nfd"}},
+		{"CAFÉ", []string{"report://acme/nfc", "report://acme/nfd"}},
+		{"STRASSE", []string{"report://acme/sharp-s"}},
+		{"straße", []string{"report://acme/sharp-s"}},
+		{"file", []string{"report://acme/ligature", "report://acme/labeled"}},
+		{`"ﬁle of flights"`, []string{"report://acme/ligature"}},
+		{"ＦＩＬＥ", []string{"report://acme/ligature", "report://acme/labeled"}},
+	} {
+		wantSet(t, tc.q, uris(t, x, "acme", index.Query{Text: tc.q}), tc.want...)
+	}
+	wantSet(t, "labels: weissbier", uris(t, x, "acme", index.Query{Labels: []string{"WEISSBIER"}}), "report://acme/labeled")
+	wantSet(t, "labels: σίσυφος", uris(t, x, "acme", index.Query{Labels: []string{"σίσυφος"}}), "report://acme/labeled")
+	// The snippet highlights the text's own word.
+	p, err := x.Search(context.Background(), "acme", index.Query{Text: "STRASSE", Limit: 1})
+	if err != nil || len(p.Hits) != 1 {
+		t.Fatalf("Search(STRASSE): %+v, %v", p, err)
+	}
+	if want := "die " + index.HighlightStart + "Straße" + index.HighlightEnd; p.Hits[0].Snippet != want {
+		t.Errorf("Snippet = %q, want %q", p.Hits[0].Snippet, want)
+	}
 }
 
 func testFindsByJSONValue(t *testing.T, x *index.Index) {
@@ -484,6 +525,15 @@ func testSnippetAndLines(t *testing.T, x *index.Index) {
 	if !strings.Contains(h.Snippet, index.HighlightStart+"ERROR"+index.HighlightEnd) {
 		t.Errorf("Snippet = %q, want ERROR highlighted", h.Snippet)
 	}
+	// The text's own asterisks are escaped: `**` is only ever a mark.
+	put(t, x, doc("acme", "report", "stars", "**secretword** and one error"))
+	p, err = x.Search(context.Background(), "acme", index.Query{Text: "secretword"})
+	if err != nil || len(p.Hits) != 1 {
+		t.Fatalf("Search(secretword): %+v, %v", p, err)
+	}
+	if want := `\*\*` + index.HighlightStart + "secretword" + index.HighlightEnd + `\*\* and one error`; p.Hits[0].Snippet != want {
+		t.Errorf("Snippet = %q, want %q", p.Hits[0].Snippet, want)
+	}
 	if h.Text != "" || h.Title != "Nightly log" || h.Size != 1234 || h.MediaType != "text/plain" || h.SHA256 != d.SHA256 ||
 		!h.Created.Equal(d.Created) || h.Tenant != "acme" || h.Score <= 0 {
 		t.Errorf("hit = %+v, want the document's metadata without its text and a positive score", h)
@@ -512,6 +562,7 @@ func testBadQueries(t *testing.T, x *index.Index) {
 		{"acme", index.Query{MediaType: "text/pl*"}, index.ErrInvalid},
 		{"acme", index.Query{Limit: -1}, index.ErrInvalid},
 		{"acme", index.Query{Labels: []string{""}}, index.ErrInvalid},
+		{"acme", index.Query{Labels: []string{"*"}}, index.ErrInvalid},
 		{"acme", index.Query{CreatedAfter: epoch, CreatedBefore: epoch}, index.ErrInvalid},
 		{"acme", index.Query{ExpiresAfter: epoch.Add(time.Hour), ExpiresBefore: epoch}, index.ErrInvalid},
 		{"acme", index.Query{Text: many}, index.ErrTooCostly},
