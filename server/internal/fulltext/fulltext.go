@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -253,7 +254,7 @@ func (r *Room) fit(page *service.SearchPage) (any, []*store.Meta, *service.Failu
 		return v, links, nil
 	}
 	hit.Title, m.Title = short(hit.Title), short(m.Title)
-	hit.Snippet = short(hit.Snippet)
+	hit.Snippet = shortSnippet(hit.Snippet)
 	v.Hits[0] = hit
 	if Size(v, links) <= r.o.PageBytes {
 		return v, links, nil
@@ -272,6 +273,41 @@ func (r *Room) fitDeep(v *toolapi.DeepSearchResult) *toolapi.DeepSearchResult {
 		v.Results[0].Title = short(v.Results[0].Title)
 	}
 	return v
+}
+
+// shortSnippet is short for a snippet (index.Snippet's syntax: `**` opens
+// and closes a match, `\*` and `\\` are the body's own): it never cuts
+// inside an escape and closes a match it cut, so what is left is still a
+// snippet.
+func shortSnippet(s string) string {
+	if len(s) <= shortText {
+		return s
+	}
+	cut, open := 0, false
+	for i := 0; i < len(s); {
+		n := 1
+		switch {
+		case s[i] == '\\' && i+1 < len(s):
+			_, w := utf8.DecodeRuneInString(s[i+1:])
+			n = 1 + w
+		case strings.HasPrefix(s[i:], "**"):
+			n = 2
+		default:
+			_, n = utf8.DecodeRuneInString(s[i:])
+		}
+		after := open != (n == 2 && strings.HasPrefix(s[i:], "**"))
+		if reserve := i + n; after && reserve+2 > shortText || reserve > shortText {
+			break
+		}
+		open = after
+		i += n
+		cut = i
+	}
+	out := s[:cut]
+	if open {
+		out += "**"
+	}
+	return out + "…"
 }
 
 // short is the first shortText bytes of s, cut at a character boundary,
