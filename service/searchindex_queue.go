@@ -1,0 +1,236 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/resourced/resourced/index"
+	"github.com/resourced/resourced/store"
+)
+
+// Bounds of the background indexer (issue 27).
+const (
+	// maxOwed bounds the keys whose index update is queued: past it a
+	// save waits for the indexer to take some (back-pressure), so memory
+	// holds at most maxOwed queued keys and one batch in flight.
+	maxOwed = 10000
+	// indexBatch and indexBatchBytes bound one batch of the indexer: the
+	// keys it takes, and the text it reads from the store for them (the
+	// bleve driver cuts a batch by the same bounds).
+	indexBatch, indexBatchBytes = 1000, 4 << 20
+	// batchTimeout bounds the index write of one batch.
+	batchTimeout = time.Minute
+)
+
+// owedKey is a key whose index update is owed: first is the sequence
+// number of the oldest change not yet in the index, ends how many
+// intends (index.Pending) its update ends.
+type owedKey struct {
+	k     store.Key
+	first uint64
+	ends  int
+}
+
+// indexed is called after a committed change of k (and its intend): k
+// is queued for the background indexer (indexLoop), coalesced with a
+// queued update of k, and the caller's answer goes out without waiting
+// for the index. A search waits for what was queued before it started
+// (caughtUp), so the save is searchable when its answer arrives. Past
+// maxOwed queued keys it waits for room, whatever ctx: the change is
+// committed and its update must be queued.
+func (s *Service) indexed(_ context.Context, k store.Key) {
+	if s.idx == nil {
+		return
+	}
+	ix := s.idx
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	for {
+		if e := ix.owed[k]; e != nil {
+			e.ends++ // the update still to come reads the store after this change
+			return
+		}
+		if len(ix.owed) < ix.maxOwed {
+			break
+		}
+		ch := ix.moved
+		ix.qmu.Unlock()
+		<-ch // the indexer runs: the queue is not empty
+		ix.qmu.Lock()
+	}
+	ix.seq++
+	e := &owedKey{k: k, first: ix.seq, ends: 1}
+	ix.owed[k] = e
+	ix.queue = append(ix.queue, e)
+	if !ix.running {
+		ix.running = true
+		go s.indexLoop()
+	}
+}
+
+// advance wakes who waits for the queue; qmu is held.
+func (ix *indexer) advance() {
+	close(ix.moved)
+	ix.moved = make(chan struct{})
+}
+
+// caughtUp reports whether every update queued up to seq is in the
+// index (or failed, and kept for a retry); qmu is held.
+func (ix *indexer) caughtUp(seq uint64) bool {
+	return (ix.flight == 0 || ix.flight > seq) && (len(ix.queue) == 0 || ix.queue[0].first > seq)
+}
+
+// WaitIndexed waits, at most wait, until every index update queued
+// when it is called has been applied (or has failed, and is kept for
+// MaintainIndex); nil without an index.
+func (s *Service) WaitIndexed(ctx context.Context, wait time.Duration) error {
+	if s.idx == nil {
+		return nil
+	}
+	return s.waitIndexed(ctx, wait)
+}
+
+// waitIndexed waits until every index update queued when it is called
+// has been applied: read-your-writes for a search. It gives up with
+// ctx, or after wait.
+func (s *Service) waitIndexed(ctx context.Context, wait time.Duration) error {
+	ix := s.idx
+	ix.qmu.Lock()
+	seq := ix.seq
+	if ix.caughtUp(seq) {
+		ix.qmu.Unlock()
+		return nil
+	}
+	ix.qmu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		ix.qmu.Lock()
+		if ix.caughtUp(seq) {
+			ix.qmu.Unlock()
+			return nil
+		}
+		ch := ix.moved
+		ix.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return context.DeadlineExceeded
+		}
+	}
+}
+
+// indexLoop is the background indexer: it takes queued keys in order,
+// oldest first, reads each from the store (what it holds now, or that
+// it is gone: a later change of a key is queued anew and applied by a
+// later batch, so the index never goes back to an older state), and
+// writes them to the index in one Apply, then ends their intends. A
+// batch that fails is applied again key by key; what fails then is kept
+// for MaintainIndex's retries and counted (indexFailed). It ends when
+// the queue is empty; indexed starts it again.
+func (s *Service) indexLoop() {
+	ix := s.idx
+	for {
+		ix.qmu.Lock()
+		if len(ix.queue) == 0 {
+			ix.running = false
+			ix.flight = 0
+			ix.advance()
+			ix.qmu.Unlock()
+			return
+		}
+		ix.qmu.Unlock()
+		s.indexBatch()
+	}
+}
+
+// indexBatch takes, reads and writes one batch.
+func (s *Service) indexBatch() {
+	ix := s.idx
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	// The stripes of the batch's keys are held from the read to the
+	// write, as indexKey holds one: an indexKey of a key in the batch
+	// (a search's repair, a retry) cannot write a newer state that the
+	// batch then overwrites with its older one.
+	var held [len(ix.stripes)]bool
+	defer func() {
+		for i, h := range held {
+			if h {
+				ix.stripes[i].Unlock()
+			}
+		}
+	}()
+	var (
+		batch []*owedKey
+		cs    []index.Change
+		bytes int
+	)
+	for len(batch) < indexBatch && bytes < indexBatchBytes {
+		ix.qmu.Lock()
+		if len(ix.queue) == 0 {
+			ix.qmu.Unlock()
+			break
+		}
+		e := ix.queue[0]
+		ix.queue[0] = nil
+		ix.queue = ix.queue[1:]
+		delete(ix.owed, e.k)
+		if len(batch) == 0 {
+			ix.flight = e.first
+		}
+		ix.advance() // room for a waiting save
+		ix.qmu.Unlock()
+		if i := stripe(e.k, len(ix.stripes)); !held[i] {
+			ix.stripes[i].Lock()
+			held[i] = true
+		}
+		var doc *index.Document
+		err := s.store.View(ctx, e.k, func(m *store.Meta, _, body []byte) error {
+			doc = Document(m, body, ix.x.MaxTextBytes())
+			return nil
+		})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			cs = append(cs, index.Change{Ref: refOf(e.k)})
+		case err != nil:
+			s.indexFailed(e.k, e.ends, err)
+			continue
+		default:
+			cs = append(cs, index.Change{Doc: doc})
+			bytes += len(doc.Text)
+		}
+		batch = append(batch, e)
+	}
+	err := ix.x.Apply(ctx, cs)
+	for _, e := range batch {
+		if err != nil {
+			// Key by key, to keep what fails, and only that, for a retry.
+			kctx, kcancel := context.WithTimeout(context.Background(), indexTimeout)
+			kerr := syncEntry(kctx, s.store, ix.x, e.k)
+			kcancel()
+			if kerr != nil {
+				s.indexFailed(e.k, e.ends, kerr)
+				continue
+			}
+		}
+		for range e.ends {
+			ix.x.End(refOf(e.k))
+		}
+	}
+	ix.qmu.Lock()
+	ix.flight = 0
+	ix.advance()
+	ix.qmu.Unlock()
+}
+
+// stripe is k's stripe of n.
+func stripe(k store.Key, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(k.String()))
+	return int(h.Sum32() % uint32(n))
+}
