@@ -27,7 +27,9 @@
 // bleve Batch, answers them, and
 // takes the next at once: one persisted segment per batch, not per
 // document, with no timer. Of two writes of one document in a batch the
-// later wins (the service serializes them anyway).
+// later wins (the service serializes them anyway). Apply (index.Batcher)
+// queues many writes at once, so the service's background indexer fills
+// whole batches instead of one per handful of concurrent saves.
 package bleveindex
 
 import (
