@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,5 +170,66 @@ func TestIndexQueueIsBounded(t *testing.T) {
 	wg.Wait()
 	if got := searchURIs(t, svc, alice, toolapi.SearchResourcesArgs{Query: "bounded"}); len(got) != 7 {
 		t.Errorf("after the index went on, the search found %v, want all 7", got)
+	}
+}
+
+// failingBatcher is a memindex whose Apply always fails: the indexer
+// must then apply the batch key by key.
+type failingBatcher struct{ *memindex.Driver }
+
+func (failingBatcher) Apply(context.Context, []*index.Document, []index.Ref) error {
+	return errors.New("batch refused")
+}
+
+// TestFailedBatchIsAppliedKeyByKey: a batch the index refuses is applied
+// again key by key, so the saves are found and nothing is counted as
+// failed when each key's own update succeeds.
+func TestFailedBatchIsAppliedKeyByKey(t *testing.T) {
+	x := index.New(failingBatcher{memindex.New()}, index.Options{})
+	t.Cleanup(func() { x.Close() })
+	svc, err := New(Options{Store: memstore.New(memstore.Options{}), Index: x, Schemes: []Scheme{
+		{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, f := svc.SaveReport(context.Background(), alice, &toolapi.ReportArgs{Path: fmt.Sprint("k", i), MIMEType: "text/plain", Text: text("keyed words")}); f != nil {
+			t.Fatal(f)
+		}
+	}
+	if got := searchURIs(t, svc, alice, toolapi.SearchResourcesArgs{Query: "keyed"}); len(got) != 5 {
+		t.Errorf("search after a refused batch = %v, want 5 hits", got)
+	}
+	if n := svc.IndexFailures(); n != 0 {
+		t.Errorf("IndexFailures = %d, want 0", n)
+	}
+}
+
+// TestSearchBehindTheIndexIsUnavailable: a search whose wait for the
+// updates queued before it runs past the search's time limit is
+// unavailable, not a page without the caller's saves.
+func TestSearchBehindTheIndexIsUnavailable(t *testing.T) {
+	g := &gatedDriver{Driver: memindex.New(), open: make(chan struct{})}
+	x := index.New(g, index.Options{Timeout: 10 * time.Millisecond})
+	t.Cleanup(func() { x.Close() })
+	t.Cleanup(func() { close(g.open) })
+	svc, err := New(Options{Store: memstore.New(memstore.Options{}), Index: x, Schemes: []Scheme{
+		{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, f := svc.SaveReport(context.Background(), alice, &toolapi.ReportArgs{Path: "stuck", MIMEType: "text/plain", Text: text("stuck words")}); f != nil {
+		t.Fatal(f)
+	}
+	_, f := svc.SearchResources(context.Background(), alice, &toolapi.SearchResourcesArgs{Query: "stuck"})
+	if f == nil || f.ErrorKind != KindUnavailable || !strings.Contains(f.Message, "behind") {
+		t.Errorf("a search while the index is stalled = %v, want unavailable saying the index is behind", f)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, f := svc.SearchResources(ctx, alice, &toolapi.SearchResourcesArgs{Query: "stuck"}); f == nil {
+		t.Error("a canceled search while the index is stalled succeeded")
 	}
 }
