@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/resourced/resourced/index"
@@ -20,6 +21,8 @@ const (
 	// keys it takes, and the text it reads from the store for them (the
 	// bleve driver cuts a batch by the same bounds).
 	indexBatch, indexBatchBytes = 1000, 4 << 20
+	// readWorkers is how many store reads of a batch run at once.
+	readWorkers = 16
 	// batchTimeout bounds the index write of one batch.
 	batchTimeout = time.Minute
 )
@@ -171,40 +174,42 @@ func (s *Service) indexBatch() {
 		bytes int
 	)
 	for len(batch) < indexBatch && bytes < indexBatchBytes {
-		ix.qmu.Lock()
-		if len(ix.queue) == 0 {
-			ix.qmu.Unlock()
+		chunk := ix.take(min(readWorkers, indexBatch-len(batch)), len(batch) == 0)
+		if len(chunk) == 0 {
 			break
 		}
-		e := ix.queue[0]
-		ix.queue[0] = nil
-		ix.queue = ix.queue[1:]
-		delete(ix.owed, e.k)
-		if len(batch) == 0 {
-			ix.flight = e.first
+		for _, e := range chunk {
+			if i := stripe(e.k, len(ix.stripes)); !held[i] {
+				ix.stripes[i].Lock()
+				held[i] = true
+			}
 		}
-		ix.advance() // room for a waiting save
-		ix.qmu.Unlock()
-		if i := stripe(e.k, len(ix.stripes)); !held[i] {
-			ix.stripes[i].Lock()
-			held[i] = true
+		// Read at once: a store on S3 answers each read in tens of ms.
+		docs := make([]*index.Document, len(chunk))
+		errs := make([]error, len(chunk))
+		var wg sync.WaitGroup
+		for i, e := range chunk {
+			wg.Go(func() {
+				errs[i] = s.store.View(ctx, e.k, func(m *store.Meta, _, body []byte) error {
+					docs[i] = Document(m, body, ix.x.MaxTextBytes())
+					return nil
+				})
+			})
 		}
-		var doc *index.Document
-		err := s.store.View(ctx, e.k, func(m *store.Meta, _, body []byte) error {
-			doc = Document(m, body, ix.x.MaxTextBytes())
-			return nil
-		})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			cs = append(cs, index.Change{Ref: refOf(e.k)})
-		case err != nil:
-			s.indexFailed(e.k, e.ends, err)
-			continue
-		default:
-			cs = append(cs, index.Change{Doc: doc})
-			bytes += len(doc.Text)
+		wg.Wait()
+		for i, e := range chunk {
+			switch err := errs[i]; {
+			case errors.Is(err, store.ErrNotFound):
+				cs = append(cs, index.Change{Ref: refOf(e.k)})
+			case err != nil:
+				s.indexFailed(e.k, e.ends, err)
+				continue
+			default:
+				cs = append(cs, index.Change{Doc: docs[i]})
+				bytes += len(docs[i].Text)
+			}
+			batch = append(batch, e)
 		}
-		batch = append(batch, e)
 	}
 	err := ix.x.Apply(ctx, cs)
 	for _, e := range batch {
@@ -226,6 +231,29 @@ func (s *Service) indexBatch() {
 	ix.flight = 0
 	ix.advance()
 	ix.qmu.Unlock()
+}
+
+// take removes up to n keys from the head of the queue for a batch;
+// first: they begin it (flight).
+func (ix *indexer) take(n int, first bool) []*owedKey {
+	ix.qmu.Lock()
+	defer ix.qmu.Unlock()
+	n = min(n, len(ix.queue))
+	if n == 0 {
+		return nil
+	}
+	out := make([]*owedKey, n)
+	copy(out, ix.queue)
+	clear(ix.queue[:n])
+	ix.queue = ix.queue[n:]
+	for _, e := range out {
+		delete(ix.owed, e.k)
+	}
+	if first {
+		ix.flight = out[0].first
+	}
+	ix.advance() // room for a waiting save
+	return out
 }
 
 // stripe is k's stripe of n.

@@ -102,13 +102,16 @@ func TestSaveThenSearchFindsIt(t *testing.T) {
 	}
 }
 
-// gatedDriver is a memindex whose writes wait for open.
+// gatedDriver is a memindex whose writes wait for open; entered counts
+// the writes that began.
 type gatedDriver struct {
 	*memindex.Driver
-	open chan struct{}
+	open    chan struct{}
+	entered atomic.Int64
 }
 
 func (g *gatedDriver) Put(ctx context.Context, doc *index.Document) error {
+	g.entered.Add(1)
 	<-g.open
 	return g.Driver.Put(ctx, doc)
 }
@@ -134,17 +137,11 @@ func TestIndexQueueIsBounded(t *testing.T) {
 			t.Error(f)
 		}
 	}
-	save(0) // taken by the indexer, which stalls in its batch
+	save(0) // taken by the indexer, which stalls writing its batch
 	deadline := time.Now().Add(time.Minute)
-	for {
-		svc.idx.qmu.Lock()
-		taken := svc.idx.flight != 0
-		svc.idx.qmu.Unlock()
-		if taken {
-			break
-		}
+	for g.entered.Load() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the indexer did not take the first save")
+			t.Fatal("the indexer did not write the first save")
 		}
 		time.Sleep(time.Millisecond)
 	}
