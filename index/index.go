@@ -254,6 +254,20 @@ type Index struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	hmu     sync.Mutex
+	before  []func() // BeforeClose's
+	closing bool
+}
+
+// BeforeClose registers fn to run when Close is first called, before
+// the index closes (it still serves then): the service's background
+// indexer writes what it has queued (service/searchindex_queue.go), so
+// a server that stops leaves no acknowledged save out of the index.
+func (x *Index) BeforeClose(fn func()) {
+	x.hmu.Lock()
+	defer x.hmu.Unlock()
+	x.before = append(x.before, fn)
 }
 
 // New returns an Index over d.
@@ -590,9 +604,19 @@ func (x *Index) Expired(ctx context.Context, now time.Time, limit int) ([]Ref, e
 	return refs, nil
 }
 
-// Close waits for running calls and closes the driver and the pending
-// record; later calls fail with ErrClosed, and a second Close returns nil.
+// Close runs the BeforeClose functions, waits for running calls and
+// closes the driver and the pending record; later calls fail with
+// ErrClosed, and a second Close returns nil.
 func (x *Index) Close() error {
+	x.hmu.Lock()
+	var before []func()
+	if !x.closing {
+		x.closing, before = true, x.before
+	}
+	x.hmu.Unlock()
+	for _, fn := range before {
+		fn()
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {

@@ -95,6 +95,15 @@ func (s *Service) WaitIndexed(ctx context.Context, wait time.Duration) error {
 	return s.waitIndexed(ctx, wait)
 }
 
+// drainIndex is run by the index's Close (index.Index.BeforeClose): what
+// is queued is written before the index closes, within batchTimeout;
+// what is left then stays in the pending record for the next start.
+func (s *Service) drainIndex() {
+	if err := s.waitIndexed(context.Background(), batchTimeout); err != nil {
+		s.log.Warn("the search index closed with updates still queued; the next start applies them", "err", err)
+	}
+}
+
 // waitIndexed waits until every index update queued when it is called
 // has been applied: read-your-writes for a search. It gives up with
 // ctx, or after wait.

@@ -230,3 +230,47 @@ func TestSearchBehindTheIndexIsUnavailable(t *testing.T) {
 		t.Error("a canceled search while the index is stalled succeeded")
 	}
 }
+
+// TestCloseWritesWhatIsQueued: closing the index (a server that stops)
+// first writes the updates queued behind the batch being written.
+func TestCloseWritesWhatIsQueued(t *testing.T) {
+	g := &gatedDriver{Driver: memindex.New(), open: make(chan struct{})}
+	x := index.New(g, index.Options{})
+	closing := make(chan struct{})
+	x.BeforeClose(func() { close(closing) }) // runs before the service's
+	svc, err := New(Options{Store: memstore.New(memstore.Options{}), Index: x, Schemes: []Scheme{
+		{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func(i int) {
+		t.Helper()
+		if _, f := svc.SaveReport(context.Background(), alice, &toolapi.ReportArgs{Path: fmt.Sprint("c", i), MIMEType: "text/plain", Text: text("closing words")}); f != nil {
+			t.Fatal(f)
+		}
+	}
+	save(0)
+	deadline := time.Now().Add(time.Minute)
+	for g.entered.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the indexer did not write the first save")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	save(1)
+	save(2) // queued behind the stalled batch
+	closed := make(chan error, 1)
+	go func() { closed <- x.Close() }()
+	<-closing
+	close(g.open)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := g.Driver.Count(context.Background(), alice); err != nil || n != 3 {
+		t.Errorf("indexed when Close returned = %d, %v; want 3", n, err)
+	}
+	if n := svc.IndexFailures(); n != 0 {
+		t.Errorf("IndexFailures = %d, want 0", n)
+	}
+}

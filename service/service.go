@@ -93,6 +93,7 @@ func New(opts Options) (*Service, error) {
 	}
 	if opts.Index != nil {
 		s.idx = newIndexer(opts.Index, opts.OnIndexFailure)
+		opts.Index.BeforeClose(s.drainIndex)
 	}
 	s.ids = newIDSource(s.now)
 	for i := range opts.Schemes {

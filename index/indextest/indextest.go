@@ -619,10 +619,20 @@ func testCanceledContext(t *testing.T, x *index.Index) {
 
 func testClosed(t *testing.T, x *index.Index) {
 	put(t, x, doc("acme", "report", "a", "x"))
+	ctx := context.Background()
+	ran := 0
+	x.BeforeClose(func() {
+		ran++
+		if err := x.Put(ctx, doc("acme", "report", "last", "x")); err != nil {
+			t.Errorf("Put in a BeforeClose function = %v, want the index still serving", err)
+		}
+	})
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	if err := x.Close(); err != nil || ran != 1 {
+		t.Errorf("a second Close = %v, BeforeClose functions run %d times; want nil, once", err, ran)
+	}
 	if _, err := x.Search(ctx, "acme", index.Query{}); !errors.Is(err, index.ErrClosed) {
 		t.Errorf("Search after Close = %v", err)
 	}
