@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/resourced/resourced/grammar"
@@ -253,6 +254,20 @@ type Index struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	hmu     sync.Mutex
+	before  []func() // BeforeClose's
+	closing bool
+}
+
+// BeforeClose registers fn to run when Close is first called, before
+// the index closes (it still serves then): the service's background
+// indexer writes what it has queued (service/searchindex_queue.go), so
+// a server that stops leaves no acknowledged save out of the index.
+func (x *Index) BeforeClose(fn func()) {
+	x.hmu.Lock()
+	defer x.hmu.Unlock()
+	x.before = append(x.before, fn)
 }
 
 // New returns an Index over d.
@@ -302,6 +317,14 @@ func (x *Index) Put(ctx context.Context, doc *Document) error {
 		return fmt.Errorf("index: put %s: %w", doc.URI(), err)
 	}
 	defer x.leave()
+	if err := x.d.Put(ctx, x.normal(doc)); err != nil {
+		return fmt.Errorf("index: put %s: %w", doc.URI(), err)
+	}
+	return nil
+}
+
+// normal is doc as Put keeps it.
+func (x *Index) normal(doc *Document) *Document {
 	d := *doc
 	d.Text = cutUTF8(d.Text, x.opts.MaxTextBytes)
 	d.Title = cutUTF8(d.Title, MaxTitleBytes)
@@ -309,11 +332,96 @@ func (x *Index) Put(ctx context.Context, doc *Document) error {
 	d.MediaType = strings.ToLower(d.MediaType)
 	d.Created = msUTC(d.Created)
 	d.Expires = msUTC(d.Expires)
-	if err := x.d.Put(ctx, &d); err != nil {
-		return fmt.Errorf("index: put %s: %w", doc.URI(), err)
+	return &d
+}
+
+// Change is one update of Apply: Doc put at its Ref, or (Doc nil) the
+// document at Ref deleted.
+type Change struct {
+	Ref Ref
+	Doc *Document
+}
+
+// Batcher is a Driver that writes many changes at once (bleveindex: in
+// as few persisted batches as its bounds allow).
+type Batcher interface {
+	Apply(ctx context.Context, puts []*Document, deletes []Ref) error
+}
+
+// applyWorkers is how many Puts and Deletes Apply runs at once on a
+// driver that is not a Batcher.
+const applyWorkers = 16
+
+// Apply makes every change of cs, as Put and Delete would, in no
+// particular order (a Ref appears once); an error says one or more
+// failed, and the caller applies them again one by one to learn which.
+// It is the background indexer's (service/searchindex.go) way to put
+// many saves into the index at the cost of a few.
+func (x *Index) Apply(ctx context.Context, cs []Change) error {
+	var puts []*Document
+	var dels []Ref
+	for _, c := range cs {
+		if c.Doc != nil {
+			c.Ref = c.Doc.Ref
+		}
+		if err := c.Ref.check(); err != nil {
+			return fmt.Errorf("index: apply: %w", err)
+		}
+		if c.Doc == nil {
+			dels = append(dels, c.Ref)
+			continue
+		}
+		if c.Doc.Size < 0 {
+			return fmt.Errorf("index: apply %s: %w: negative size", c.Ref.URI(), ErrInvalid)
+		}
+		puts = append(puts, x.normal(c.Doc))
+	}
+	if err := x.enter(ctx); err != nil {
+		return fmt.Errorf("index: apply: %w", err)
+	}
+	defer x.leave()
+	if b, ok := x.d.(Batcher); ok {
+		if err := b.Apply(ctx, puts, dels); err != nil {
+			return fmt.Errorf("index: apply: %w", err)
+		}
+		return nil
+	}
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range min(applyWorkers, len(puts)+len(dels)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				var err error
+				switch {
+				case i < len(puts):
+					err = x.d.Put(ctx, puts[i])
+				case i < len(puts)+len(dels):
+					err = x.d.Delete(ctx, dels[i-len(puts)])
+				default:
+					return
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("index: apply: %d of %d changes failed: %w", len(errs), len(cs), errs[0])
 	}
 	return nil
 }
+
+// Timeout is the bound on one Search (Options.Timeout).
+func (x *Index) Timeout() time.Duration { return x.opts.Timeout }
 
 // Delete removes the document at r; a missing one is not an error.
 func (x *Index) Delete(ctx context.Context, r Ref) error {
@@ -496,9 +604,19 @@ func (x *Index) Expired(ctx context.Context, now time.Time, limit int) ([]Ref, e
 	return refs, nil
 }
 
-// Close waits for running calls and closes the driver and the pending
-// record; later calls fail with ErrClosed, and a second Close returns nil.
+// Close runs the BeforeClose functions, waits for running calls and
+// closes the driver and the pending record; later calls fail with
+// ErrClosed, and a second Close returns nil.
 func (x *Index) Close() error {
+	x.hmu.Lock()
+	var before []func()
+	if !x.closing {
+		x.closing, before = true, x.before
+	}
+	x.hmu.Unlock()
+	for _, fn := range before {
+		fn()
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {

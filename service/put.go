@@ -88,9 +88,10 @@ func (s *Service) saved(ctx context.Context, m *store.Meta) {
 	s.changed(ctx, m.Key)
 }
 
-// changed follows a committed write or delete of k: the search index
-// first (searchindex.go), then OnChange, so a listener told of a change
-// finds it in a search.
+// changed follows a committed write or delete of k: the search index's
+// update is queued first (searchindex_queue.go), then OnChange, so a
+// listener told of a change finds it in a search (which waits for what
+// was queued before it).
 func (s *Service) changed(ctx context.Context, k store.Key) {
 	s.indexed(ctx, k)
 	s.onChange(k)

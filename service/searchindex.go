@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +46,29 @@ type indexer struct {
 	// of the index's pending record (index.Pending) its success owes.
 	pending map[store.Key]int
 	failed  atomic.Int64
-	stripes [64]sync.Mutex // indexKey's, by key hash
+	stripes [64]sync.Mutex // indexKey's and indexBatch's, by key hash (stripe)
+
+	// The background indexer's queue (searchindex_queue.go), under qmu:
+	// owed are the queued keys, queue the same in the order of their
+	// first sequence number; seq is the last number given, flight the
+	// first of the batch being written (0: none); moved is closed and
+	// replaced when the queue or the batch moves on.
+	qmu     sync.Mutex
+	owed    map[store.Key]*owedKey
+	queue   []*owedKey
+	seq     uint64
+	flight  uint64
+	running bool
+	moved   chan struct{}
+	maxOwed int
+}
+
+func newIndexer(x *index.Index, onFail func()) *indexer {
+	if onFail == nil {
+		onFail = func() {}
+	}
+	return &indexer{x: x, onFail: onFail, slots: newTenantSlots(searchSlots, searchTenantSlots), pending: map[store.Key]int{},
+		owed: map[store.Key]*owedKey{}, moved: make(chan struct{}), maxOwed: maxOwed}
 }
 
 // Searchable reports whether the service has a search index.
@@ -80,9 +101,7 @@ func Document(m *store.Meta, body []byte, maxText int) *index.Document {
 // store was when the last of them read it: two changes of a key in
 // flight never leave the index with the older one, or without the key.
 func (s *Service) indexKey(ctx context.Context, k store.Key) error {
-	h := fnv.New32a()
-	h.Write([]byte(k.String()))
-	mu := &s.idx.stripes[h.Sum32()%uint32(len(s.idx.stripes))]
+	mu := &s.idx.stripes[stripe(k, len(s.idx.stripes))]
 	mu.Lock()
 	defer mu.Unlock()
 	return syncEntry(ctx, s.store, s.idx.x, k)
@@ -130,14 +149,6 @@ func (s *Service) unintend(k store.Key) {
 	if s.idx != nil {
 		s.idx.x.End(refOf(k))
 	}
-}
-
-// indexed is called after a committed change of k (and its intend): the
-// index follows, even when the caller has gone away, and the pending
-// record lets k go; a failure is kept for MaintainIndex, and k stays in
-// the record until a retry succeeds.
-func (s *Service) indexed(ctx context.Context, k store.Key) {
-	s.indexOwed(ctx, k, 1)
 }
 
 // indexOwed brings k's entry in line and then ends owed intends of it.
@@ -221,10 +232,15 @@ func (s *Service) recoverIndex() {
 // again meanwhile is indexed anew, not lost) and retries the updates that
 // failed. It returns how many expired entries it brought in line with
 // the store (removed, or indexed anew), and how many updates are still
-// pending.
+// pending. It waits first for the updates queued when it starts.
 func (s *Service) MaintainIndex(ctx context.Context) (swept, pending int) {
 	if s.idx == nil {
 		return 0, 0
+	}
+	// What the background indexer holds first: what fails there is
+	// retried below.
+	if err := s.waitIndexed(ctx, batchTimeout); err != nil && ctx.Err() == nil {
+		s.log.Warn("the search index's queue did not drain before the sweep", "err", err)
 	}
 	for range maxExpiredRounds {
 		refs, err := s.idx.x.Expired(ctx, s.now(), index.MaxExpired)
@@ -349,6 +365,14 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 		return nil, s.Unavailable(ctx, "search slot", err)
 	}
 	defer release()
+	// Read-your-writes: every save answered before this search began is
+	// in the index before it is searched (CONTRACT §4).
+	if err := s.waitIndexed(ctx, s.idx.x.Timeout()); err != nil {
+		if ctx.Err() == nil {
+			return nil, Fail(KindUnavailable, "the search index is behind the saves made before this search and did not catch up within the search's time limit; retry")
+		}
+		return nil, s.Unavailable(ctx, "search index catching up", err)
+	}
 	page, err := s.idx.x.Search(ctx, tenant, q)
 	if err != nil {
 		return nil, s.searchFailure(ctx, err)

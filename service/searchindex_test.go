@@ -108,6 +108,9 @@ func TestIndexFailureIsKept(t *testing.T) {
 	if _, err := st.Stat(ctx, r.Meta.Key); err != nil {
 		t.Errorf("the saved object is gone: %v", err)
 	}
+	if err := svc.WaitIndexed(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	if n := svc.IndexFailures(); n != 1 {
 		t.Errorf("IndexFailures = %d, want 1", n)
 	}
@@ -159,6 +162,9 @@ func TestMaintainIndexRemovesExpired(t *testing.T) {
 	save("bob", "short", "PT1M")
 	save(alice, "again", "PT1M")
 	save(alice, "long", "PT10H")
+	if err := svc.WaitIndexed(ctx, time.Minute); err != nil { // indexed before they expire
+		t.Fatal(err)
+	}
 	clock = clock.Add(2 * time.Minute)
 	save(alice, "again", "PT10H") // expired, so a create
 	if swept, left := svc.MaintainIndex(ctx); swept != 2 || left != 0 {
@@ -183,6 +189,9 @@ func TestCheckIndexFindsAndRepairs(t *testing.T) {
 		if _, f := svc.SaveReport(ctx, alice, &toolapi.ReportArgs{Path: p, MIMEType: "text/plain", Text: text("body " + p)}); f != nil {
 			t.Fatal(f)
 		}
+	}
+	if err := svc.WaitIndexed(ctx, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	walk := func(ctx context.Context, fn func(m *store.Meta) error) error {
 		page, err := st.List(ctx, store.ListQuery{Tenant: alice, Limit: 100})

@@ -92,10 +92,8 @@ func New(opts Options) (*Service, error) {
 		s.onSaved = func(string, int64) {}
 	}
 	if opts.Index != nil {
-		s.idx = &indexer{x: opts.Index, onFail: opts.OnIndexFailure, slots: newTenantSlots(searchSlots, searchTenantSlots), pending: map[store.Key]int{}}
-		if s.idx.onFail == nil {
-			s.idx.onFail = func() {}
-		}
+		s.idx = newIndexer(opts.Index, opts.OnIndexFailure)
+		opts.Index.BeforeClose(s.drainIndex)
 	}
 	s.ids = newIDSource(s.now)
 	for i := range opts.Schemes {

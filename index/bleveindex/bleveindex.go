@@ -27,7 +27,9 @@
 // bleve Batch, answers them, and
 // takes the next at once: one persisted segment per batch, not per
 // document, with no timer. Of two writes of one document in a batch the
-// later wins (the service serializes them anyway).
+// later wins (the service serializes them anyway). Apply (index.Batcher)
+// queues many writes at once, so the service's background indexer fills
+// whole batches instead of one per handful of concurrent saves.
 package bleveindex
 
 import (
@@ -98,17 +100,26 @@ type write struct {
 	done   chan error // buffered
 }
 
-// commit queues w and waits for the batch that writes it.
-func (d *Driver) commit(w *write) error {
-	w.done = make(chan error, 1)
+// commit queues ws and waits for the batches that write them; it
+// returns the first error.
+func (d *Driver) commit(ws ...*write) error {
+	for _, w := range ws {
+		w.done = make(chan error, 1)
+	}
 	d.mu.Lock()
-	d.queue = append(d.queue, w)
+	d.queue = append(d.queue, ws...)
 	if !d.busy {
 		d.busy = true
 		go d.writer()
 	}
 	d.mu.Unlock()
-	return <-w.done
+	var first error
+	for _, w := range ws {
+		if err := <-w.done; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // batchLen is how many writes at the head of q the next batch takes: at
@@ -246,9 +257,21 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 
 // Put implements index.Driver.
 func (d *Driver) Put(ctx context.Context, doc *index.Document) error {
-	raw, err := json.Marshal(doc)
+	w, err := d.putWrite(doc)
 	if err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.commit(w)
+}
+
+// putWrite is the queued write of doc.
+func (d *Driver) putWrite(doc *index.Document) (*write, error) {
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
 	}
 	expires := never
 	if !doc.Expires.IsZero() {
@@ -266,10 +289,28 @@ func (d *Driver) Put(ctx context.Context, doc *index.Document) error {
 		"created": float64(doc.Created.UnixMilli()), "expires": expires,
 		"raw": string(raw),
 	}
+	return &write{id: doc.URI(), fields: fields, size: len(doc.Text) + len(raw)}, nil
+}
+
+// Apply implements index.Batcher: every change is queued at once, so
+// the writer takes them in batches as large as maxBatch and
+// maxBatchBytes allow, and Apply returns when all are written.
+func (d *Driver) Apply(ctx context.Context, puts []*index.Document, deletes []index.Ref) error {
+	ws := make([]*write, 0, len(puts)+len(deletes))
+	for _, doc := range puts {
+		w, err := d.putWrite(doc)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	for _, r := range deletes {
+		ws = append(ws, &write{id: r.URI()})
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return d.commit(&write{id: doc.URI(), fields: fields, size: len(doc.Text) + len(raw)})
+	return d.commit(ws...)
 }
 
 // Delete implements index.Driver.

@@ -55,6 +55,7 @@ func Run(t *testing.T, newDriver NewFunc) {
 		{"ExpiredListed", testExpiredListed},
 		{"Paging", testPaging},
 		{"ReplaceAndDelete", testReplaceAndDelete},
+		{"Apply", testApply},
 		{"TenantIsolation", testTenantIsolation},
 		{"CrossTenantRandomized", testCrossTenantRandomized},
 		{"Ranking", testRanking},
@@ -408,6 +409,46 @@ func testReplaceAndDelete(t *testing.T, x *index.Index) {
 	}
 }
 
+// testApply: Apply puts and deletes many documents at once, as Put and
+// Delete do one by one (a batch past the bleve driver's 1000 writes
+// included), refuses an invalid change, and fails after Close.
+func testApply(t *testing.T, x *index.Index) {
+	ctx := context.Background()
+	put(t, x, doc("acme", "report", "old", "cherry"))
+	var cs []index.Change
+	for i := range 1200 {
+		cs = append(cs, index.Change{Doc: doc("acme", "report", fmt.Sprintf("p%d", i), fmt.Sprintf("applied word%d", i))})
+	}
+	cs = append(cs, index.Change{Ref: index.Ref{Tenant: "acme", Scheme: "report", Path: "old"}},
+		index.Change{Ref: index.Ref{Tenant: "acme", Scheme: "report", Path: "never-there"}})
+	if err := x.Apply(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := x.Count(ctx, "acme"); err != nil || n != 1200 {
+		t.Errorf("Count after Apply = %d, %v; want 1200", n, err)
+	}
+	wantSet(t, "a document Apply put", uris(t, x, "acme", index.Query{Text: "word1199"}), "report://acme/p1199")
+	wantSet(t, "a document Apply deleted", uris(t, x, "acme", index.Query{Text: "cherry"}))
+	for _, bad := range [][]index.Change{
+		{{Ref: index.Ref{Tenant: "acme", Scheme: "report", Path: "../x"}}},
+		{{Doc: doc("ACME!", "report", "a", "x")}},
+		{{Doc: &index.Document{Ref: index.Ref{Tenant: "acme", Scheme: "report", Path: "neg"}, Size: -1}}},
+	} {
+		if err := x.Apply(ctx, bad); !errors.Is(err, index.ErrInvalid) {
+			t.Errorf("Apply(%+v) = %v, want ErrInvalid", bad[0], err)
+		}
+	}
+	if err := x.Apply(ctx, nil); err != nil {
+		t.Errorf("Apply of nothing = %v", err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Apply(ctx, cs[:1]); !errors.Is(err, index.ErrClosed) {
+		t.Errorf("Apply after Close = %v, want ErrClosed", err)
+	}
+}
+
 func testTenantIsolation(t *testing.T, x *index.Index) {
 	shared := doc("t10", "report", "shared", "secret words")
 	shared.Shared = true
@@ -629,10 +670,20 @@ func testCanceledContext(t *testing.T, x *index.Index) {
 
 func testClosed(t *testing.T, x *index.Index) {
 	put(t, x, doc("acme", "report", "a", "x"))
+	ctx := context.Background()
+	ran := 0
+	x.BeforeClose(func() {
+		ran++
+		if err := x.Put(ctx, doc("acme", "report", "last", "x")); err != nil {
+			t.Errorf("Put in a BeforeClose function = %v, want the index still serving", err)
+		}
+	})
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	if err := x.Close(); err != nil || ran != 1 {
+		t.Errorf("a second Close = %v, BeforeClose functions run %d times; want nil, once", err, ran)
+	}
 	if _, err := x.Search(ctx, "acme", index.Query{}); !errors.Is(err, index.ErrClosed) {
 		t.Errorf("Search after Close = %v", err)
 	}
