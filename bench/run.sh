@@ -17,8 +17,8 @@
 #                 e.g. 1), as an S3 service has machines of its own [not pinned]
 #   CPUS          pin resourced and the load tool to these CPUs, e.g. 0 [not pinned]
 #   REV           what to build the server from: "worktree" (the files as they are) or a
-#                 git revision, exported with git archive (bench/ itself is copied from
-#                 the worktree) [worktree]
+#                 git revision, exported with git archive (the load tool is always built
+#                 from the worktree) [worktree]
 #   SCENARIOS     which scenarios, in this order [rss read protocol save scale profile gobench]
 #   PROTOCOL      2026-07-28 | 2025-11-25 [2026-07-28]
 #   DURATION      measured load per target and scenario [10s]
@@ -181,7 +181,7 @@ else
 	OUT=${OUT:-bench/results/$(date -u +%Y-%m-%d)-$BACKEND.txt}
 fi
 
-# The source to build: the worktree, or a clean export of REV plus bench/.
+# The server's source: the worktree, or a clean export of REV.
 if [ "$REV" = worktree ]; then
 	SRC=$ROOT
 	COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown) (worktree"
@@ -194,10 +194,7 @@ else
 	SRC=$WORK/src
 	mkdir -p "$SRC"
 	git archive "$REV" | tar -x -C "$SRC"
-	rm -rf "$SRC/bench"
-	cp -r bench "$SRC/bench"
-	rm -rf "$SRC/bench/results"
-	COMMIT="$(git rev-parse --short "$REV^{commit}") (clean export of $REV; bench/ from the worktree)"
+	COMMIT="$(git rev-parse --short "$REV^{commit}") (clean export of $REV; the load tool from the worktree)"
 fi
 
 # BIN_CACHE keeps a REV's binaries by commit (bench/ of the worktree is in
@@ -211,8 +208,10 @@ if [ -n "$CACHED" ] && [ -x "$CACHED/resourced" ] && [ -x "$CACHED/resourced-ben
 	cp "$CACHED/resourced" "$CACHED/resourced-bench" "$CACHED/benchsvg" "$WORK/"
 else
 	log "building resourced and resourced-bench from $COMMIT"
-	(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench &&
-		go build -o "$WORK/benchsvg" ./bench/cmd/benchsvg)
+	# The load tool is the worktree's for every REV: one tool measures both
+	# revisions, and it may use store code an old REV lacks (-prepare-s3).
+	(cd "$SRC" && go build -o "$WORK/resourced" ./cmd/resourced) &&
+		(cd "$ROOT" && go build -o "$WORK/resourced-bench" ./bench/cmd/resourced-bench && go build -o "$WORK/benchsvg" ./bench/cmd/benchsvg)
 	if [ -n "$CACHED" ]; then
 		mkdir -p "$CACHED"
 		cp "$WORK/resourced" "$WORK/resourced-bench" "$WORK/benchsvg" "$CACHED/"
