@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/theory/jsonpath"
@@ -158,6 +159,13 @@ func TestQueryNestedFiltersAreCounted(t *testing.T) {
 func TestQuerySlotsPerTenant(t *testing.T) {
 	defer func(n int64) { maxQueryWork = n }(maxQueryWork)
 	maxQueryWork = 1_000_000
+	// evaluating counts every evaluation in the process: let those an
+	// earlier test's refused callers left unwinding end first.
+	for deadline := time.Now().Add(time.Minute); evaluating() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d evaluations of earlier tests still running after a minute", evaluating())
+		}
+	}
 	e := newEnv(t, store.Quota{})
 	heavy := save(t, e, "q.json", "application/json", quadratic(4000), toolapi.SaveOptions{})
 	light, f := e.svc.SaveReport(context.Background(), bob, &toolapi.ReportArgs{Path: "l.json", MIMEType: "application/json", Text: sp(`{"a":[7,8]}`)})
