@@ -245,6 +245,10 @@ type Options struct {
 	// Pending is the durable record of owed updates (Begin, End, Owed);
 	// nil: none, and Begin does nothing. Close closes it.
 	Pending *Pending
+	// Shared says other instances search this index too (PostgreSQL):
+	// they cannot wait for this instance's queue of updates, so a writer
+	// must not answer before its own update is applied (Index.Shared).
+	Shared bool
 }
 
 // Index is the portable index over a Driver; safe for concurrent use.
@@ -286,6 +290,9 @@ func New(d Driver, opts Options) *Index {
 
 // MaxTextBytes is the bound on one document's text.
 func (x *Index) MaxTextBytes() int { return x.opts.MaxTextBytes }
+
+// Shared reports Options.Shared: other instances search this index.
+func (x *Index) Shared() bool { return x.opts.Shared }
 
 // enter starts a call: a canceled ctx or a closed index ends it first.
 func (x *Index) enter(ctx context.Context) error {

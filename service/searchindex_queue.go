@@ -43,10 +43,27 @@ type owedKey struct {
 // (caughtUp), so the save is searchable when its answer arrives. Past
 // maxOwed queued keys it waits for room, whatever ctx: the change is
 // committed and its update must be queued.
-func (s *Service) indexed(_ context.Context, k store.Key) {
+//
+// A shared index (index.Index.Shared: PostgreSQL, searched by every
+// instance) is the exception: another instance's search cannot wait for
+// this instance's queue, so the caller waits (with ctx, at most
+// batchTimeout) until its update is applied, in the batch it shares with
+// concurrent saves. Past that the answer goes out and the update stays
+// queued, then pending.
+func (s *Service) indexed(ctx context.Context, k store.Key) {
 	if s.idx == nil {
 		return
 	}
+	s.enqueueIndex(k)
+	if s.idx.x.Shared() {
+		if err := s.waitIndexed(ctx, batchTimeout); err != nil && ctx.Err() == nil {
+			s.log.Warn("the shared search index is behind; a save was answered before its update", "err", err)
+		}
+	}
+}
+
+// enqueueIndex queues k's update for indexLoop (indexed's first half).
+func (s *Service) enqueueIndex(k store.Key) {
 	ix := s.idx
 	ix.qmu.Lock()
 	defer ix.qmu.Unlock()

@@ -274,3 +274,41 @@ func TestCloseWritesWhatIsQueued(t *testing.T) {
 		t.Errorf("IndexFailures = %d, want 0", n)
 	}
 }
+
+// slowDriver is a driver whose writes take a while, as a remote
+// database's do under load.
+type slowDriver struct{ index.Driver }
+
+func (d slowDriver) Put(ctx context.Context, doc *index.Document) error {
+	time.Sleep(100 * time.Millisecond)
+	return d.Driver.Put(ctx, doc)
+}
+
+// TestSharedIndexSaveWaitsForItsUpdate: with an index other instances
+// search (PostgreSQL), a save is answered only once its update is in the
+// index, so a search through another instance, which cannot wait for
+// this one's queue, finds it at once.
+func TestSharedIndexSaveWaitsForItsUpdate(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	x := index.New(slowDriver{memindex.New()}, index.Options{Shared: true})
+	t.Cleanup(func() { x.Close() })
+	schemes := []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: 24 * time.Hour, MaxBytes: 1 << 20}}
+	var svcs [2]*Service
+	for i := range svcs {
+		svc, err := New(Options{Store: st, Index: x, Schemes: schemes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svcs[i] = svc
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		word := fmt.Sprintf("sharedword%d", i)
+		if _, f := svcs[1].SaveReport(ctx, alice, &toolapi.ReportArgs{Path: word, MIMEType: "text/plain", Text: sp(word)}); f != nil {
+			t.Fatal(f)
+		}
+		if got := searchURIs(t, svcs[0], alice, toolapi.SearchResourcesArgs{Query: word}); len(got) != 1 {
+			t.Fatalf("a save through one instance, searched through the other at once = %v, want it", got)
+		}
+	}
+}

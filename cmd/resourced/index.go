@@ -92,6 +92,7 @@ func openIndexWait(ctx context.Context, cfg *config.Config, lockWait time.Durati
 		if err != nil {
 			return nil, err
 		}
+		opts.Shared = true
 		return index.New(d, opts), nil
 	default:
 		return nil, fmt.Errorf("index.backend: unknown backend %q", b)
