@@ -157,10 +157,8 @@ func (p *Pending) writer() {
 		p.mu.Unlock()
 		err := p.db.Update(func(tx *bolt.Tx) error {
 			bk := tx.Bucket(pendingBucket)
-			for _, uri := range ended {
-				if err := bk.Delete([]byte(uri)); err != nil {
-					return err
-				}
+			if err := deleteURIs(bk, ended); err != nil {
+				return err
 			}
 			for _, b := range batch {
 				if err := bk.Put([]byte(b.uri), nil); err != nil {
@@ -179,6 +177,16 @@ func (p *Pending) writer() {
 			b.done <- err
 		}
 	}
+}
+
+// deleteURIs removes uris from bk, the record's bucket.
+func deleteURIs(bk *bolt.Bucket, uris []string) error {
+	for _, uri := range uris {
+		if err := bk.Delete([]byte(uri)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removable takes the ended resources no write has begun again since;
@@ -210,13 +218,7 @@ func (p *Pending) Close() error {
 	ended := p.removable()
 	p.mu.Unlock()
 	err := p.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(pendingBucket)
-		for _, uri := range ended {
-			if err := bk.Delete([]byte(uri)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return deleteURIs(tx.Bucket(pendingBucket), ended)
 	})
 	return errors.Join(err, p.db.Close())
 }
