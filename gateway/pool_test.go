@@ -357,7 +357,13 @@ func TestPoolBackoffDoublesAndCaps(t *testing.T) {
 
 func TestPoolTenantCapEvictsOnlyIdleSessions(t *testing.T) {
 	up := stdioUpstream(t, "fs", PerTenant)
-	up.IdleTimeout, up.CallTimeout = time.Hour, 2*time.Second
+	// CallTimeout is the window after which a handed-out session counts as
+	// idle, and it also bounds a session's start: a start of this race-built
+	// upstream took 4.7 s beside four builds (load average 20), so the
+	// window is three starts measured here, at least 2 s.
+	start := time.Now()
+	pidOf(t, newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}}), "fs", "warm-up")
+	up.IdleTimeout, up.CallTimeout = time.Hour, max(2*time.Second, 3*time.Since(start))
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}, MaxTenantSessions: 2})
 	a := pidOf(t, p, "fs", "a")
 	time.Sleep(20 * time.Millisecond)
@@ -366,7 +372,7 @@ func TestPoolTenantCapEvictsOnlyIdleSessions(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a third tenant while two sessions are in use: %v, want ErrUnavailable", err)
 	}
-	time.Sleep(2100 * time.Millisecond) // a and b are idle now: no call can still use them
+	time.Sleep(up.CallTimeout + 100*time.Millisecond) // a and b are idle now: no call can still use them
 	c := pidOf(t, p, "fs", "c")
 	waitGone(t, a, 5*time.Second) // the least recently used one
 	if !alive(b) {
