@@ -211,6 +211,9 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	if cfg.Store.Backend != "bbolt" {
 		return fmt.Errorf("backup works on the bbolt backend; store.backend is %q (back up the bucket with your S3 tools)", cfg.Store.Backend)
 	}
+	if err := outsideLiveFiles(cfg, out); err != nil {
+		return err
+	}
 	if !force {
 		if _, err := os.Lstat(out); err == nil {
 			return usageError(fmt.Errorf("backup: %s exists; pass --force to replace it", out))
@@ -253,6 +256,45 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	p.finish(true, "wrote", -1, n)
 	fmt.Fprintf(stdout, "wrote %d bytes to %s (%s)\n", n, out, how)
 	return nil
+}
+
+// outsideLiveFiles refuses an --out that is, or sits beside, the live
+// database: renamed over it (--force), it unlinks the file a running
+// server keeps writing to, and every later acknowledged save is lost when
+// that server stops. The database's directory (the data directory, unless
+// store.bbolt.path moves it) also holds the keys and the index, so a
+// backup is never written there; another name of the database (a hard
+// link) is refused too.
+func outsideLiveFiles(cfg *config.Config, out string) error {
+	db := cfg.BboltPath()
+	if a, b := realDir(filepath.Dir(out)), realDir(filepath.Dir(db)); a != "" && a == b {
+		return usageError(fmt.Errorf("backup: --out %s is in %s, the directory of the live database (and its keys and index); write the backup elsewhere", out, b))
+	}
+	if cfg.DataDir != "" {
+		if a, b := realDir(filepath.Dir(out)), realDir(cfg.DataDir); a != "" && a == b {
+			return usageError(fmt.Errorf("backup: --out %s is in the data directory %s (its keys and index); write the backup elsewhere", out, b))
+		}
+	}
+	if fo, err := os.Stat(out); err == nil {
+		if fd, err := os.Stat(db); err == nil && os.SameFile(fo, fd) {
+			return usageError(fmt.Errorf("backup: --out %s is the live database %s; write the backup elsewhere", out, db))
+		}
+	}
+	return nil
+}
+
+// realDir is dir made absolute with its symbolic links resolved, or ""
+// when it cannot be resolved (a missing directory: then nothing lives in it).
+func realDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return ""
+	}
+	return real
 }
 
 // place moves the complete file tmp to out: with force by rename (an

@@ -220,6 +220,64 @@ func TestBackupKeepsExistingOut(t *testing.T) {
 	}
 }
 
+// TestBackupRefusesTheLiveDatabase: --out naming the database, another
+// name of it (a symbolic link to its directory, a hard link), or any file
+// in the data directory is refused with exit 2, --force or not, and the
+// database is left as it was. (Renamed over the live file, a backup
+// unlinked the file a running server kept writing to: every later save was
+// acknowledged and lost.)
+func TestBackupRefusesTheLiveDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "resourced.db")
+	st, err := boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	link := filepath.Join(other, "data")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(other, "hard.db")
+	if err := os.Link(db, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{
+		db,
+		filepath.Join(dir, ".", "resourced.db"),
+		filepath.Join(link, "resourced.db"),
+		filepath.Join(dir, "backup.db"),
+		filepath.Join(dir, "auth-hmac.key"),
+		hard,
+	} {
+		for _, force := range []bool{false, true} {
+			args := []string{"backup", "--data-dir", dir, "--out", out}
+			if force {
+				args = append(args, "--force")
+			}
+			code, _, stderr := runCmd(t, args...)
+			if code != 2 || !strings.Contains(stderr, "elsewhere") {
+				t.Errorf("%v: exit %d, stderr %q; want 2 and a refusal", args, code, stderr)
+			}
+		}
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(after, before) {
+		t.Error("the database changed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "backup.db")); err == nil {
+		t.Error("a backup was written into the data directory")
+	}
+	// Another directory still works.
+	if code, stdout, stderr := runCmd(t, "backup", "--data-dir", dir, "--out", filepath.Join(other, "b.db")); code != 0 {
+		t.Fatalf("backup elsewhere: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
 // claimsOf decodes the payload of a JWT (not verified: the audience is
 // what is tested here; auth's tests verify).
 func claimsOf(t *testing.T, tok string) map[string]any {
