@@ -36,6 +36,12 @@ func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"inputResponses":{"user_name":12345}}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
 		{`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","inputResponses":[]}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
 		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"report://t1/x","inputResponses":{"a":"b"}}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
+		// go-sdk decodes _meta into a map of any; its refusal of a number
+		// beyond float64 quoted the params escaped twice (a 2 MB request,
+		// an 8 MB answer): refused before it, in a few words.
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"report://t1/x","_meta":{"x":1e400}}}`, -32602, 200, 400, "Invalid params: a number in _meta is beyond float64's range"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"_meta":{"progressToken":-1e400}}}`, -32602, 200, 400, "Invalid params: a number in _meta is beyond float64's range"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"a":[{"b":2e308}]},"name":5}}`, -32602, 200, 400, "Invalid params: a number in _meta is beyond float64's range"},
 		{`{"jsonrpc":"2.0","id":"x","method":"nope/nope","params":{}}`, -32601, 200, 404, "Method not found: nope/nope"},
 		{`{"jsonrpc":"2.0","id":1,"method":5}`, -32600, 400, 400, "Invalid Request: the method must be a string"},
 		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, -32600, 400, 400, `Invalid Request: the jsonrpc member must be "2.0"`},
@@ -79,6 +85,27 @@ func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
 	status, _, got := post(t, url, readHeaders("2025-11-25", "x"), []byte(`{"jsonrpc":"2.0","method":"notifications/nope"}`))
 	if status != http.StatusAccepted || len(got) != 0 {
 		t.Errorf("unknown notification: %d %q, want 202 and no body", status, got)
+	}
+}
+
+// TestOutOfRangeMetaAnswersShort: a request padded to 1 MB whose _meta holds
+// 1e400 gets an answer of a few hundred bytes on both methods and
+// versions, not go-sdk's quote of the params (four times the request).
+func TestOutOfRangeMetaAnswersShort(t *testing.T) {
+	_, url, _ := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	pad := strings.Repeat(`\"`, 1<<20/3)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"report://t1/x","_meta":{"x":1e400,"pad":"` + pad + `"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_report","arguments":{},"_meta":{"pad":"` + pad + `","progressToken":1e400}}}`,
+	} {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			hdr := readHeaders(version, "x")
+			hdr.Del("Mcp-Name")
+			_, _, got := post(t, url, hdr, []byte(body))
+			if len(got) > 512 || !strings.Contains(string(got), "beyond float64") {
+				t.Errorf("%s %.60s…: %d bytes of answer (%.200q), want a short -32602", version, body, len(got), got)
+			}
+		}
 	}
 }
 

@@ -200,6 +200,9 @@ func oldCheckKinds(p []byte, kinds map[string]byte) error {
 		if strings.EqualFold(name, "inputResponses") {
 			return oldCheckInputResponsesValue(v) // both methods take them (SEP-2322)
 		}
+		if name == "_meta" && v[0] == '{' && oldBeyondFloat64(v) {
+			return &ParamsError{"Invalid params: a number in _meta is beyond float64's range"}
+		}
 		for want, kind := range kinds {
 			if !strings.EqualFold(name, want) || v[0] == kind || string(v) == "null" {
 				continue
@@ -212,6 +215,24 @@ func oldCheckKinds(p []byte, kinds map[string]byte) error {
 		}
 		return nil
 	})
+}
+
+// oldBeyondFloat64 reports whether a number in the JSON value v overflows
+// a float64.
+func oldBeyondFloat64(v []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); errors.Is(err, strconv.ErrRange) {
+				return true
+			}
+		}
+	}
 }
 
 // oldShallow reports whether data, valid JSON, nests arrays and objects at

@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -171,6 +172,10 @@ var (
 	errNameKind       = &ParamsError{"Invalid params: name must be a string"}
 	errURIKind        = &ParamsError{"Invalid params: uri must be a string"}
 	errMetaKind       = &ParamsError{"Invalid params: _meta must be an object"}
+	// go-sdk decodes _meta into a map of any and, failing, answers an
+	// error that quotes the whole params escaped twice (four times the
+	// request's size): refused here, in a few words.
+	errMetaRange = &ParamsError{"Invalid params: a number in _meta is beyond float64's range"}
 )
 
 // Parse checks body and returns its messages. jsonwire.ErrSyntax means the
@@ -259,6 +264,10 @@ func (w *walker) walk() bool {
 			if z := w.zone(); z != zoneNone && !numberFits(data[start:i], exp) {
 				if z == zoneMeta {
 					w.m.metaFits = false
+					if beyondFloat64(data[start:i]) {
+						setFirst(&w.m.callErr, errMetaRange)
+						setFirst(&w.m.readErr, errMetaRange)
+					}
 				} else {
 					w.m.Fast.ArgsFit = false
 				}
@@ -752,6 +761,14 @@ func literal(data []byte, i int, word string) int {
 		return -1
 	}
 	return i + len(word)
+}
+
+// beyondFloat64 reports whether the JSON number tok overflows a float64,
+// which no decoding into an any survives (one below its smallest becomes
+// 0).
+func beyondFloat64(tok []byte) bool {
+	_, err := strconv.ParseFloat(string(tok), 64)
+	return errors.Is(err, strconv.ErrRange)
 }
 
 // numberFits reports whether the JSON number tok surely decodes into a
