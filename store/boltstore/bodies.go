@@ -19,6 +19,11 @@ import (
 // a stored body (issue 24).
 const bodiesBucket = "v1-bodies"
 
+// releaseMin is the size (body and encoded form) from which a write
+// returns the heap that bbolt's pages of it took to the system once it
+// has committed (write).
+const releaseMin = 16 << 20
+
 // value is what a write stores for the final metadata of its object:
 // record returns a version 1 or 2 record; or, when large, the body and
 // the encoded form go into a new body bucket and the record is version 3.

@@ -460,3 +460,28 @@ func TestLargePutsDoNotCopyTheirNeighbours(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Issue 24: once the save of a large body returned, the heap that bbolt's
+// pages of it took is back with the system, so that the next large save
+// (the next part of the same answer) does not stack its pages on them.
+func TestLargePutReleasesItsPages(t *testing.T) {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const size = 24 << 20
+	meta := object(store.MustKey("t1", "report", "big"), "", time.Now()).Meta
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, _, err := s.PutStream(t.Context(), &meta, &pattern{n: size}, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	// Retained: what the heap holds from the system, used or not.
+	retained := func(m *runtime.MemStats) int64 { return int64(m.HeapSys - m.HeapReleased) }
+	if grew := retained(&after) - retained(&before); grew > 8<<20 {
+		t.Errorf("the heap retained %.1f MiB more after saving %d MiB, want at most 8", float64(grew)/(1<<20), size>>20)
+	}
+}

@@ -171,6 +171,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -746,6 +747,14 @@ func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func()
 	})
 	if err != nil {
 		return store.Meta{}, false, err
+	}
+	if v.large && int64(len(v.body))+int64(len(v.encoded)) >= releaseMin {
+		// bbolt built the body's pages on the heap for the commit; they
+		// are garbage now. Returned to the system at once, so that the
+		// next large save (the next part of the same answer, often) does
+		// not add its pages to these: one forced collection per save of
+		// releaseMin bytes or more, small beside writing them (issue 24).
+		debug.FreeOSMemory()
 	}
 	return stored, replaced, nil
 }
