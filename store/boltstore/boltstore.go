@@ -100,6 +100,11 @@
 // scheme allocated 40, 89 and 121 MiB (issue 24; 40, 47 and 30 now). A body bucket is never inline
 // (it holds at least largeMin bytes), so its pages are its own, and a
 // write elsewhere never touches them; the records around it stay small.
+// bbolt still builds the pages of a new body on the heap for its commit
+// (one copy): a write of 16 MiB or more (releaseMin) ends with
+// debug.FreeOSMemory, which hands them back to the system once they are
+// garbage, so that the next large save (often the next part of the same
+// answer) does not stack its pages on them.
 // Replacing or removing a version 3 record deletes its body bucket in the
 // same transaction (freeing its pages), whatever the version of the new
 // record. Records written before version 3 existed, large ones included,
