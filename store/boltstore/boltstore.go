@@ -20,6 +20,10 @@
 //	"v1-usage"                    what each tenant stores, for quotas
 //	└── <tenant> = <bytes> <objects>
 //	                              two 8-byte big-endian unsigned integers
+//	"v1-bodies"                   the bodies of large objects (version 3 records)
+//	└── <id>                      one bucket per body; <id>: 8 bytes, big-endian
+//	    ├── "b" = body
+//	    └── "e" = encoded form    only when the object has one
 //
 // The public index holds one empty value per object whose metadata says
 // Listed and Public, expired or not: Put adds or removes the entry in the
@@ -50,7 +54,7 @@
 // writing a file with one, Check reports the difference, and deleting the
 // bucket makes the next Open build it again.)
 //
-// A record is one value, in one of two versions (its first byte):
+// A record is one value, in one of three versions (its first byte):
 //
 //	version 1: an object stored without an encoded form
 //	+---------+------------------+------------------+--------------+
@@ -64,6 +68,12 @@
 //	| 1 byte  | 1..10 bytes     | metaLen  | 1..10 bytes    | encLen  | rest |
 //	+---------+-----------------+----------+----------------+---------+------+
 //
+//	version 3: a large object, its body (and encoded form) in "v1-bodies"
+//	+---------+------------------+------------------+-----------------+
+//	| 0x03    | uvarint metaLen  | metadata         | body bucket id  |
+//	| 1 byte  | 1..10 bytes      | metaLen bytes    | 8 bytes         |
+//	+---------+------------------+------------------+-----------------+
+//
 // The metadata is the same in both versions: a flags byte (bit 0: Listed);
 // varints Size, Created, Modified and Expires (times as Unix milliseconds,
 // the zero time as its own UnixMilli); then uvarint-length strings
@@ -75,12 +85,34 @@
 // body as a resources/read response carries it, the "text":"…" or
 // "blob":"…" JSON member; server/encoded.go), returned by View next to
 // the body, never by Get, and replaced or removed with the body in the
-// same transaction. It does not count in Size, Usage or quotas. Put writes
-// version 2 when an encoded form is given and version 1 otherwise;
-// PutStream always writes version 1. A resourced older than version 2
-// reports version 2 records as corrupt. The key is not stored: it is where
-// the record is. Stat and List decode the metadata only and never copy the
-// body or the encoded form.
+// same transaction. It does not count in Size, Usage or quotas.
+//
+// A write whose body and encoded form together are largeMin (64 KiB) or
+// more writes version 3: the body goes into a new bucket of its own under
+// "v1-bodies" (its id from that bucket's sequence, never reused), under
+// key "b", and a non-empty encoded form next to it under "e". Otherwise
+// Put writes version 2 when an encoded form is given and version 1
+// otherwise, and PutStream version 1. Why: bbolt rewrites a dirty leaf
+// page whole, and puts at least two values on a leaf (it never splits a
+// leaf of four or fewer), so a large body kept in a record is copied again
+// (read from the mapping, written to new heap pages) by every later write
+// to a record of its leaf: PutStream of parts of 40, 47 and 30 MiB in one
+// scheme allocated 40, 89 and 121 MiB (issue 24; 40, 47 and 30 now). A body bucket is never inline
+// (it holds at least largeMin bytes), so its pages are its own, and a
+// write elsewhere never touches them; the records around it stay small.
+// bbolt still builds the pages of a new body on the heap for its commit
+// (one copy): a write of 16 MiB or more (releaseMin) ends with
+// debug.FreeOSMemory, which hands them back to the system once they are
+// garbage, so that the next large save (often the next part of the same
+// answer) does not stack its pages on them.
+// Replacing or removing a version 3 record deletes its body bucket in the
+// same transaction (freeing its pages), whatever the version of the new
+// record. Records written before version 3 existed, large ones included,
+// stay as they are, readable, replaceable and removable: no migration. A
+// resourced older than version 2 or 3 reports such records as corrupt. The
+// key is not stored: it is where the record is. Stat and List decode the
+// metadata only and never copy the body or the encoded form, nor open a
+// body bucket.
 //
 // Times are kept to the millisecond, in UTC (the Bucket hands them over
 // so). Put returns the metadata as it will read back.
@@ -102,14 +134,13 @@
 // []byte, which it copies into its pages at commit, so a record cannot be
 // streamed into the file. PutStream spools the body to an unlinked
 // temporary file (Options.SpoolDir, by default the database's directory)
-// while it computes the size and SHA-256. A body of 1 MiB or more is then
-// mapped (Linux): anonymous pages for the record header, the file mapped
-// right after them, the header written there inside the transaction
-// (Created is only known there), so the value bbolt copies into its pages
-// at commit is read from the page cache and the heap holds one copy of the
-// body (bbolt's dirty pages) instead of two. A smaller body, or one that
-// cannot be mapped, is read into a buffer with room for the header in
-// front: about two copies at the peak, however the body arrived. (A commit that
+// while it computes the size and SHA-256. A large body (version 3) is then
+// mapped (Unix) and given to bbolt as the body bucket's value, so bbolt
+// copies it from the page cache into its pages at commit and the heap
+// holds one copy of the body (bbolt's dirty pages) instead of two; where
+// it cannot be mapped it is read into memory. A smaller body is read into
+// a buffer with room for the header in front: about two copies at the
+// peak, however the body arrived. (A commit that
 // grows the file past bbolt's mapping remaps it and copies every value of
 // the transaction to the heap first, a third copy; Open maps
 // Options.MmapSize, 1 GiB of address space by default, so that this happens
@@ -119,6 +150,10 @@
 // record still has the SHA-256 the reader was opened with, so a slow reader
 // never holds a transaction (which would block the remapping of a growing
 // file) and never mixes two bodies.
+//
+// Check also verifies that every version 3 record's body bucket exists,
+// holds only its body and encoded form, and is named by that record alone,
+// and that no body bucket is left that no record names.
 //
 // Open refuses a damaged file before bbolt opens it for writing: a quick
 // check of both meta pages, the freelist and the page headers of every
@@ -141,6 +176,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -275,6 +311,9 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 			{publicBucket, buildIndex},
 			{expiryBucket, buildExpiry},
 			{usageBucket, buildUsage},
+			// Only version 3 records need body buckets: a file without
+			// the bucket has none.
+			{bodiesBucket, func(r, b *bolt.Bucket) error { return nil }},
 		} {
 			if tx.Bucket([]byte(b.name)) != nil {
 				continue
@@ -594,15 +633,19 @@ func storedMeta(sb *bolt.Bucket, k store.Key) (*store.Meta, []byte, error) {
 // Put implements store.Driver.
 func (s *Driver) Put(ctx context.Context, obj *store.Object, cond store.Cond, now func() time.Time) (store.Meta, bool, error) {
 	body, encoded := obj.Body, obj.Encoded
-	return s.write(obj.Key, obj.Meta, cond, now, func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) })
+	if isLarge(int64(len(encoded)), int64(len(body))) {
+		return s.write(obj.Key, obj.Meta, cond, now, value{large: true, encoded: encoded, body: body})
+	}
+	return s.write(obj.Key, obj.Meta, cond, now, value{record: func(m *store.Meta) []byte { return encodeRecord(m, encoded, body) }})
 }
 
-// write stores at k, if cond holds, the record that encode returns for the
-// final metadata (want with Created kept from a live object it replaces),
-// and updates the indexes and usage, in one transaction of the writer
-// (commit.go). Its functions may run more than once, encode included: they
-// read what they decide on from the transaction and only assign results.
-func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func() time.Time, encode func(m *store.Meta) []byte) (store.Meta, bool, error) {
+// write stores at k, if cond holds, v for the final metadata (want with
+// Created kept from a live object it replaces), removes the body bucket of
+// the record it replaces, and updates the indexes and usage, in one
+// transaction of the writer (commit.go). Its functions may run more than
+// once, v.record included: they read what they decide on from the
+// transaction and only assign results.
+func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func() time.Time, v value) (store.Meta, bool, error) {
 	var (
 		stored   store.Meta
 		replaced bool
@@ -621,15 +664,19 @@ func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func()
 		if tb := r.Bucket([]byte(k.Tenant())); tb != nil {
 			sb = tb.Bucket([]byte(k.Scheme()))
 		}
-		// old is what the write replaces, live or expired; cur only if live.
-		var old *store.Meta
+		// old is what the write replaces, live or expired; cur only if
+		// live; oldRef its body bucket, if it has one.
+		var (
+			old    *store.Meta
+			oldRef []byte
+		)
 		if sb != nil {
-			if v := sb.Get([]byte(k.Path())); v != nil {
-				m, err := decodeMeta(v)
+			if ov := sb.Get([]byte(k.Path())); ov != nil {
+				m, err := decodeMeta(ov)
 				if err != nil {
 					return nil, fmt.Errorf("boltstore: %s: %w", k, err)
 				}
-				old = &m
+				old, oldRef = &m, bodyRef(ov)
 			}
 		}
 		var cur *store.Meta
@@ -665,7 +712,14 @@ func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func()
 			if err != nil {
 				return fmt.Errorf("boltstore: put %s: %w", k, err)
 			}
-			if err := sb.Put([]byte(k.Path()), encode(&m)); err != nil {
+			if err := dropBody(tx, oldRef); err != nil {
+				return fmt.Errorf("boltstore: put %s: %w", k, err)
+			}
+			rec, err := v.put(tx, &m)
+			if err != nil {
+				return fmt.Errorf("boltstore: put %s: %w", k, err)
+			}
+			if err := sb.Put([]byte(k.Path()), rec); err != nil {
 				return fmt.Errorf("boltstore: put %s: %w", k, err)
 			}
 			// The entries follow the new object, whatever the old one was
@@ -698,6 +752,14 @@ func (s *Driver) write(k store.Key, want store.Meta, cond store.Cond, now func()
 	})
 	if err != nil {
 		return store.Meta{}, false, err
+	}
+	if v.large && int64(len(v.body))+int64(len(v.encoded)) >= releaseMin {
+		// bbolt built the body's pages on the heap for the commit; they
+		// are garbage now. Returned to the system at once, so that the
+		// next large save (the next part of the same answer, often) does
+		// not add its pages to these: one forced collection per save of
+		// releaseMin bytes or more, small beside writing them (issue 24).
+		debug.FreeOSMemory()
 	}
 	return stored, replaced, nil
 }
@@ -741,9 +803,9 @@ func (s *Driver) View(ctx context.Context, k store.Key, fn func(m *store.Meta, e
 		if m == nil {
 			return store.ErrNotFound
 		}
-		rec, err := splitRecord(v)
+		rec, err := loadRecord(tx, v, m.Size)
 		if err != nil {
-			return fmt.Errorf("boltstore: %w", err)
+			return fmt.Errorf("boltstore: %s: %w", k, err)
 		}
 		return fn(m, rec.encoded, rec.body)
 	})
@@ -959,11 +1021,14 @@ func (s *Driver) Delete(ctx context.Context, k store.Key, cond store.Cond, now f
 }
 
 // remove deletes the object at k, whose metadata is m, from sb (in tb in
-// r), with its index entries and usage; it removes sb and tb when they
-// become empty.
+// r), with its body bucket, index entries and usage; it removes sb and tb
+// when they become empty.
 func (s *Driver) remove(tx *bolt.Tx, r, tb, sb *bolt.Bucket, k store.Key, m *store.Meta) error {
 	idx, exp, ub, err := indexes(tx)
 	if err != nil {
+		return err
+	}
+	if err := dropBody(tx, bodyRef(sb.Get([]byte(k.Path())))); err != nil {
 		return err
 	}
 	if err := sb.Delete([]byte(k.Path())); err != nil {
@@ -1164,8 +1229,12 @@ func (s *Driver) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) e
 		if err != nil {
 			return fmt.Errorf("boltstore: check: %w", err)
 		}
-		c := &treeCheck{r: r, idx: idx, exp: exp, ub: ub, verify: verify, sums: map[string]store.Usage{}}
-		for _, step := range []func() error{c.publicIndex, c.expiryIndex, c.records, c.usage} {
+		bb, err := topBucket(tx, bodiesBucket)
+		if err != nil {
+			return fmt.Errorf("boltstore: check: %w", err)
+		}
+		c := &treeCheck{tx: tx, r: r, idx: idx, exp: exp, ub: ub, bb: bb, verify: verify, sums: map[string]store.Usage{}, refs: map[string]bool{}}
+		for _, step := range []func() error{c.publicIndex, c.expiryIndex, c.records, c.usage, c.bodies} {
 			if err := step(); err != nil {
 				return err
 			}
@@ -1177,9 +1246,12 @@ func (s *Driver) CheckEncoded(verify func(m *store.Meta, encoded, body []byte) e
 // treeCheck is one CheckEncoded: the buckets of its transaction, and the
 // usage it sums from the records.
 type treeCheck struct {
-	r, idx, exp, ub *bolt.Bucket
-	verify          func(m *store.Meta, encoded, body []byte) error
-	sums            map[string]store.Usage
+	tx                  *bolt.Tx
+	r, idx, exp, ub, bb *bolt.Bucket
+	verify              func(m *store.Meta, encoded, body []byte) error
+	sums                map[string]store.Usage
+	// refs holds the body bucket ids the records name, for bodies.
+	refs map[string]bool
 }
 
 // record returns the stored value at k, or nil.
@@ -1251,8 +1323,17 @@ func (c *treeCheck) records() error {
 					return fmt.Errorf("boltstore: check %s://%s/%s: unexpected bucket", scheme, tenant, p)
 				}
 				m, err := decodeMeta(v)
+				var rec record
 				if err == nil {
-					rec, _ := splitRecord(v)
+					rec, err = loadRecord(c.tx, v, m.Size)
+				}
+				if err == nil && rec.ref != nil {
+					if c.refs[string(rec.ref)] {
+						err = fmt.Errorf("body bucket %x is named by another record too", rec.ref)
+					}
+					c.refs[string(rec.ref)] = true
+				}
+				if err == nil {
 					switch {
 					case store.Sum(rec.body) != m.SHA256:
 						err = errors.New("body does not match its sha256")
@@ -1309,4 +1390,18 @@ func (c *treeCheck) usage() error {
 		}
 	}
 	return nil
+}
+
+// bodies: every body bucket is named by a record (records checked those
+// that are), so a write or delete left none behind.
+func (c *treeCheck) bodies() error {
+	return c.bb.ForEach(func(id, v []byte) error {
+		if v != nil {
+			return fmt.Errorf("boltstore: check: body bucket %x: a value, not a bucket", id)
+		}
+		if !c.refs[string(id)] {
+			return fmt.Errorf("boltstore: check: body bucket %x: no record names it", id)
+		}
+		return nil
+	})
 }

@@ -74,18 +74,22 @@ var ne = binary.NativeEndian
 //     page size, root and freelist below the high-water mark;
 //   - the freelist page of the newer meta: type, id, length, ids in range;
 //   - every page of the trees that hold no bodies: the tree of top-level
-//     buckets, "v1" (tenants), each tenant (schemes), and the indexes
-//     "v1-public", "v1-expiry" and "v1-usage": each page's header names
-//     itself, is a branch or a leaf, its overflow and elements lie inside
-//     the file and the page, and no page is reached twice;
-//   - of each scheme bucket (the records, with their bodies): every branch
-//     page whole, and of each leaf only its 16-byte header (its id, type,
-//     element count and overflow). Record values are never read.
+//     buckets, "v1" (tenants), each tenant (schemes), the indexes
+//     "v1-public", "v1-expiry" and "v1-usage", and "v1-bodies" (the ids of
+//     the body buckets): each page's header names itself, is a branch or a
+//     leaf, its overflow and elements lie inside the file and the page, and
+//     no page is reached twice;
+//   - of each scheme bucket (the records, with their bodies) and each body
+//     bucket: every branch page whole, and of each leaf only its 16-byte
+//     header (its id, type, element count and overflow). Record values and
+//     bodies are never read.
 //
 // Why it is bounded: it reads each index page (an index entry is about 16
 // bytes of element and 30-60 of key, two entries per object at most), each
-// branch page of the record trees, and one header per record leaf (a leaf
-// holds one or more records): proportional to the number of objects with a
+// branch page of the record trees, one header per record leaf (a leaf
+// holds one or more records), and of a large object (a version 3 record)
+// a "v1-bodies" entry of about 40 bytes and its body bucket's root header:
+// proportional to the number of objects with a
 // small constant, never to the bytes of the bodies (overflow pages are
 // skipped), and through a read-only mapping, so a header costs no system
 // call. Measured once (2-core machine, warm page cache; 200 000 objects of
@@ -289,10 +293,13 @@ type walk struct {
 
 // topLevel is the walk of each top-level bucket.
 func topLevel(name []byte) walk {
-	if string(name) == rootBucket {
+	switch string(name) {
+	case rootBucket:
 		return walk{full: true, sub: func([]byte) walk { // a tenant
 			return walk{full: true, sub: func([]byte) walk { return walk{} }} // a scheme: records
 		}}
+	case bodiesBucket:
+		return walk{full: true, sub: func([]byte) walk { return walk{} }} // a body bucket: a body
 	}
 	return walk{full: true, sub: func([]byte) walk { return walk{full: true} }}
 }

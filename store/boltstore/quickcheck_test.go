@@ -198,3 +198,39 @@ func TestQuickCheckAcceptsBackups(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestOpenRefusesDamagedBodyBucket: the quick check reads the root page
+// header of every body bucket (version 3 records), so a damaged one is
+// refused at Open like a record leaf, before a Delete would reach it.
+func TestOpenRefusesDamagedBodyBucket(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	path := writeExpiring(t, 10, now) // its 100 000-byte body has a body bucket
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, pageSize int
+	err = db.View(func(tx *bolt.Tx) error {
+		pageSize = tx.DB().Info().PageSize
+		return tx.Bucket([]byte("v1-bodies")).ForEachBucket(func(id []byte) error {
+			root = int(tx.Bucket([]byte("v1-bodies")).Bucket(id).Root())
+			return nil
+		})
+	})
+	db.Close()
+	if err != nil || root == 0 {
+		t.Fatalf("no body bucket with a root page of its own (root %d): %v", root, err)
+	}
+	bad := damagedCopy(t, path, root*pageSize)
+	if !bboltFindsDamage(t, bad) {
+		t.Fatalf("bbolt's check finds %s intact: the test no longer damages a page in use", bad)
+	}
+	s, err := boltstore.Open(bad, boltstore.Options{Now: func() time.Time { return now }})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a file with a damaged body bucket = nil, want an error")
+	}
+	if !errors.Is(err, boltstore.ErrDamaged) || !strings.Contains(err.Error(), "v1-bodies") {
+		t.Errorf("Open = %v, want ErrDamaged naming v1-bodies", err)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"syscall"
 )
 
-// mapFile maps size bytes of f read-only, for the quick check: reading a
-// page header from the mapping costs no system call.
+// mapFile maps size bytes of f read-only: for the quick check, where
+// reading a page header from the mapping costs no system call, and for
+// PutStream, whose large body bbolt copies from the mapped spool at commit.
+// Nothing of the mapping may be used after unmap.
 func mapFile(f *os.File, size int64) ([]byte, func(), error) {
 	if size <= 0 || int64(int(size)) != size {
 		return nil, nil, syscall.EINVAL

@@ -64,7 +64,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	metaEnd := 2 + int(v2[1]) // version, one-byte metadata length, metadata
 	tests := map[string][]byte{
 		"empty":                {},
-		"unknown version":      append([]byte{3}, good[1:]...),
+		"unknown version":      append([]byte{4}, good[1:]...),
 		"v1 read as v2":        append([]byte{recordV2}, good[1:]...),
 		"v2 without encoded":   append(append(append([]byte{}, v2[:metaEnd]...), 0), "abc"...),
 		"v2 encoded too long":  append(append(append([]byte{}, v2[:metaEnd]...), 9, 'E'), "abc"...),

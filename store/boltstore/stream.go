@@ -27,18 +27,23 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 	if sp.Size > math.MaxInt32-int64(bound) {
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: a body of %d bytes does not fit in one bbolt value", k, sp.Size)
 	}
-	if sp.Size >= mapMin {
-		if put, unmap, err := mapValue(sp.File(), sp.Size, bound); err == nil {
-			// The body is read from the page cache at commit, into
-			// bbolt's pages: no heap copy of it (issue 24).
+	if isLarge(0, sp.Size) {
+		// A body bucket of its own (version 3), its value the spool file
+		// mapped where that works: bbolt copies it from the page cache
+		// into its pages at commit, the heap holds no other copy (issue 24).
+		body, unmap, err := mapFile(sp.File(), sp.Size)
+		if err == nil {
 			defer unmap()
-			if err := ctx.Err(); err != nil {
-				return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
+		} else {
+			body = make([]byte, sp.Size)
+			if _, err := io.ReadFull(sp.Section(), body); err != nil {
+				return store.Meta{}, false, fmt.Errorf("boltstore: put %s: reading the spooled body: %w", k, err)
 			}
-			return s.write(k, want, cond, now, func(m *store.Meta) []byte {
-				return put(appendHeader(make([]byte, 0, bound), m, nil))
-			})
 		}
+		if err := ctx.Err(); err != nil {
+			return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
+		}
+		return s.write(k, want, cond, now, value{large: true, body: body})
 	}
 	buf := make([]byte, bound+int(sp.Size))
 	if _, err := io.ReadFull(sp.Section(), buf[bound:]); err != nil {
@@ -47,17 +52,13 @@ func (s *Driver) PutStream(ctx context.Context, meta *store.Meta, r io.Reader, c
 	if err := ctx.Err(); err != nil {
 		return store.Meta{}, false, fmt.Errorf("boltstore: put %s: %w", k, err)
 	}
-	return s.write(k, want, cond, now, func(m *store.Meta) []byte {
+	return s.write(k, want, cond, now, value{record: func(m *store.Meta) []byte {
 		h := appendHeader(make([]byte, 0, bound), m, nil)
 		start := bound - len(h)
 		copy(buf[start:], h)
 		return buf[start:]
-	})
+	}})
 }
-
-// mapMin is the body size from which PutStream maps its spool file
-// instead of reading it into memory.
-const mapMin = 1 << 20
 
 // Open implements store.StreamDriver.
 func (s *Driver) Open(ctx context.Context, k store.Key) (store.Meta, io.ReadSeekCloser, error) {
@@ -117,7 +118,7 @@ func (r *reader) Read(p []byte) (int, error) {
 		if m.SHA256 != r.sha || !m.Modified.Equal(r.modified) {
 			return fmt.Errorf("boltstore: read %s: replaced while it was read", r.k)
 		}
-		rec, err := splitRecord(v)
+		rec, err := loadRecord(tx, v, m.Size)
 		if err != nil {
 			return fmt.Errorf("boltstore: read %s: %w", r.k, err)
 		}
