@@ -22,7 +22,7 @@ func TestRequestLogLine(t *testing.T) {
 	logs := &syncBuffer{}
 	s, err := New(Options{
 		Store: memstore.New(memstore.Options{}), BaseURL: "http://127.0.0.1", Auth: tenantAuth{},
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{AddSource: true})).With("component", "server"),
+		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{AddSource: true})).With("component", "server"),
 		Schemes: []Scheme{{Name: "report", Kind: KindReport, Retention: time.Hour, MaxRetention: time.Hour, MaxBytes: 1 << 20}},
 	})
 	if err != nil {
