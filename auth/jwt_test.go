@@ -446,3 +446,41 @@ func TestVerifyConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAuthenticateHeaderSpellings holds Authenticate's shortcut for the
+// plain "Bearer <token>" to the general split (strings.Fields): every
+// spelling the split accepts is accepted, with the same principal, and
+// a token with anything around or inside it is refused as before.
+func TestAuthenticateHeaderSpellings(t *testing.T) {
+	k := testKeys()
+	good := sign(t, jwt.SigningMethodHS256, k.hmac, claims(nil), nil)
+	j := hmacJWT(t)
+	want, err := j.Verify(context.Background(), good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{
+		"Bearer " + good, "bearer " + good, "BEARER " + good, "Bearer  " + good, " Bearer " + good,
+		"Bearer " + good + " ", "Bearer\t" + good, "Bearer " + good + "\u00a0", "Bearer\u00a0" + good,
+	} {
+		p, err := j.Authenticate(request(h))
+		if err != nil || !cmp.Equal(p, want) {
+			t.Errorf("Authenticate(%q) = %+v, %v; want %+v", h, p, err, want)
+		}
+	}
+	for h, reason := range map[string]string{
+		"Bearer " + good + " x":                 "malformed",
+		"Bearer " + good + "\u00a0x":            "malformed",
+		"Bearer " + good[:10] + " " + good[10:]: "malformed",
+		"Bearer " + good + "x":                  "bad_signature",
+		"Bearer x" + good:                       "malformed",
+		"Bearer\x00" + good:                     "missing",
+	} {
+		_, err := j.Authenticate(request(h))
+		if err == nil {
+			t.Errorf("Authenticate(%q) accepted", h)
+			continue
+		}
+		checkUnauthenticated(t, err, reason, good)
+	}
+}

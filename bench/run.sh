@@ -32,6 +32,9 @@
 #   CACHE         cache.maxBytes of the server, e.g. 0 (off) or 1GiB (a REV without the form
 #                 cache has none) [the server's default: 64MiB]
 #   PROTOCOL_SIZES  body sizes of the protocol scenario [1KiB]
+#   CEILING_PROCESS  1: the read and protocol scenarios also load the ceiling run in a process of
+#                 its own (resourced-bench -ceiling-process), alternated with the server and the
+#                 in-process ceiling, and print the ratio to it and its CPU per request [off]
 #   COLD_N, COLD_SIZE  the cold scenario's stored reports and their size [10000 256KiB]
 #   PREPARE_C     concurrency of the scale scenario's saves [64]
 #   DATA_DIR      the server's data directory, kept after the run [a new one in the run's
@@ -657,7 +660,7 @@ for scenario in $SCENARIOS; do
 	read)
 		for size in $SIZES; do
 			for c in $CONCURRENCY; do
-				bench "read $size c=$c" -op read -size "$size" -c "$c" -ceiling
+				bench "read $size c=$c" -op read -size "$size" -c "$c" -ceiling ${CEILING_PROCESS:+-ceiling-process}
 			done
 		done
 		;;
@@ -675,7 +678,7 @@ for scenario in $SCENARIOS; do
 		;;
 	protocol)
 		for size in $PROTOCOL_SIZES; do
-			bench "read $size c=16 ($other_protocol)" -op read -size "$size" -c 16 -ceiling -protocol "$other_protocol"
+			bench "read $size c=16 ($other_protocol)" -op read -size "$size" -c 16 -ceiling ${CEILING_PROCESS:+-ceiling-process} -protocol "$other_protocol"
 		done
 		;;
 	cold)

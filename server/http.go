@@ -60,13 +60,18 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		e := &reqLog{}
-		sw := &statusWriter{ResponseWriter: w}
+		st := &reqState{sw: statusWriter{ResponseWriter: w}} // one allocation for both
 		// Deferred, so that a request aborted mid-response (guardHTTP
 		// re-panics http.ErrAbortHandler then) is logged too.
-		defer s.logRequest(r, e, sw, start)
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), reqLogKey{}, e)))
+		defer s.logRequest(r, &st.e, &st.sw, start)
+		next.ServeHTTP(&st.sw, r.WithContext(context.WithValue(r.Context(), reqLogKey{}, &st.e)))
 	})
+}
+
+// reqState is what logRequests keeps of one request.
+type reqState struct {
+	e  reqLog
+	sw statusWriter
 }
 
 // logRequest writes the line of one finished request.
@@ -74,15 +79,26 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 	if sw.status == 0 {
 		sw.status = http.StatusOK
 	}
+	end := time.Now()
+	d := end.Sub(start)
 	if r.URL.Path == "/mcp" {
-		s.metrics.observeRequest(e, time.Since(start), func(name string) bool { _, ok := s.toolScopes[name]; return ok })
+		s.metrics.observeRequest(e, d, func(name string) bool { _, ok := s.toolScopes[name]; return ok })
 	}
-	telemetry.SetStatus(r.Context(), sw.status)
+	ctx := r.Context()
+	telemetry.SetStatus(ctx, sw.status)
 	level := slog.LevelInfo
 	if sw.status >= http.StatusInternalServerError {
 		level = slog.LevelError
 	}
-	s.log.LogAttrs(r.Context(), level, "request",
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	// The record is made here, as slog's wrappers do, with the time read
+	// once for the duration and the line, and no caller's PC (the line's
+	// source would always be this function; runtime.Callers on every
+	// request for nothing).
+	rec := slog.NewRecord(end, level, "request", 0)
+	rec.AddAttrs(
 		slog.String("http", r.Method+" "+r.URL.Path),
 		slog.Int("status", sw.status),
 		slog.String("method", e.method),
@@ -90,8 +106,9 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 		slog.String("tenant", e.tenant),
 		slog.String("outcome", e.outcome),
 		slog.Int64("bytes", sw.bytes),
-		slog.Float64("duration", time.Since(start).Seconds()), // seconds, in every log line (docs/decisions.md)
+		slog.Float64("duration", d.Seconds()), // seconds, in every log line (docs/decisions.md)
 	)
+	_ = s.log.Handler().Handle(ctx, rec)
 }
 
 func setOutcome(r *http.Request, outcome string) {

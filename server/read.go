@@ -249,6 +249,14 @@ type readResponse struct {
 	uri    string
 }
 
+// The header values every read response has, set without allocating:
+// net/http copies a response's header when it writes it (Header.Clone),
+// and h.Set, h.Add or a delete replace a value rather than write into it.
+var (
+	noCacheValue  = []string{"no-cache, no-transform"}
+	jsonTypeValue = []string{"application/json"}
+)
+
 var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, readChunk) }}
 
 // renderRead writes the successful response of a read: the head, the
@@ -260,14 +268,13 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 	defer chunkPool.Put(bp)
 	head := s.appendReadHead((*bp)[:0], rr, &v.meta)
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
+	h["Cache-Control"], h["Content-Type"] = noCacheValue, jsonTypeValue // shared, never modified
 	if v.whole != nil {
 		// One write of the whole response.
 		out := append(head, *v.whole...)
 		out = appendReadTail(out, rr, &v.meta)
 		*bp = out[:0]
-		h.Set("Content-Length", strconv.Itoa(len(out))) // sets the write deadline (guardHTTP)
+		h["Content-Length"] = []string{strconv.Itoa(len(out))} // sets the write deadline (guardHTTP)
 		w.WriteHeader(http.StatusOK)
 		_, err := w.Write(out)
 		return err
@@ -277,7 +284,7 @@ func (s *Server) renderRead(w http.ResponseWriter, ctx context.Context, rr *read
 		// share the pooled buffer.
 		out := appendReadTail(head, rr, &v.meta)
 		*bp = out[:0]
-		h.Set("Content-Length", strconv.Itoa(len(out)+len(v.cached.Member)))
+		h["Content-Length"] = []string{strconv.Itoa(len(out) + len(v.cached.Member))}
 		w.WriteHeader(http.StatusOK)
 		if _, err := w.Write(out[:len(head)]); err != nil {
 			return err

@@ -46,7 +46,9 @@ func startCeiling(body []byte, contentType string) (*ceiling, error) {
 }
 
 func (c *ceiling) Close() {
-	_ = c.srv.Close()
+	if c.srv != nil { // nil: the ceiling is another process's (ceilingproc.go)
+		_ = c.srv.Close()
+	}
 	if c.close != nil {
 		c.close()
 	}

@@ -29,6 +29,10 @@ type target struct {
 	// success is a 200.
 	put     func(w *worker) (string, error)
 	putBody []byte
+	// pid, when set, is the process serving the target (the ceiling
+	// process): its CPU is accounted in the target's slices instead of
+	// the server's.
+	pid int
 }
 
 // newTarget returns a target whose transport keeps up to conns idle
@@ -295,9 +299,13 @@ func measure(targets []*target, m *mcpRequest, o op, c int, d, warmup, slice tim
 	}
 	for done := time.Duration(0); done < d; done += slice {
 		for i, t := range targets {
-			before := takeCPU(pid)
+			p := pid
+			if t.pid != 0 {
+				p = t.pid
+			}
+			before := takeCPU(p)
 			st := runSlice(t, m, o, ws, min(slice, d-done))
-			st.cpu = before.until(takeCPU(pid))
+			st.cpu = before.until(takeCPU(p))
 			out[i].merge(st)
 		}
 	}

@@ -61,6 +61,7 @@ type options struct {
 	d, warmup, slice     time.Duration
 	timeout              time.Duration
 	ceiling              bool
+	ceilingProcess       bool
 	ceilingDir           string
 	prepare, prepareFrom int
 	keys                 int
@@ -110,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slice, "slice", 2*time.Second, "with -ceiling: alternate server and ceiling in slices this long")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "per-request timeout")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also load an in-process net/http handler returning the same bytes, and report ratios to it; for -op save it stores each body first (the write ceiling)")
+	fs.BoolVar(&o.ceilingProcess, "ceiling-process", false, "with -ceiling (read): also load the same ceiling run in a process of its own, like the server (ceilingproc.go), and report the ratio to it and its CPU per request")
 	fs.StringVar(&o.ceilingDir, "ceiling-dir", "", "with -op save -ceiling: where the write ceiling keeps its bbolt database; use the server's disk (default: a new directory in $TMPDIR, removed after)")
 	fs.StringVar(&o.s3.endpoint, "s3-direct", "", "the ceiling is this S3 endpoint itself: for -op read a presigned GET of the resource's object, for -op save a presigned create-only PUT of a new object of -size (needs -s3-bucket, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 	fs.StringVar(&o.s3.bucket, "s3-bucket", "", "with -s3-direct: the server's store.s3.bucket")
@@ -197,6 +199,12 @@ type Result struct {
 	Ceiling     *Summary       `json:"ceiling,omitempty"`
 	// Ratio is server/ceiling successful requests per second.
 	Ratio float64 `json:"ratio,omitempty"`
+	// CeilingProcess is the ceiling in a process of its own
+	// (-ceiling-process), RatioProcess server/it in requests per second,
+	// CeilingProcessCPUMicros its CPU time per request in µs.
+	CeilingProcess          *Summary `json:"ceilingProcess,omitempty"`
+	RatioProcess            float64  `json:"ratioProcess,omitempty"`
+	CeilingProcessCPUMicros float64  `json:"ceilingProcessCPUMicros,omitempty"`
 	// ServerCPUMicros is the server's CPU time per successful request in
 	// its slices, in µs (with -pid).
 	ServerCPUMicros float64 `json:"serverCPUMicros,omitempty"`
@@ -266,6 +274,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if len(args) > 0 && args[0] == "gateway" {
 		return runGateway(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "ceiling-serve" {
+		return runCeilingServe(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "gwmemory" {
 		return runGatewayMemory(args[1:], stdout, stderr)
@@ -396,6 +407,16 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		defer c.Close()
 		targets = append(targets, newTarget("ceiling", c.url, o.c, o.timeout))
+		if o.ceilingProcess {
+			pc, pid, err := startCeilingProcess(first.body, first.ctype)
+			if err != nil {
+				return 1, err
+			}
+			defer pc.Close()
+			t := newTarget("ceilproc", pc.url, o.c, o.timeout)
+			t.pid = pid
+			targets = append(targets, t)
+		}
 	}
 
 	// Measure; on a shared machine (-quiet) measure again, up to -retries
@@ -447,6 +468,16 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 		res.Ceiling = &c
 		if c.PerSecond > 0 {
 			res.Ratio = s.PerSecond / c.PerSecond
+		}
+	}
+	if len(st) > 2 {
+		c := summarize(targets[2].name, st[2])
+		res.CeilingProcess = &c
+		if c.PerSecond > 0 {
+			res.RatioProcess = s.PerSecond / c.PerSecond
+			if c.CPU != nil {
+				res.CeilingProcessCPUMicros = c.CPU.Server / c.PerSecond * 1e6
+			}
 		}
 	}
 	if o.indexDir != "" {
@@ -590,8 +621,16 @@ func printText(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "ratio    %.3f of the ceiling's req/s; latency p50 ×%.2f, p99 ×%.2f\n",
 			r.Ratio, ratio(r.Server.P50, r.Ceiling.P50), ratio(r.Server.P99, r.Ceiling.P99))
 	}
+	if c := r.CeilingProcess; c != nil {
+		fmt.Fprintln(w, c.row())
+		fmt.Fprintf(w, "ratio    %.3f of the ceiling process's req/s; latency p50 ×%.2f, p99 ×%.2f\n",
+			r.RatioProcess, ratio(r.Server.P50, c.P50), ratio(r.Server.P99, c.P99))
+	}
 	if r.ServerCPUMicros > 0 {
 		fmt.Fprintf(w, "cpu      server %.0f µs per request (%.2f cores)\n", r.ServerCPUMicros, r.Server.CPU.Server)
+	}
+	if r.CeilingProcessCPUMicros > 0 {
+		fmt.Fprintf(w, "cpu      ceiling process %.0f µs per request (%.2f cores)\n", r.CeilingProcessCPUMicros, r.CeilingProcess.CPU.Server)
 	}
 	fmt.Fprint(w, r.Server.errorLines())
 	if r.Ceiling != nil {
@@ -645,6 +684,12 @@ func printMarkdown(w io.Writer, label string, r *Result) {
 	}
 	fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n",
 		label, s.PerSecond, s.P50, s.P90, s.P99, s.Max, s.Errors, ceil, rat, ceilP99, cores, others, rss)
+	if c := r.CeilingProcess; c != nil {
+		// The same server slices against the ceiling in its own process:
+		// a row of its own, so that the summary and the SVG show both.
+		fmt.Fprintf(w, "| %s, ceiling process | %.0f | %s | %s | %s | %s | %d | %.0f | %.3f | %s | %s | %s | %s |\n",
+			label, s.PerSecond, s.P50, s.P90, s.P99, s.Max, s.Errors, c.PerSecond, r.RatioProcess, c.P99, cores, others, rss)
+	}
 }
 
 // parseSize parses 1024, 1KiB, 64KiB, 1MiB, 8MiB (also K, M, KB, MB as

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +17,19 @@ import (
 	"github.com/resourced/resourced/store/boltstore"
 	"github.com/resourced/resourced/store/memstore"
 )
+
+// TestMain lets the test binary stand in for resourced-bench when
+// -ceiling-process starts it as `ceiling-serve` (os.Executable).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "ceiling-serve" {
+		code, err := runCeilingServe(os.Args[2:], os.Stdout, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
 
 // startServer serves a server.Server with the memory store and auth none on
 // a loopback port until the test ends, and returns its MCP endpoint.
@@ -55,6 +70,7 @@ func TestRun(t *testing.T) {
 	url := startServer(t)
 	cases := [][]string{
 		{"-op", "read", "-size", "1KiB", "-ceiling"},
+		{"-op", "read", "-size", "1KiB", "-ceiling", "-ceiling-process"},
 		{"-op", "read", "-size", "64KiB", "-protocol", v2025},
 		{"-op", "read", "-prepare", "50", "-c", "4"},
 		{"-op", "save", "-tool", "save_search_snapshot"},
@@ -77,6 +93,10 @@ func TestRun(t *testing.T) {
 			}
 			if slicesContain(args, "-ceiling") && (res.Ceiling == nil || res.Ceiling.OK == 0 || res.Ratio <= 0) {
 				t.Errorf("ceiling summary: %+v, ratio %v", res.Ceiling, res.Ratio)
+			}
+			if slicesContain(args, "-ceiling-process") && (res.CeilingProcess == nil || res.CeilingProcess.OK == 0 || res.CeilingProcess.Errors != 0 ||
+				res.RatioProcess <= 0) {
+				t.Errorf("ceiling process: %+v, ratio %v, %v µs", res.CeilingProcess, res.RatioProcess, res.CeilingProcessCPUMicros)
 			}
 			if slicesContain(args, "-prepare") && (res.Prepare == nil || res.Prepare.Saved != 50 || res.Keys != 50) {
 				t.Errorf("prepare: %+v, keys %d", res.Prepare, res.Keys)

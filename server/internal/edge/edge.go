@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -40,6 +41,21 @@ type Origin struct {
 	AllowedHosts []string
 	BaseURL      string
 	Log          *slog.Logger
+
+	// base is BaseURL parsed, once (nil when it does not parse): every
+	// request's Host is compared with it.
+	baseOnce sync.Once
+	base     *url.URL
+}
+
+// baseURL returns BaseURL parsed, or nil.
+func (o *Origin) baseURL() *url.URL {
+	o.baseOnce.Do(func() {
+		if u, err := url.Parse(o.BaseURL); err == nil {
+			o.base = u
+		}
+	})
+	return o.base
 }
 
 // Wrap refuses requests from browser origins and Host names that are
@@ -64,8 +80,8 @@ func (o *Origin) originAllowed(origin string) bool {
 	if slices.Contains(o.AllowedOrigins, "*") || slices.Contains(o.AllowedOrigins, origin) {
 		return true
 	}
-	u, err := url.Parse(o.BaseURL)
-	return err == nil && origin == u.Scheme+"://"+u.Host
+	u := o.baseURL()
+	return u != nil && origin == u.Scheme+"://"+u.Host
 }
 
 // hostAllowed enforces the Host allow-list on loopback listeners, where a
@@ -83,7 +99,7 @@ func (o *Origin) hostAllowed(r *http.Request) bool {
 			return true
 		}
 	}
-	if u, err := url.Parse(o.BaseURL); err == nil && (strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), hostname)) {
+	if u := o.baseURL(); u != nil && (strings.EqualFold(u.Host, host) || strings.EqualFold(u.Hostname(), hostname)) {
 		return true
 	}
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
