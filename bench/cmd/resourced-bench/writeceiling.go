@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +26,16 @@ import (
 // bytes the server answered one save with. No MCP, no JSON-RPC, no
 // validation: the most a save of that size can do on this machine's HTTP
 // and disk.
+//
+// The object carries what a save's object carries, so that the commit
+// writes as much: an expiry (a report's default retention, 168 h; a save
+// adds its expiry-index entry in the same transaction), a title (the
+// path's last segment) and a description of the length a save's default
+// has.
+
+// reportRetention is the default retention of a report (config's
+// KindReport defaults), which gives a save_report its expiry.
+const reportRetention = 168 * time.Hour
 
 // startWriteCeiling opens dir/ceiling.db and serves on 127.0.0.1.
 func startWriteCeiling(dir string, size int, response []byte, contentType string) (*ceiling, error) {
@@ -56,9 +68,11 @@ func startWriteCeiling(dir string, size int, response []byte, contentType string
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		now := time.Now()
+		now := time.Now().UTC().Truncate(time.Millisecond)
 		obj := &store.Object{
-			Meta:    store.Meta{Key: k, MIMEType: mimeType, Created: now, Modified: now, Visibility: store.Private},
+			Meta: store.Meta{Key: k, MIMEType: mimeType, Created: now, Modified: now, Expires: now.Add(reportRetention),
+				Title: k.Path()[strings.LastIndexByte(k.Path(), '/')+1:], Visibility: store.Private,
+				Description: fmt.Sprintf("%s, %d bytes, saved %s", mimeType, len(body), now.Format(time.RFC3339))},
 			Body:    body,
 			Encoded: jsonwire.EncodeForm(mimeType, body),
 		}
