@@ -430,7 +430,7 @@ func (f *Front) logFailure(ctx context.Context, up, method, tool string, start t
 }
 
 func (f *Front) logLine(ctx context.Context, up, method, tool string, start time.Time, outcome string, parts int, bytes int64, cause string) {
-	attrs := []any{"upstream", up, "method", method, "tool", tool,
+	attrs := []any{"upstream", up, "method", telemetry.ClipName(method), "tool", telemetry.ClipName(tool),
 		"duration", time.Since(start).Seconds(), "outcome", outcome, "offloadedParts", parts, "offloadedBytes", bytes}
 	if cause != "" {
 		attrs = append(attrs, "err", cause)

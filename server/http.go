@@ -101,8 +101,8 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 	rec.AddAttrs(
 		slog.String("http", r.Method+" "+r.URL.Path),
 		slog.Int("status", sw.status),
-		slog.String("method", e.method),
-		slog.String("tool", e.tool),
+		slog.String("method", telemetry.ClipName(e.method)),
+		slog.String("tool", telemetry.ClipName(e.tool)),
 		slog.String("tenant", e.tenant),
 		slog.String("outcome", e.outcome),
 		slog.Int64("bytes", sw.bytes),

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resourced/resourced/internal/telemetry"
 	"github.com/resourced/resourced/store/memstore"
 )
 
@@ -89,5 +90,26 @@ func TestRequestLogLine(t *testing.T) {
 	}
 	if strings.Count(logs.String(), `"msg":"request"`) != 3 || bytes.Contains([]byte(logs.String()), []byte("Bearer")) {
 		t.Errorf("want three request lines, no token:\n%s", logs.String())
+	}
+	// A caller-chosen tool name of 1 MB is logged clipped (hostile review:
+	// the request line held it whole).
+	long := strings.Repeat("é", 1<<19)
+	post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"` + long + `","arguments":{}}}`)
+	if line := lastLine(); line["tool"] != long[:telemetry.MaxName]+"…" {
+		t.Errorf("a 1 MB tool name is logged as %d bytes, want %d", len(line["tool"].(string)), telemetry.MaxName+len("…"))
+	}
+}
+
+func TestClipName(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                             "",
+		"save_report":                  "save_report",
+		strings.Repeat("a", 128):       strings.Repeat("a", 128),
+		strings.Repeat("a", 129):       strings.Repeat("a", 128) + "…",
+		"a" + strings.Repeat("é", 100): "a" + strings.Repeat("é", 63) + "…", // 127 bytes: no half rune
+	} {
+		if got := telemetry.ClipName(in); got != want {
+			t.Errorf("ClipName(%d bytes) = %q, want %q", len(in), got, want)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -251,6 +252,7 @@ func StartMCP(ctx context.Context, method, tool, traceparent, tracestate string)
 	if !On() {
 		return ctx, Span{}
 	}
+	method, tool = ClipName(method), ClipName(tool)
 	name := method
 	kv := make([]attribute.KeyValue, 0, 5)
 	kv = append(kv, attribute.String("mcp.method.name", method))
@@ -315,3 +317,22 @@ func SetTenant(ctx context.Context, tenant string) {
 // statusClass is error.type for an HTTP status: its number, as the HTTP
 // conventions say.
 func statusClass(code int) string { return strconv.Itoa(code) }
+
+// MaxName is how many bytes of a caller-chosen name (a method, a tool)
+// ClipName keeps.
+const MaxName = 128
+
+// ClipName is a name a caller chose, as logs and spans record it: whole
+// up to MaxName bytes, else cut at a rune boundary with "…" appended. A
+// request of 33 MiB could name a tool of 33 MiB; the request line is one
+// line per request, never a body.
+func ClipName(s string) string {
+	if len(s) <= MaxName {
+		return s
+	}
+	n := MaxName
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
