@@ -574,7 +574,11 @@ func TestFrontOffloadsA100MiBAnswer(t *testing.T) {
 	}
 	f := &Front{svc: svc, scheme: "gw", preview: 10, log: slog.New(slog.DiscardHandler),
 		ups: map[string]Upstream{"fs": {Name: "fs"}}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A bound for a hang, not a speed: under the race detector beside
+	// other builds (load average 10-20) the read and the offload's hashing
+	// took more than a minute, and the context's end read as "storage
+	// unavailable".
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
 	tk, res, err := ticketCall(ctx, cs, "alice", "big", map[string]any{"n": 100 << 20, "id_last": true})
