@@ -40,6 +40,7 @@ usage() {
 	cat >&2 <<'EOF'
 usage: eval "$(scripts/versitygw.sh start)"
        scripts/versitygw.sh stop
+       scripts/versitygw.sh install   # only the go install, when missing
 EOF
 	exit 2
 }
@@ -149,6 +150,7 @@ stop() {
 }
 
 case "${1:-}" in
+install) find_bin >/dev/null ;;
 start) start ;;
 stop) stop ;;
 *) usage ;;
