@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/server/internal/envelope"
+	"github.com/resourced/resourced/server/internal/mcptool"
 )
 
 // The fast call path.
@@ -207,7 +207,7 @@ func proxiedMeta(params []byte) (mcp.Meta, bool) {
 // (handleMultiRoundTripResult), the id written back as go-sdk does.
 //
 // own says the result is one of the server's own tools' (toolHandler's or
-// recoverMCP's), whose members appendOwnResult writes without go-sdk's
+// recoverMCP's), which mcptool.AppendResponse writes without go-sdk's
 // generic marshalling; a proxied tool's result is marshalled by go-sdk.
 func (s *Server) appendCallResponse(dst []byte, id []byte, res *mcp.CallToolResult, modern, returned, own bool) ([]byte, error) {
 	prebuilt := modern && len(res.Meta) == 0 // the common case: no _meta of the tool's own
@@ -223,8 +223,8 @@ func (s *Server) appendCallResponse(dst []byte, id []byte, res *mcp.CallToolResu
 			res = &res2
 		}
 	}
-	if own && plainResult(res) {
-		return s.appendOwnResponse(dst, id, res, modern, returned)
+	if own && mcptool.PlainResult(res) {
+		return mcptool.AppendResponse(dst, id, s.serverInfoMeta, res, modern, returned)
 	}
 	// Its MarshalJSON, not json.Marshal: the bytes are the same (they come
 	// out of encoding/json compact and HTML-escaped already, and go-sdk
@@ -251,45 +251,6 @@ func (s *Server) appendCallResponse(dst []byte, id []byte, res *mcp.CallToolResu
 	return append(dst, "}}"...), nil
 }
 
-// plainResult reports whether res has only the members the server's own
-// tools set (content, structuredContent, isError), so that
-// appendResultMembers writes it as its MarshalJSON does.
-func plainResult(res *mcp.CallToolResult) bool {
-	return len(res.Meta) == 0 && res.InputRequests == nil && res.RequestState == ""
-}
-
-// appendOwnResponse is appendCallResponse for a plain result of one of
-// the server's own tools: the result's members written straight into the
-// response (appendResultMembers), in a buffer sized for them once.
-func (s *Server) appendOwnResponse(dst []byte, id []byte, res *mcp.CallToolResult, modern, returned bool) ([]byte, error) {
-	n := 128 + len(id) + len(s.serverInfoMeta)
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok && t != nil {
-			n += len(t.Text) + len(t.Text)/8 + 32
-		} else {
-			n += 512
-		}
-	}
-	if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-		n += len(raw)
-	}
-	dst = slices.Grow(dst, n)
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = jsonwire.AppendID(dst, id)
-	dst = append(dst, `,"result":{`...)
-	if modern {
-		dst = append(append(dst, s.serverInfoMeta...), ',')
-	}
-	dst, err := appendResultMembers(dst, res)
-	if err != nil {
-		return nil, err
-	}
-	if modern && returned {
-		dst = append(dst, `,"resultType":"complete"`...)
-	}
-	return append(dst, "}}"...), nil
-}
-
 // writeCallError writes err as go-sdk answers a tool handler's error:
 // writeErrorResponse, with -32601 renamed after the method (toWireError).
 // (MCPGODEBUG=nomethodnotfoundcodeinerror=1, which turns the renaming off,
@@ -305,54 +266,4 @@ func writeCallError(w http.ResponseWriter, modern bool, rawID []byte, err error)
 func (s *Server) serverInfo() json.RawMessage {
 	const prefix = `"_meta":{"` + mcp.MetaKeyServerInfo + `":`
 	return json.RawMessage(s.serverInfoMeta[len(prefix) : len(s.serverInfoMeta)-1])
-}
-
-// appendResultMembers appends the members of res, a plainResult, as its
-// MarshalJSON writes them inside its braces (go-sdk's
-// CallToolResult.MarshalJSON: encoding/json over the result's members,
-// each content item through its own MarshalJSON and then compacted). A
-// save's result was 4 % of the server's CPU per save in go-sdk's
-// marshalling (bench/README.md, "Issue 25: saves against the write
-// ceiling"): the wrapper's reflection, the text item's JSON made by its
-// MarshalJSON and compacted again, structuredContent compacted once more,
-// and a copy of the whole. Here a plain text item (no _meta, no
-// annotations) is written at once with encoding/json's escaping
-// (jsonwire.AppendString); every other item and structuredContent go
-// through json.Marshal, which is what encoding/json does with them inside
-// the result. TestFastCallMatchesSDK compares the bytes with go-sdk's.
-func appendResultMembers(dst []byte, res *mcp.CallToolResult) ([]byte, error) {
-	dst = append(dst, `"content":`...)
-	if res.Content == nil {
-		dst = append(dst, "null"...) // as encoding/json writes a nil slice (callTool leaves none)
-	} else {
-		dst = append(dst, '[')
-		for i, c := range res.Content {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if t, ok := c.(*mcp.TextContent); ok && t != nil && t.Meta == nil && t.Annotations == nil {
-				dst = append(dst, `{"type":"text","text":`...)
-				dst = jsonwire.AppendString(dst, t.Text)
-				dst = append(dst, '}')
-				continue
-			}
-			b, err := json.Marshal(c)
-			if err != nil {
-				return nil, err
-			}
-			dst = append(dst, b...)
-		}
-		dst = append(dst, ']')
-	}
-	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err != nil {
-			return nil, err
-		}
-		dst = append(append(dst, `,"structuredContent":`...), b...)
-	}
-	if res.IsError {
-		dst = append(dst, `,"isError":true`...)
-	}
-	return dst, nil
 }

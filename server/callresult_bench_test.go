@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -35,27 +34,28 @@ func saveResult(tb testing.TB) *mcp.CallToolResult {
 		StructuredContent: json.RawMessage(b)}
 }
 
-// TestOwnResultMatchesSDK: appendResultMembers writes a save's result as
-// go-sdk's MarshalJSON does (TestFastCallMatchesSDK compares whole
+// TestOwnResultMatchesSDK: mcptool.AppendResponse writes a save's result
+// as go-sdk's MarshalJSON does (TestFastCallMatchesSDK compares whole
 // answers; this is the one result the benchmark below measures).
 func TestOwnResultMatchesSDK(t *testing.T) {
 	res := saveResult(t)
-	want, err := res.MarshalJSON()
+	b, err := res.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := appendOwnResultForTest(res)
+	want := `{"jsonrpc":"2.0","id":7,"result":` + string(b) + `}`
+	got, err := mcptool.AppendResponse(nil, []byte("7"), nil, res, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("appendResultMembers:\n%s\nMarshalJSON:\n%s", got, want)
+	if string(got) != want {
+		t.Errorf("mcptool.AppendResponse:\n%s\ngo-sdk:\n%s", got, want)
 	}
 }
 
 // BenchmarkSaveResult: the response to a save, on 2026-07-28, written
 // through go-sdk's CallToolResult.MarshalJSON (the fast call path before)
-// and by appendOwnResponse.
+// and by mcptool.AppendResponse.
 func BenchmarkSaveResult(b *testing.B) {
 	res := saveResult(b)
 	s := &Server{serverInfoMeta: []byte(`"_meta":{"` + mcp.MetaKeyServerInfo + `":{"name":"resourced","version":"v0.0.0"}}`)}
@@ -73,12 +73,4 @@ func BenchmarkSaveResult(b *testing.B) {
 			}
 		})
 	}
-}
-
-// appendOwnResultForTest is res as appendResultMembers writes it, in
-// braces: what MarshalJSON returns.
-func appendOwnResultForTest(res *mcp.CallToolResult) ([]byte, error) {
-	b, err := appendResultMembers(make([]byte, 1, 3072), res)
-	b[0] = '{'
-	return append(b, '}'), err
 }

@@ -1,7 +1,8 @@
 // Package mcptool holds what every MCP tool of the server shares, whoever
 // registers it (server's tools, the fixtures): the strict decoding of
 // arguments (DecodeArgs), the scope check (RequireScope) and the rendering
-// of failures (ErrorResult) and links (ResourceLink). It knows go-sdk and
+// of failures (ErrorResult) and links (ResourceLink), and the answers of
+// the server's own tools as go-sdk writes them (AppendResponse). It knows go-sdk and
 // the service's Failure, and must not import server or a store backend.
 package mcptool
 
