@@ -43,7 +43,7 @@ type Hit struct {
 	ID      string   `json:"id"`
 	Title   string   `json:"title"`
 	Snippet string   `json:"snippet"`
-	URL     string   `json:"url,omitempty"`
+	URL     string   `json:"url,omitempty"` // "" or an absolute http(s) URL (CONTRACT §4)
 	Score   *float64 `json:"score,omitempty"`
 }
 

@@ -171,12 +171,16 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []e
 // refuseEnvelope answers a body that is not acceptable JSON-RPC with HTTP
 // 400 and a JSON-RPC error (-32700 or -32600) without an id: JSON-RPC 2.0
 // would send "id": null, which MCP's schema does not admit (its id is
-// optional, a string or an integer).
+// optional, a string or an integer). A body nested deeper than go-sdk
+// parses is a -32700 too, saying so.
 func refuseEnvelope(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := int64(-32700), "Parse error: the body must be one JSON value"
 	var ee *envelope.Error
-	if errors.As(err, &ee) {
+	switch {
+	case errors.As(err, &ee):
 		code, msg = -32600, "Invalid Request: "+ee.Reason
+	case errors.Is(err, envelope.ErrTooDeep):
+		msg = "Parse error: " + err.Error()
 	}
 	if e := logEntry(r.Context()); e != nil {
 		e.outcome = strconv.FormatInt(code, 10)

@@ -88,6 +88,43 @@ func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
 	}
 }
 
+// TestDeepBodyAnswersInJSONRPC: go-sdk refuses a body nested deeper than
+// 1000 with a text/plain 400; the envelope answers it first with a
+// JSON-RPC -32700, as it answers a body beyond encoding/json's 10 000.
+// One level less reaches the tool.
+func TestDeepBodyAnswersInJSONRPC(t *testing.T) {
+	_, url, _ := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	deep := func(depth int) []byte { // message, params, arguments: 3 levels
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"save_report","arguments":{"x":` +
+			strings.Repeat("[", depth-3) + strings.Repeat("]", depth-3) + `}}}`)
+	}
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		hdr := readHeaders(version, "x")
+		hdr.Del("Mcp-Name")
+		// (2026-07-28 wants _meta in a call, which this one has not.)
+		if status, _, got := post(t, url, hdr, deep(1000)); version == "2025-11-25" && (status != http.StatusOK || !strings.Contains(string(got), `"isError":true`)) {
+			t.Errorf("%s, 1000 deep: %d %.300s, want the tool's validation_error", version, status, got)
+		}
+		for depth, want := range map[int]string{
+			1001:  "Parse error: the body nests arrays and objects deeper than 1000 levels",
+			10000: "Parse error: the body nests arrays and objects deeper than 1000 levels",
+			10001: "Parse error: the body must be one JSON value",
+		} {
+			status, h, got := post(t, url, hdr, deep(depth))
+			var resp struct {
+				Error *struct {
+					Code    int64  `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(got, &resp); err != nil || resp.Error == nil || h.Get("Content-Type") != "application/json" ||
+				status != http.StatusBadRequest || resp.Error.Code != -32700 || resp.Error.Message != want {
+				t.Errorf("%s, %d deep: %d %s %.300q, want 400 and a JSON-RPC -32700 %q", version, depth, status, h.Get("Content-Type"), got, want)
+			}
+		}
+	}
+}
+
 // TestOutOfRangeMetaAnswersShort: a request padded to 1 MB whose _meta holds
 // 1e400 gets an answer of a few hundred bytes on both methods and
 // versions, not go-sdk's quote of the params (four times the request).

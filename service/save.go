@@ -108,6 +108,11 @@ func (s *Service) checkSnapshot(a *toolapi.SearchSnapshotArgs) *Failure {
 		if h.ID == "" {
 			return InvalidField(fmt.Sprintf("hits[%d]", i)+".id", "is required and must not be empty")
 		}
+		if h.URL != nil {
+			if f := CheckLinkURL(fmt.Sprintf("hits[%d]", i)+".url", *h.URL); f != nil {
+				return f
+			}
+		}
 	}
 	if a.Total != nil && *a.Total != len(a.Hits) {
 		return InvalidField("total", fmt.Sprintf("is %d but hits has %d items; total is the number of hits: omit it or set it to %d", *a.Total, len(a.Hits), len(a.Hits)))

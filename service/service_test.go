@@ -207,3 +207,72 @@ func TestSaveTakesBytes(t *testing.T) {
 		t.Fatalf("second DeleteKey: %v", f)
 	}
 }
+
+// TestSnapshotHitURLIsALink: a hit's url is shown by hosts as a link, so
+// a snapshot takes only absolute http(s) URLs; any other url is a
+// validation failure naming hits[i].url, and nothing is stored.
+func TestSnapshotHitURLIsALink(t *testing.T) {
+	e := newEnv(t, store.Quota{})
+	ctx := context.Background()
+	save := func(u string) (*Result, *Failure) {
+		return e.svc.SaveSnapshot(ctx, alice, &toolapi.SearchSnapshotArgs{Query: "q", Hits: []toolapi.Hit{
+			{ID: "ok", URL: text("https://example.com/")}, {ID: "x", URL: &u},
+		}})
+	}
+	for _, u := range []string{
+		"https://example.com/doc/1?q=a%20b#top", "http://example.com", "HTTPS://Example.COM:8443/a", "http://[::1]:8080/x",
+		"https://bücher.example/straße", "https://example.com/a\\b",
+	} {
+		if _, f := save(u); f != nil {
+			t.Errorf("url %q refused: %v", u, f)
+		}
+	}
+	stored := func() int {
+		page, err := e.st.List(ctx, store.ListQuery{Tenant: alice, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items)
+	}
+	before := stored()
+	if before != 6 {
+		t.Fatalf("%d snapshots stored, want 6", before)
+	}
+	for u, why := range map[string]string{
+		"javascript:alert(1)":                         `scheme "javascript"`,
+		"JavaScript:alert(1)":                         `scheme "javascript"`, // url.Parse lowers the scheme
+		"data:text/html,<script>alert(1)</script>":    `scheme "data"`,
+		"vbscript:msgbox(1)":                          `scheme "vbscript"`,
+		"file:///etc/passwd":                          `scheme "file"`,
+		"ftp://example.com/a":                         `scheme "ftp"`,
+		"/relative/path":                              "relative reference",
+		"//example.com/x":                             "relative reference",
+		"example.com":                                 "relative reference",
+		"":                                            "is empty",
+		"https:example.com":                           "no host",
+		"https:///path":                               "no host",
+		"http://:80/":                                 "no host",
+		"https://user:pw@example.com/":                "user name or password",
+		"https://example.com@evil.example/":           "user name or password",
+		" https://example.com/":                       "whitespace",
+		"java\tscript:alert(1)":                       "whitespace",
+		"https://example.com/\u202egnp.exe":           "bidirectional",
+		"https://example.com/\x00":                    "control",
+		"https://example.com/" + string([]byte{0xff}): "UTF-8",
+		"https://exa mple.com/":                       "whitespace",
+		"https://example.com:port/":                   "not a URL",
+		"https://example.com/" + strings.Repeat("a", MaxLinkURLLen): "limit is 8192",
+	} {
+		_, f := save(u)
+		if f == nil {
+			t.Errorf("url %q accepted", u)
+			continue
+		}
+		if f.ErrorKind != KindValidation || len(f.FieldErrors) != 1 || f.FieldErrors[0].Field != "hits[1].url" || !strings.Contains(f.Message, why) {
+			t.Errorf("url %q: failure %+v, want a validation_error of hits[1].url saying %q", u, f, why)
+		}
+	}
+	if n := stored(); n != before {
+		t.Errorf("refused snapshots stored: %d objects, want %d", n, before)
+	}
+}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/resourced/resourced/uri"
@@ -23,6 +26,10 @@ import (
 const (
 	MaxQueryLen    = 4096
 	maxMIMETypeLen = 255
+	// MaxLinkURLLen bounds a URL a caller stores for others to follow
+	// (a snapshot hit's url): the request-line limit of common HTTP
+	// servers, so a longer link would not be served anyway.
+	MaxLinkURLLen = 8192
 )
 
 // CheckText validates a free-text field: valid UTF-8, no control
@@ -181,6 +188,57 @@ var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 func CheckSHA256(field, s string) *Failure {
 	if !sha256Hex.MatchString(s) {
 		return InvalidField(field, "must be the 64 lower-case hex digits of a SHA-256, as returned in sha256 by a save or stat_resource")
+	}
+	return nil
+}
+
+// linkURLHint ends every refusal of CheckLinkURL.
+const linkURLHint = `; a link must be an absolute http or https URL such as "https://example.com/doc/1" (or leave the field out)`
+
+// CheckLinkURL validates a URL that hosts will show as a link (a
+// snapshot hit's url): an absolute http or https URL (scheme in any
+// case) with a host, without a user name or password, without
+// whitespace, control or bidirectional-formatting characters (a browser
+// would strip or reorder them, so the link shown is not the link
+// followed; percent-encode them), valid UTF-8, at most MaxLinkURLLen
+// bytes. Every other scheme is refused, javascript:, data: and vbscript:
+// first among them: a host that renders the link would run or open what
+// the caller wrote.
+func CheckLinkURL(field, s string) *Failure {
+	if s == "" {
+		return InvalidField(field, "is empty"+linkURLHint)
+	}
+	if len(s) > MaxLinkURLLen {
+		return InvalidField(field, fmt.Sprintf("is %d bytes; the limit is %d", len(s), MaxLinkURLLen))
+	}
+	if !utf8.ValidString(s) {
+		return InvalidField(field, "is not valid UTF-8")
+	}
+	for i, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return InvalidField(field, fmt.Sprintf("has a whitespace, control or bidirectional-formatting character (%U) at byte %d; percent-encode it", r, i))
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which the caller has
+		}
+		return InvalidField(field, "is not a URL: "+err.Error()+linkURLHint)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	case "":
+		return InvalidField(field, "is a relative reference, not an absolute URL"+linkURLHint)
+	default:
+		return InvalidField(field, fmt.Sprintf("has the scheme %q, which is not allowed%s", u.Scheme, linkURLHint))
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return InvalidField(field, "has no host (write the scheme as \""+u.Scheme+"://\" followed by the host)"+linkURLHint)
+	}
+	if u.User != nil {
+		return InvalidField(field, "has a user name or password before the host (user@host): a stored link must not carry credentials, and a host shown after '@' misleads the reader"+linkURLHint)
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ type Hit struct {
 	ID      string   `json:"id" schema:"minLength=1"`
 	Title   string   `json:"title"`
 	Snippet string   `json:"snippet"`
-	URL     *string  `json:"url,omitempty"`
+	URL     *string  `json:"url,omitempty" jsonschema:"Where the hit can be read: an absolute http or https URL (hosts show it as a link), without user name or password." schema:"format=uri;maxLength=8192;pattern=^[Hh][Tt][Tt][Pp][Ss]?://"`
 	Score   *float64 `json:"score,omitempty"`
 }
 

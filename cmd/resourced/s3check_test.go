@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/resourced/resourced/store/s3store"
 )
 
 // TestS3CheckCommandLine: `resourced s3 check` says what is wrong with its
@@ -53,4 +55,20 @@ func writeConfig(t *testing.T, dir, name, yaml string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestS3CheckSummaryNamesAdvisoryFailures: an accepted service's last line
+// names the advisory guarantees it failed (SeaweedFS: race-latency).
+func TestS3CheckSummaryNamesAdvisoryFailures(t *testing.T) {
+	rep := s3store.ProbeReport{Results: []s3store.ProbeResult{
+		{Guarantee: s3store.Guarantee{Name: "create-only"}, OK: true},
+		{Guarantee: s3store.Guarantee{Name: "race-latency", Advisory: true}},
+	}}
+	if got := keptSummary(&rep); !strings.Contains(got, "keeps every guarantee") || !strings.Contains(got, "fails the advisory race-latency") {
+		t.Errorf("summary %q: want it to name race-latency", got)
+	}
+	rep.Results[1].OK = true
+	if got := keptSummary(&rep); strings.Contains(got, "advisory") {
+		t.Errorf("summary %q names an advisory failure, with none", got)
+	}
 }

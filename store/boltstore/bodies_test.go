@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/store/boltstore"
@@ -25,18 +23,7 @@ import (
 // bucket for each (empty bodies included).
 func TestConformanceBodyBuckets(t *testing.T) {
 	boltstore.SetLargeMin(t, 0)
-	storetest.Run(t, func(t *testing.T) store.Driver {
-		s, err := boltstore.OpenDriver(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
-		if err != nil {
-			t.Fatalf("Open = %v", err)
-		}
-		t.Cleanup(func() {
-			if err := s.Check(); err != nil && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
-				t.Errorf("Check = %v, want nil", err)
-			}
-		})
-		return s
-	})
+	storetest.Run(t, conformanceDriver)
 }
 
 // largeBody returns n bytes that differ with seed.
@@ -208,16 +195,7 @@ func TestLargeBodies(t *testing.T) {
 	// A backup holds the bodies; so does the file after a reopen (with
 	// its quick check).
 	backup := filepath.Join(t.TempDir(), "backup.db")
-	f, err := os.Create(backup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Backup(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	backupTo(t, s, backup)
 	s.Close()
 	for _, p := range []string{backup, path} {
 		s, err = boltstore.Open(p, boltstore.Options{Now: clock})
@@ -434,22 +412,12 @@ func TestLargePutsDoNotCopyTheirNeighbours(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 117 MiB")
 	}
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	for i, mib := range []int64{40, 47, 30} {
 		size := mib << 20
 		k := store.MustKey("t1", "report", "part"+string(rune('a'+i)))
 		meta := object(k, "", time.Now()).Meta
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		if _, _, err := s.PutStream(t.Context(), &meta, &pattern{n: size}, store.Cond{}); err != nil {
-			t.Fatal(err)
-		}
-		runtime.ReadMemStats(&after)
+		_, before, after := measuredPutStream(t, s, &meta, &pattern{n: size})
 		alloc := int64(after.TotalAlloc - before.TotalAlloc)
 		t.Logf("PutStream of the %d MiB part allocated %.1f MiB", mib, float64(alloc)/(1<<20))
 		if alloc > size*5/4+4<<20 {
@@ -465,20 +433,10 @@ func TestLargePutsDoNotCopyTheirNeighbours(t *testing.T) {
 // pages of it took is back with the system, so that the next large save
 // (the next part of the same answer) does not stack its pages on them.
 func TestLargePutReleasesItsPages(t *testing.T) {
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	const size = 24 << 20
 	meta := object(store.MustKey("t1", "report", "big"), "", time.Now()).Meta
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	if _, _, err := s.PutStream(t.Context(), &meta, &pattern{n: size}, store.Cond{}); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
+	_, before, after := measuredPutStream(t, s, &meta, &pattern{n: size})
 	// Retained: what the heap holds from the system, used or not.
 	retained := func(m *runtime.MemStats) int64 { return int64(m.HeapSys - m.HeapReleased) }
 	if grew := retained(&after) - retained(&before); grew > 8<<20 {

@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -22,21 +24,63 @@ import (
 	"github.com/resourced/resourced/store/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Driver {
-		s, err := boltstore.OpenDriver(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
-		if err != nil {
-			t.Fatalf("Open = %v", err)
+func TestConformance(t *testing.T) { storetest.Run(t, conformanceDriver) }
+
+// conformanceDriver opens the driver of one conformance subtest, which
+// must leave a file that passes the consistency check (the Close subtest
+// has closed it already).
+func conformanceDriver(t *testing.T) store.Driver {
+	s, err := boltstore.OpenDriver(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Check(); err != nil && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			t.Errorf("Check = %v, want nil", err)
 		}
-		t.Cleanup(func() {
-			// Every subtest leaves a file that passes the consistency
-			// check (the Close subtest has closed it already).
-			if err := s.Check(); err != nil && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
-				t.Errorf("Check = %v, want nil", err)
-			}
-		})
-		return s
 	})
+	return s
+}
+
+// openTemp opens a store in a new temporary directory, closed when t ends.
+func openTemp(t *testing.T) *boltstore.Store {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// backupTo writes a backup of s to a new file at path.
+func backupTo(t *testing.T, s *boltstore.Store, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Backup(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// measuredPutStream saves r's bytes at meta.Key with PutStream and
+// returns the stored metadata and the memory statistics just before it
+// (after a GC) and just after it.
+func measuredPutStream(t *testing.T, s *boltstore.Store, meta *store.Meta, r io.Reader) (m store.Meta, before, after runtime.MemStats) {
+	t.Helper()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m, _, err := s.PutStream(t.Context(), meta, r, store.Cond{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, before, after
 }
 
 func object(k store.Key, body string, now time.Time) *store.Object {
@@ -642,11 +686,7 @@ func TestDeleteExpiredStaleEntries(t *testing.T) {
 
 func TestCheckEncoded(t *testing.T) {
 	ctx := t.Context()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	now := time.Now()
 	with := object(store.MustKey("t1", "report", "with"), "body", now)
 	with.Encoded = []byte("E-body")
@@ -675,7 +715,7 @@ func TestCheckEncoded(t *testing.T) {
 	if _, _, err := s.Put(ctx, with, store.Cond{}); err != nil {
 		t.Fatal(err)
 	}
-	err = s.CheckEncoded(verify)
+	err := s.CheckEncoded(verify)
 	if err == nil || !strings.Contains(err.Error(), "report://t1/with") || !strings.Contains(err.Error(), "encoded form: mismatch") {
 		t.Errorf("CheckEncoded of a mismatching form = %v, want its key and the verifier's error", err)
 	}

@@ -178,16 +178,7 @@ func TestQuickCheckAcceptsBackups(t *testing.T) {
 			t.Fatal(err)
 		}
 		copyPath := filepath.Join(dir, fmt.Sprintf("backup%d.db", i))
-		f, err := os.Create(copyPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Backup(f); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
+		backupTo(t, s, copyPath)
 		c, err := boltstore.Open(copyPath, boltstore.Options{})
 		if err != nil {
 			t.Fatalf("Open(backup after commit %d) = %v, want nil", i, err)

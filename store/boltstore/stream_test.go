@@ -86,23 +86,12 @@ func TestPutStreamMapsItsSpool(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the spool is mapped on Linux only")
 	}
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	const size = 16<<20 + 5
 	body := bytes.Repeat([]byte("0123456789abcdeф"), size/17+1)[:size]
 	k := store.MustKey("acme", "report", "big")
 	meta := object(k, "", time.Now())
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	m, _, err := s.PutStream(t.Context(), &meta.Meta, bytes.NewReader(body), store.Cond{})
-	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, before, after := measuredPutStream(t, s, &meta.Meta, bytes.NewReader(body))
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size*3/2 {
 		t.Errorf("PutStream of %d bytes allocated %d", size, alloc)
 	}

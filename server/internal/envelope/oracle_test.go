@@ -20,8 +20,18 @@ import (
 )
 
 // oldParse checks body and returns its messages. jsonwire.ErrSyntax means the
-// body is not one JSON value; *errEnvelope that it is not valid JSON-RPC.
+// body is not one JSON value; *errEnvelope that it is not valid JSON-RPC;
+// ErrTooDeep that it is otherwise fine but nested deeper than go-sdk takes.
 func oldParse(body []byte) ([]Message, error) {
+	msgs, err := oldParseEnvelope(body)
+	if err == nil && !oldShallow(body, sdkMaxDepth) {
+		return nil, ErrTooDeep // go-sdk's limit, checked last (walk.go)
+	}
+	return msgs, err
+}
+
+// oldParseEnvelope is the envelope check the walk replaced.
+func oldParseEnvelope(body []byte) ([]Message, error) {
 	if !json.Valid(body) {
 		return nil, jsonwire.ErrSyntax
 	}

@@ -30,9 +30,21 @@ import (
 const maxDepth = 10000
 
 // maxFastDepth is the deepest nesting of arrays and objects the fast paths
-// take; go-sdk refuses bodies nested deeper than 1000, encoding/json only
-// beyond maxDepth.
+// take; Parse refuses bodies nested deeper than sdkMaxDepth, encoding/json
+// only beyond maxDepth.
 const maxFastDepth = 64
+
+// sdkMaxDepth is go-sdk v1.8.0's nesting limit (its internal/json
+// defaultMaxDepth): it refuses a body nested deeper, before dispatch, with
+// a text/plain 400 ("malformed payload: json: exceeded maximum nesting
+// depth of 1000"). Parse refuses it first, with ErrTooDeep, so that every
+// depth beyond the limit gets a JSON-RPC -32700, as a body beyond
+// encoding/json's maxDepth does (not one JSON value to it).
+const sdkMaxDepth = 1000
+
+// ErrTooDeep is a body, one JSON value and acceptable JSON-RPC otherwise,
+// that nests arrays and objects deeper than sdkMaxDepth.
+var ErrTooDeep = errors.New("the body nests arrays and objects deeper than " + strconv.Itoa(sdkMaxDepth) + " levels")
 
 // Fast is what the fast paths (server/readpath.go, server/callpath.go)
 // read of a message, set only when the body is that message alone, an
@@ -180,7 +192,8 @@ var (
 
 // Parse checks body and returns its messages. jsonwire.ErrSyntax means the
 // body is not one JSON value; *Error that it is not valid JSON-RPC (a
-// member named twice included).
+// member named twice included); ErrTooDeep, found only when nothing else
+// is, that it nests deeper than go-sdk takes.
 func Parse(body []byte) ([]Message, error) {
 	w := walker{data: body}
 	if !w.walk() {
@@ -191,6 +204,9 @@ func Parse(body []byte) ([]Message, error) {
 	}
 	if w.msgErr != nil {
 		return nil, w.msgErr
+	}
+	if w.depth > sdkMaxDepth {
+		return nil, ErrTooDeep
 	}
 	return w.msgs, nil
 }

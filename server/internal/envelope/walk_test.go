@@ -245,6 +245,31 @@ func TestParseLimits(t *testing.T) {
 			t.Errorf("depth %d: Parse says %v, json.Valid %v", depth, err, json.Valid(body))
 		}
 	}
+	// go-sdk's limit: a message nested sdkMaxDepth deep is taken, one
+	// level deeper is ErrTooDeep up to encoding/json's limit, a syntax
+	// error beyond it; a body wrong in another way keeps that answer.
+	deep := func(version string, depth int) []byte { // message, params, arguments: 3 levels
+		return []byte(`{"jsonrpc":"` + version + `","id":1,"method":"tools/call","params":{"name":"t","arguments":{"x":` +
+			strings.Repeat("[", depth-3) + strings.Repeat("]", depth-3) + `}}}`)
+	}
+	for _, tc := range []struct {
+		body []byte
+		want string
+	}{
+		{deep("2.0", sdkMaxDepth), "ok"},
+		{deep("2.0", sdkMaxDepth+1), describe(ErrTooDeep)},
+		{deep("2.0", maxDepth), describe(ErrTooDeep)},
+		{deep("2.0", maxDepth+1), "syntax"},
+		{deep("1.0", sdkMaxDepth+1), `envelope: the jsonrpc member must be "2.0"`},
+	} {
+		_, err := Parse(tc.body)
+		if got := describe(err); got != tc.want {
+			t.Errorf("%.40s… (%d bytes): Parse = %s, want %s", tc.body, len(tc.body), got, tc.want)
+		}
+		if d := agree(tc.body); d != "" {
+			t.Errorf("%.40s… (%d bytes): %s", tc.body, len(tc.body), d)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("{")
 	for i := range 100 {
