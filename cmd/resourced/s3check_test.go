@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/resourced/resourced/store/s3store"
 )
@@ -70,5 +71,21 @@ func TestS3CheckSummaryNamesAdvisoryFailures(t *testing.T) {
 	rep.Results[1].OK = true
 	if got := keptSummary(&rep); strings.Contains(got, "advisory") {
 		t.Errorf("summary %q names an advisory failure, with none", got)
+	}
+}
+
+// TestS3CheckTableTimesOnlyOwnChecks: a guarantee judged from an earlier
+// check's requests shows no time of its own ("0ms" read as if it had not
+// run).
+func TestS3CheckTableTimesOnlyOwnChecks(t *testing.T) {
+	rep := s3store.ProbeReport{Results: []s3store.ProbeResult{
+		{Guarantee: s3store.Guarantee{Name: "create-only-race"}, OK: true, Took: 42 * time.Millisecond},
+		{Guarantee: s3store.Guarantee{Name: "race-latency", Advisory: true, Derived: true}, OK: true},
+	}}
+	var b strings.Builder
+	printProbe(&b, &rep)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || strings.Fields(lines[0])[2] != "42ms" || strings.Fields(lines[1])[2] != "-" {
+		t.Errorf("table:\n%s\nwant 42ms for create-only-race and - for race-latency", b.String())
 	}
 }

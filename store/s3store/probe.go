@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,6 +35,9 @@ type Guarantee struct {
 	// Advisory guarantees make a feature slower when they fail, not a
 	// save unsafe: the service is not refused for them.
 	Advisory bool
+	// Derived guarantees are judged from an earlier check's requests and
+	// take no time of their own.
+	Derived bool
 }
 
 // Guarantees are what Probe checks, in the order it checks them.
@@ -44,14 +48,14 @@ var Guarantees = []Guarantee{
 	{Name: "create-only-race", Want: "of concurrent If-None-Match: * PUTs of one key exactly one succeeds, and the key then holds its body"},
 	{Name: "if-match-race", Want: "of concurrent PUTs bound by If-Match to one ETag exactly one succeeds, and the key then holds its body"},
 	{Name: "read-atomic", Want: "a GET never returns an ETag newer than its body, also while a replace is under way (with If-Match too)"},
-	{Name: "read-exact", Want: "a GET returns the ETag and the body of one write, and one with If-Match: <ETag> that ETag's body (else a streamed read may mix two writes)", Advisory: true},
+	{Name: "read-exact", Want: "a GET returns the ETag and the body of one write, and one with If-Match: <ETag> that ETag's body (else a streamed read may mix two writes)", Advisory: true, Derived: true},
 	{Name: "get-if-match", Want: "a GET with If-Match of a stale ETag fails with 412; with the current one it returns the object"},
 	{Name: "missing-is-404", Want: "a GET or HEAD of a missing key answers 404 with If-Match and with If-None-Match, not 412"},
 	{Name: "range", Want: "a ranged GET past the end of an object returns the whole object"},
 	{Name: "list-order", Want: "ListObjectsV2 keeps a/x! beside a/x/y! and lists keys in byte order after StartAfter"},
 	{Name: "delete-if-match", Want: "a DELETE with If-Match of a stale ETag fails and keeps the object"},
 	{Name: "get-if-none-match", Want: "a GET with If-None-Match: <current ETag> answers 304 (else the read cache is off)", Advisory: true},
-	{Name: "race-latency", Want: "each of the racing conditional PUTs above answers within 1 s (else a tenant's saves from several instances wait on its usage object)", Advisory: true},
+	{Name: "race-latency", Want: "each of the racing conditional PUTs above answers within 1 s (else a tenant's saves from several instances wait on its usage object)", Advisory: true, Derived: true},
 }
 
 // probeRacers is how many requests each race of the probe sends at once,
@@ -131,6 +135,10 @@ func (s *Store) Probe(ctx context.Context) (ProbeReport, error) {
 // prober runs the probe's requests, each without SDK retries: a retry
 // would hide (or fake) the answer the service gave.
 type prober struct {
+	// wrote is set once a PUT may have stored something: it succeeded, or
+	// it failed without the service's refusal (a lost answer). Until then
+	// the cleanup's failure is the probe's own failure again, not news.
+	wrote   atomic.Bool
 	s       *Driver
 	base    string        // the probe's own prefix
 	exact   string        // what readAtomic found for read-exact
@@ -167,6 +175,9 @@ func (p *prober) putWithin(ctx context.Context, timeout time.Duration, key, body
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := p.s.client.PutObject(cctx, in, noRetries)
+	if status, _ := apiError(err); err == nil || status < 400 || status > 499 {
+		p.wrote.Store(true)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -286,7 +297,7 @@ func (s *Driver) probe(ctx context.Context) (ProbeReport, error) {
 		}
 		rep.Results = append(rep.Results, ProbeResult{Guarantee: g, OK: failure == "", Detail: failure, Took: time.Since(t0)})
 	}
-	if cerr := p.cleanup(context.WithoutCancel(ctx), p.base, time.Time{}); cerr != nil {
+	if cerr := p.cleanup(context.WithoutCancel(ctx), p.base, time.Time{}); cerr != nil && (err == nil || p.wrote.Load()) {
 		err = errors.Join(err, cerr)
 	}
 	// What an earlier probe left (it crashed, or lost its answers) goes too.

@@ -77,6 +77,27 @@ func TestProbe(t *testing.T) {
 	}
 }
 
+// TestProbeRefusedSaysItOnce: a probe the service refuses from its first
+// PUT (here a bucket that does not exist, as with wrong credentials) wrote
+// nothing, so its answer is that refusal alone, without a second error
+// about removing what it never wrote.
+func TestProbeRefusedSaysItOnce(t *testing.T) {
+	s := openTest(t, serverOptions(t))
+	bucket := s.d.bucket
+	s.d.bucket = "resourced-no-such-bucket-" + strings.ToLower(uniquePrefix(t)[7:19])
+	_, err := s.Probe(t.Context())
+	s.d.bucket = bucket
+	if err == nil {
+		t.Fatal("Probe on a missing bucket succeeded")
+	}
+	if !strings.Contains(err.Error(), "NoSuchBucket") {
+		t.Errorf("Probe = %v, want the service's NoSuchBucket", err)
+	}
+	if strings.Contains(err.Error(), "removing the probe's") {
+		t.Errorf("Probe = %v: a cleanup error after a probe that wrote nothing", err)
+	}
+}
+
 // TestSingleWriterLease: in single-writer mode a store writes only while
 // it holds the prefix's lease; a second store is refused while the first
 // renews it, takes it at once when the first closes, and takes over one
