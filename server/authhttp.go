@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,19 +28,25 @@ type mcpRequest struct {
 	msgs []envelope.Message
 }
 
-type mcpRequestKey struct{}
-
 // authenticate resolves the caller to a principal before MCP sees the
 // request, reads a POST's body once and checks its envelope, and enforces
-// the scope each JSON-RPC method or tool needs. What it learned travels in
-// the context (auth.FromContext, mcpRequestKey) to the stages after it.
+// the scope each JSON-RPC method or tool needs. What it learned goes into
+// the request's state (reqState: auth.FromContext, mcpRequestOf) for the
+// stages after it, without a new context or request.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.bearer.Principal(w, r)
 		if !ok {
 			return
 		}
-		ctx := auth.WithPrincipal(r.Context(), p)
+		st := stateOf(r.Context())
+		if st == nil {
+			// Below logRequests there always is one; a handler mounted
+			// without it gets its own.
+			st = &reqState{}
+			r = st.bind(r)
+		}
+		st.p, st.authed = p, true
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, requestBodyLimit(s.maxBody)))
 			if err != nil {
@@ -71,10 +75,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			defer release()
-			ctx = context.WithValue(ctx, mcpRequestKey{}, &mcpRequest{body: body, msgs: msgs})
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			st.req = mcpRequest{body: body, msgs: msgs}
+			st.body.Reset(body)
+			r.Body = &st.body
 		}
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -94,7 +99,7 @@ func (s *Server) refuseScope(w http.ResponseWriter, r *http.Request, scope strin
 // after authenticate, with the principal and the parsed body.
 func (s *Server) readStage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
+		req := mcpRequestOf(r.Context())
 		p, ok := auth.FromContext(r.Context())
 		if req != nil && ok && (s.fastRead(w, r, p, req.msgs) || s.fastCall(w, r, req.msgs)) {
 			return
