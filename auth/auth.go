@@ -60,6 +60,15 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
+// IsPrincipalKey reports whether key is the one FromContext looks up: a
+// context type of its own, carrying all a request's values in one place,
+// answers it with the Principal from its Value method instead of adding a
+// WithPrincipal.
+func IsPrincipalKey(key any) bool {
+	_, ok := key.(principalKey)
+	return ok
+}
+
 // FromContext returns the principal stored by WithPrincipal.
 func FromContext(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)

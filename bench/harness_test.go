@@ -37,6 +37,9 @@ type testServer struct {
 	URL   string // the MCP endpoint, http://127.0.0.1:PORT/mcp
 	Token string // bearer token for tenant "default" with both scopes; "" without auth
 	Store store.Backend
+	// Handler is the server itself, for benchmarks that drive it without
+	// a connection (hotpath_test.go, BenchmarkReadHandler).
+	Handler http.Handler
 }
 
 // startServer serves a server.Server on a loopback port until the test
@@ -92,6 +95,7 @@ func startServer(tb testing.TB, backend string, jwt bool) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ts.Handler = srv
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

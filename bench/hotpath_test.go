@@ -198,3 +198,101 @@ func sizeName(n int) string {
 	}
 	return fmt.Sprint(n) + "B"
 }
+
+// BenchmarkHandler is the server's own part of one request as bench/run.sh
+// sends it (bbolt, JWT, 2026-07-28 with its headers and _meta): the request
+// goes straight to the server's handler, with no connection and no client,
+// so its allocations are the server's alone (net/http's reading of the
+// request and its response buffers aside). The writer discards the
+// response and takes the deadlines as a net/http connection does. The
+// reads are hot (the body is in the form cache after the first request);
+// the save replaces one report of 1 KiB, through the group commit.
+func BenchmarkHandler(b *testing.B) {
+	const uri = "report://default/bench/one"
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"resourced-bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tc := range []struct {
+		name, method, target, body string
+		min                        int // response bytes at least
+	}{
+		{"read/1KiB", "resources/read", uri, `{"uri":"` + uri + `",` + meta + `}`, 1 << 10},
+		{"read/256KiB", "resources/read", uri, `{"uri":"` + uri + `",` + meta + `}`, 256 << 10},
+		{"save_report/1KiB", "tools/call", "save_report",
+			`{"name":"save_report","arguments":{"path":"bench/saved","mimeType":"text/markdown","text":` + jsonText(1<<10) + `},` + meta + `}`, 100},
+	} {
+		b.Run("bbolt/jwt/"+tc.name, func(b *testing.B) {
+			ts := startServer(b, "bbolt", true)
+			ts.put(b, "bench/one", "text/markdown", text(max(tc.min, 1<<10)))
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + tc.method + `","params":` + tc.body + `}`)
+			r, err := http.NewRequest(http.MethodPost, ts.URL, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Header = http.Header{
+				"Content-Type":         {"application/json"},
+				"Accept":               {"application/json, text/event-stream"},
+				"Mcp-Protocol-Version": {"2026-07-28"},
+				"Authorization":        {"Bearer " + ts.Token},
+				"Mcp-Method":           {tc.method},
+				"Mcp-Name":             {tc.target},
+			}
+			r.ContentLength = int64(len(body))
+			rb := &reusedBody{}
+			w := &discardWriter{h: http.Header{}}
+			serve := func() {
+				rb.Reset(body)
+				r.Body = rb
+				clear(w.h)
+				w.status, w.n, w.head = 0, 0, w.head[:0]
+				ts.Handler.ServeHTTP(w, r)
+				if w.status != http.StatusOK || w.n < tc.min || bytes.Contains(w.head, []byte(`"isError":true`)) || bytes.Contains(w.head, []byte(`"error":`)) {
+					b.Fatalf("status %d, %d bytes: %.300s", w.status, w.n, w.head)
+				}
+			}
+			serve()
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				serve()
+			}
+		})
+	}
+}
+
+// jsonText is text(n) as a JSON string.
+func jsonText(n int) string {
+	b, _ := json.Marshal(string(text(n)))
+	return string(b)
+}
+
+// reusedBody is a request body that can be read again after Reset.
+type reusedBody struct{ bytes.Reader }
+
+func (*reusedBody) Close() error { return nil }
+
+// discardWriter is a ResponseWriter that counts and discards the response,
+// and takes read and write deadlines as net/http's writer does
+// (http.ResponseController).
+type discardWriter struct {
+	h      http.Header
+	status int
+	n      int
+	head   []byte // the first bytes of the response
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.n += len(p)
+	if len(w.head) < 512 {
+		w.head = append(w.head, p[:min(len(p), 512-len(w.head))]...)
+	}
+	return len(p), nil
+}
+func (w *discardWriter) SetReadDeadline(time.Time) error  { return nil }
+func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }

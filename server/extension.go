@@ -64,7 +64,7 @@ type ExtensionDeps struct {
 // go-sdk's JSON handler).
 func (s *Server) extensionStage(next, sse http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
+		req := mcpRequestOf(r.Context())
 		p, ok := auth.FromContext(r.Context())
 		if req == nil || !ok {
 			next.ServeHTTP(w, r)

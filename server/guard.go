@@ -141,7 +141,13 @@ const internalErrorBody = `{"jsonrpc":"2.0","error":{"code":-32603,"message":"In
 // (guard_deadline.go), and recovers a panic of any handler below it.
 func (s *Server) guardHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gw := s.deadlines.Writer(w)
+		var gw *edge.Writer
+		if st := stateOf(r.Context()); st != nil {
+			gw = &st.gw // in the request's one allocation
+			s.deadlines.Init(gw, w)
+		} else {
+			gw = s.deadlines.Writer(w)
+		}
 		defer func() {
 			v := recover()
 			if v == nil {
@@ -174,7 +180,7 @@ func (s *Server) guardHTTP(next http.Handler) http.Handler {
 			http.Error(gw, "Internal Server Error", http.StatusInternalServerError)
 		}()
 		if bodyDeadline(r) {
-			r = s.deadlines.Body(gw, r)
+			s.deadlines.Body(gw, r) // r is logRequests' copy
 		}
 		next.ServeHTTP(gw, r)
 	})

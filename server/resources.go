@@ -146,11 +146,11 @@ func recordOutcome(ctx context.Context, method, tool string, res mcp.Result, err
 // outcome is what one MCP request came to: "ok", its JSON-RPC error
 // code, "error", or a failed tool call's errorKind ("isError" without).
 func outcome(res mcp.Result, err error) string {
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.As(err, &rpcErr):
-		return strconv.FormatInt(rpcErr.Code, 10)
-	case err != nil:
+	if err != nil {
+		var rpcErr *jsonrpc.Error // allocated for errors.As: only on a failure
+		if errors.As(err, &rpcErr) {
+			return strconv.FormatInt(rpcErr.Code, 10)
+		}
 		return "error"
 	}
 	if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {

@@ -393,7 +393,7 @@ func New(opts Options) (*Server, error) {
 
 // requestBody is the body of a POST /mcp that authenticate has read.
 func requestBody(r *http.Request) []byte {
-	req, _ := r.Context().Value(mcpRequestKey{}).(*mcpRequest)
+	req := mcpRequestOf(r.Context())
 	if req == nil {
 		return nil
 	}

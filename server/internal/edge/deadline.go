@@ -55,8 +55,11 @@ func budgetAt(grace time.Duration, n, rate int64) time.Duration {
 // of it has gone out.
 type Writer struct {
 	http.ResponseWriter
-	rc *http.ResponseController
+	rc http.ResponseController
 	d  *Deadlines
+	// body is the request body's deadline (Body), kept here: one
+	// request, one writer, one body.
+	body deadlineBody
 
 	started  bool      // WriteHeader or Write was called
 	stream   bool      // a long-lived stream: a deadline per write
@@ -68,7 +71,15 @@ type Writer struct {
 
 // Writer wraps w under these deadlines.
 func (d *Deadlines) Writer(w http.ResponseWriter) *Writer {
-	return &Writer{ResponseWriter: w, rc: http.NewResponseController(w), d: d}
+	gw := new(Writer)
+	d.Init(gw, w)
+	return gw
+}
+
+// Init makes gw, which may be part of a larger per-request value (the
+// server's request state), the Writer of w under these deadlines.
+func (d *Deadlines) Init(gw *Writer, w http.ResponseWriter) {
+	*gw = Writer{ResponseWriter: w, rc: *http.NewResponseController(w), d: d}
 }
 
 // Started reports whether any of the response was written.
@@ -221,19 +232,19 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Body puts r's body under its read deadline and returns r; gw is the
-// request's Writer.
-func (dl *Deadlines) Body(gw *Writer, r *http.Request) *http.Request {
+// Body puts r's body under its read deadline, in place: r must be the
+// caller's own copy of the request (a handler may not change the one
+// net/http gave it). gw is the request's Writer.
+func (dl *Deadlines) Body(gw *Writer, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return r
+		return
 	}
 	now := time.Now()
-	d := &deadlineBody{ReadCloser: r.Body, rc: gw.rc, dl: dl, start: now, moving: r.ContentLength < 0}
+	d := &gw.body
+	*d = deadlineBody{ReadCloser: r.Body, rc: &gw.rc, dl: dl, start: now, moving: r.ContentLength < 0}
 	d.set = now.Add(budgetAt(dl.BodyGrace, max(r.ContentLength, 0), dl.BodyMinRate))
 	if err := gw.rc.SetReadDeadline(d.set); err != nil {
-		return r // no deadlines on this writer (not a net/http connection)
+		return // no deadlines on this writer (not a net/http connection)
 	}
-	r2 := *r
-	r2.Body = d
-	return &r2
+	r.Body = d
 }
