@@ -622,7 +622,17 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest, up, name
 			defer done(ctx) // the progress read before the answer reaches the caller first
 			params.SetProgressToken(upTok)
 		}
-		res, err = cs.CallTool(cctx, params)
+		callCtx := cctx
+		var plain *plainAnswer
+		if params.GetProgressToken() == nil {
+			// Read on this goroutine when it is a plain answer (plain.go).
+			plain = &plainAnswer{}
+			callCtx = withPlain(cctx, plain)
+		}
+		res, err = cs.CallTool(callCtx, params)
+		if plain != nil && plain.res != nil {
+			res, err = plain.res, nil
+		}
 	}
 	if err != nil {
 		e := classify(ctx, cctx, err)

@@ -832,10 +832,28 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			b.Close()
 		}
 	}
+	plain := plainPOST(req, id)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
+	resp, err = t.bound(req, resp, id)
+	if plain != nil && err == nil && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		if readPlain(req, resp, mediaType(resp), id, plain) {
+			return nil, errPlainAnswered
+		}
+	}
+	return resp, err
+}
+
+// mediaType is resp's Content-Type without parameters, in lower case.
+func mediaType(resp *http.Response) string {
+	mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// bound is resp with the message limit and the budget applied.
+func (t *limitTransport) bound(req *http.Request, resp *http.Response, id []byte) (*http.Response, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// go-sdk reads an error's body whole to find a JSON-RPC error.
 		resp.Body = limitedBody{io.LimitReader(resp.Body, t.limit), resp.Body}
@@ -858,8 +876,7 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return busyHTTP(resp, id, d), nil
 	}
-	mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
-	switch strings.ToLower(strings.TrimSpace(mt)) {
+	switch mediaType(resp) {
 	case "application/json":
 		if resp.ContentLength > t.limit && id != nil {
 			resp.Body.Close()
