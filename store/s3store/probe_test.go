@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/resourced/resourced/store"
@@ -78,20 +79,24 @@ func TestProbe(t *testing.T) {
 }
 
 // TestProbeRefusedSaysItOnce: a probe the service refuses from its first
-// PUT (here a bucket that does not exist, as with wrong credentials) wrote
-// nothing, so its answer is that refusal alone, without a second error
-// about removing what it never wrote.
+// PUT (here wrong credentials: every S3 service refuses those, where some
+// create a missing bucket on the first PUT) wrote nothing, so its answer
+// is that refusal alone, without a second error about removing what it
+// never wrote.
 func TestProbeRefusedSaysItOnce(t *testing.T) {
-	s := openTest(t, serverOptions(t))
-	bucket := s.d.bucket
-	s.d.bucket = "resourced-no-such-bucket-" + strings.ToLower(uniquePrefix(t)[7:19])
+	opts := serverOptions(t)
+	s := openTest(t, opts)
+	client := s.d.client
+	bad := opts
+	bad.credentials = credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), "not-the-secret", "")
+	s.d.client = testClient(t, bad)
 	_, err := s.Probe(t.Context())
-	s.d.bucket = bucket
+	s.d.client = client
 	if err == nil {
-		t.Fatal("Probe on a missing bucket succeeded")
+		t.Fatal("Probe with wrong credentials succeeded")
 	}
-	if !strings.Contains(err.Error(), "NoSuchBucket") {
-		t.Errorf("Probe = %v, want the service's NoSuchBucket", err)
+	if !strings.Contains(err.Error(), "create-only") || !strings.Contains(err.Error(), "403") {
+		t.Errorf("Probe = %v, want the service's 403 on the first check", err)
 	}
 	if strings.Contains(err.Error(), "removing the probe's") {
 		t.Errorf("Probe = %v: a cleanup error after a probe that wrote nothing", err)
