@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/server/internal/edge"
 	"github.com/resourced/resourced/server/internal/envelope"
 )
 
@@ -48,7 +48,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		st.p, st.authed = p, true
 		if r.Method == http.MethodPost {
-			body, err := readBody(r, requestBodyLimit(s.maxBody))
+			body, err := edge.ReadBody(r, requestBodyLimit(s.maxBody))
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
@@ -81,36 +81,6 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// bodyPrealloc is the most of a body's announced length readBody
-// allocates before the bytes arrive: a client that announces a body and
-// sends it slowly holds no more than this before it is dropped.
-const bodyPrealloc = 16 << 10
-
-// readBody reads r's body, at most limit bytes (an *http.MaxBytesError
-// past them). A body whose Content-Length is at most bodyPrealloc is read
-// into one buffer of that size; io.ReadAll would read it in growing pieces
-// and copy them into a final slice (four allocations for a 1 KiB save).
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	rd := http.MaxBytesReader(nil, r.Body, limit)
-	if r.ContentLength <= 0 || r.ContentLength > bodyPrealloc {
-		return io.ReadAll(rd)
-	}
-	b := make([]byte, 0, r.ContentLength+1) // +1: EOF arrives without a growth
-	for {
-		n, err := rd.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // more than announced: net/http's error follows
-		}
-	}
 }
 
 // refuseScope answers a caller whose token lacks scope for m: 403 with
