@@ -123,7 +123,7 @@ func callerWhere(ctx context.Context) string {
 // called from the deferred function that recovered v, so the stack still
 // shows where the panic happened.
 func (s *Server) panicked(ctx context.Context, where string, v any, attrs ...any) {
-	s.metrics.panics.WithLabelValues(where).Inc()
+	s.metrics.Panics.WithLabelValues(where).Inc()
 	args := append([]any{"where", where, "panic", fmt.Sprint(v), "stack", string(debug.Stack())}, attrs...)
 	if ctx == nil {
 		ctx = context.Background()

@@ -14,5 +14,5 @@ const DefaultMaxConns = edge.DefaultMaxConns
 // answered 503 and closed at once (edge.Listener), and counted in
 // resourced_limited_total{reason="connections"}.
 func (s *Server) Listener(l net.Listener, maxConns int) net.Listener {
-	return edge.Listener(l, maxConns, func() { s.metrics.limited.WithLabelValues(limitConnections).Inc() })
+	return edge.Listener(l, maxConns, func() { s.metrics.Limited.WithLabelValues(limitConnections).Inc() })
 }

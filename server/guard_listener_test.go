@@ -56,7 +56,7 @@ func TestListenerCapsConnections(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
 		t.Errorf("past the cap = %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if got := testutil.ToFloat64(e.s.metrics.limited.WithLabelValues(limitConnections)); got != 1 {
+	if got := testutil.ToFloat64(e.s.metrics.Limited.WithLabelValues(limitConnections)); got != 1 {
 		t.Errorf("resourced_limited_total{reason=connections} = %v", got)
 	}
 	a.Close()

@@ -172,7 +172,7 @@ func (e *guardEnv) get(path string) (int, string) {
 }
 
 func (e *guardEnv) panics(where string) float64 {
-	return testutil.ToFloat64(e.s.metrics.panics.WithLabelValues(where))
+	return testutil.ToFloat64(e.s.metrics.Panics.WithLabelValues(where))
 }
 
 func structured(t *testing.T, v map[string]any) map[string]any {

@@ -82,7 +82,7 @@ func (s *Server) logRequest(r *http.Request, e *reqLog, sw *statusWriter, start 
 	end := time.Now()
 	d := end.Sub(start)
 	if r.URL.Path == "/mcp" {
-		s.metrics.observeRequest(e, d, func(name string) bool { _, ok := s.toolScopes[name]; return ok })
+		s.metrics.ObserveRequest(e.method, e.tool, e.outcome, d, func(name string) bool { _, ok := s.toolScopes[name]; return ok })
 	}
 	ctx := r.Context()
 	telemetry.SetStatus(ctx, sw.status)

@@ -99,7 +99,7 @@ func (s *Server) admitUpload(w http.ResponseWriter, r *http.Request, tenant stri
 	if ok {
 		return release, s.waitForTokens(w, r, release, wait)
 	}
-	s.metrics.limited.WithLabelValues(reason).Inc()
+	s.metrics.Limited.WithLabelValues(reason).Inc()
 	setOutcome(r, "limited:"+reason)
 	w.Header().Set("Retry-After", retryAfterSeconds(retry))
 	w.Header().Set("Connection", "close") // as uploadSlot: answer before the body
@@ -130,7 +130,7 @@ func (s *Server) waitForTokens(w http.ResponseWriter, r *http.Request, release f
 // refuseLimited answers a /mcp request refused by a limit: 429, Retry-After
 // and a JSON-RPC error, with the request's id when the body is one message.
 func (s *Server) refuseLimited(w http.ResponseWriter, r *http.Request, reason string, retry time.Duration, body []byte, single bool) {
-	s.metrics.limited.WithLabelValues(reason).Inc()
+	s.metrics.Limited.WithLabelValues(reason).Inc()
 	if e := logEntry(r.Context()); e != nil {
 		e.outcome = "limited:" + reason
 	}

@@ -59,7 +59,7 @@ func TestTenantInflightCap(t *testing.T) {
 	if code, _, _ := e.rpc("t1", "tools/list", map[string]any{}); code != 200 {
 		t.Errorf("t1 after its calls finished = %d", code)
 	}
-	if got := testutil.ToFloat64(e.s.metrics.limited.WithLabelValues(limitInflight)); got != 1 {
+	if got := testutil.ToFloat64(e.s.metrics.Limited.WithLabelValues(limitInflight)); got != 1 {
 		t.Errorf("resourced_limited_total{reason=inflight} = %v, want 1", got)
 	}
 	if n := e.s.limiter.Size(); n != 0 {
@@ -105,7 +105,7 @@ func TestSaveRateLimit(t *testing.T) {
 	if code, _, _ := e.save("t1", "later"); code != 200 {
 		t.Errorf("save after the bucket refilled = %d", code)
 	}
-	if got := testutil.ToFloat64(e.s.metrics.limited.WithLabelValues(limitSaveRate)); got != 2 {
+	if got := testutil.ToFloat64(e.s.metrics.Limited.WithLabelValues(limitSaveRate)); got != 2 {
 		t.Errorf("resourced_limited_total{reason=save_rate} = %v, want 2", got)
 	}
 }

@@ -532,7 +532,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	} else {
 		c.Blob = v.body
 	}
-	s.metrics.bytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
+	s.metrics.BytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
 	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
 	res.TTLMs = s.ttlMs(&v.meta)
 	res.CacheScope = cacheScope(v.meta.Visibility)

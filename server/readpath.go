@@ -71,7 +71,7 @@ func (s *Server) fastRead(w http.ResponseWriter, r *http.Request, p auth.Princip
 		return true
 	}
 	recordOutcome(ctx, "resources/read", "", nil, nil)
-	s.metrics.bytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
+	s.metrics.BytesRead.WithLabelValues(v.meta.Key.Scheme()).Add(float64(v.meta.Size))
 	return true
 }
 

@@ -63,6 +63,6 @@ func (s *Server) readResourceTool(ctx context.Context, p auth.Principal, a *tool
 	} else {
 		item = &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: a.URI, MIMEType: w.Meta.MIMEType, Blob: w.Data}}
 	}
-	s.metrics.bytesRead.WithLabelValues(w.Meta.Key.Scheme()).Add(float64(len(w.Data)))
+	s.metrics.BytesRead.WithLabelValues(w.Meta.Key.Scheme()).Add(float64(len(w.Data)))
 	return &toolValue{value: w.Value, extra: []mcp.Content{item}}, nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/resourced/resourced/server/internal/fulltext"
 	"github.com/resourced/resourced/server/internal/links"
 	"github.com/resourced/resourced/server/internal/mcptool"
+	"github.com/resourced/resourced/server/internal/metrics"
 	"github.com/resourced/resourced/server/internal/notify"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/store"
@@ -118,7 +119,7 @@ type Options struct {
 	LinkKey             []byte
 	LinkTTL, LinkMaxTTL time.Duration
 	// MetricsToken, when not nil, is the bearer token GET /metrics
-	// requires (metricsGuard).
+	// requires (metrics.Guard).
 	MetricsToken []byte
 	// Budgets bound each request's time, each tenant's requests in flight
 	// and saves per second, and concurrent uploads; the zero value is the
@@ -159,7 +160,7 @@ type Server struct {
 	origin        *edge.Origin
 	bearer        *edge.Bearer
 	deadlines     *edge.Deadlines // from budgets (guard.go)
-	metrics       *metrics
+	metrics       *metrics.Set
 	notify        *notify.Hub // change notifications (server/internal/notify)
 	pollInterval  time.Duration
 	limits        Limits
@@ -222,7 +223,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.origin = &edge.Origin{AllowedOrigins: opts.AllowedOrigins, AllowedHosts: opts.AllowedHosts, BaseURL: s.baseURL, Log: s.log}
 	s.bearer = &edge.Bearer{Auth: s.auth, BaseURL: s.baseURL, AuthServers: opts.AuthorizationServers, Log: s.log,
-		Failed: func(reason string) { s.metrics.authFailures.WithLabelValues(reason).Inc() },
+		Failed: func(reason string) { s.metrics.AuthFailures.WithLabelValues(reason).Inc() },
 		Note: func(r *http.Request, outcome, tenant string) {
 			if e := logEntry(r.Context()); e != nil {
 				if outcome != "" {
@@ -241,9 +242,10 @@ func New(opts Options) (*Server, error) {
 	s.links = links.New(opts.LinkKey, opts.LinkTTL, opts.LinkMaxTTL, s.baseURL, s.now)
 	s.forms = formcache.New(opts.FormCache, s.now)
 	s.toolScopes = map[string]string{}
-	s.metrics = newMetrics(opts.Metrics, opts.Backend)
-	s.damaged = &damagedForms{counter: s.metrics.formsDamaged, log: s.log}
-	s.metrics.watchFormCache(s.forms)
+	s.metrics = metrics.New(opts.Metrics, opts.Backend,
+		[]string{panicHTTP, panicMCP, panicJob, panicStore}, []string{limitInflight, limitSaveRate, limitUploads, limitConnections})
+	s.damaged = &damagedForms{counter: s.metrics.FormsDamaged, log: s.log}
+	s.metrics.WatchFormCache(s.forms)
 	s.initGuards(opts.Budgets, opts.Store) // s.store recovers panics from here on
 	s.sweepInterval, s.sweepBatch = opts.SweepInterval, opts.SweepBatch
 	if s.sweepInterval <= 0 {
@@ -261,11 +263,11 @@ func New(opts Options) (*Server, error) {
 		Links: s.links.Policy(), Now: s.now, Logger: s.log,
 		OnChange: func(k store.Key) { s.notify.Changed(k) },
 		OnSaved: func(scheme string, n int64) {
-			s.metrics.bytesSaved.WithLabelValues(scheme).Add(float64(n))
+			s.metrics.BytesSaved.WithLabelValues(scheme).Add(float64(n))
 		},
 	}
 	if opts.Index != nil {
-		s.fulltext = fulltext.New(fulltext.Options{Metrics: s.metrics.reg, Log: s.log, DeepResearch: opts.DeepResearch,
+		s.fulltext = fulltext.New(fulltext.Options{Metrics: s.metrics.Reg, Log: s.log, DeepResearch: opts.DeepResearch,
 			Note: opts.IndexNote, PageBytes: opts.IndexPageBytes})
 		s.svcOpts.Index, s.svcOpts.OnIndexFailure = opts.Index, s.fulltext.Failed
 	}
@@ -291,7 +293,7 @@ func New(opts Options) (*Server, error) {
 				}
 			}
 		},
-		Read: func(scheme string, n int64) { s.metrics.bytesRead.WithLabelValues(scheme).Add(float64(n)) },
+		Read: func(scheme string, n int64) { s.metrics.BytesRead.WithLabelValues(scheme).Add(float64(n)) },
 	}
 	for _, sc := range s.schemes {
 		s.maxBody = max(s.maxBody, sc.MaxBytes)
@@ -307,7 +309,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.serverInfoMeta = append(append([]byte(`"_meta":{"io.modelcontextprotocol/serverInfo":`), info...), '}')
 	if opts.Extension != nil {
-		s.ext, err = opts.Extension(ExtensionDeps{Service: s.svc, Logger: s.log, Metrics: s.metrics.reg,
+		s.ext, err = opts.Extension(ExtensionDeps{Service: s.svc, Logger: s.log, Metrics: s.metrics.Reg,
 			RenderFailure: mcptool.ErrorResult, Schemes: s.svc.SchemeNames()})
 		if err != nil {
 			return nil, fmt.Errorf("server: %w", err)
@@ -386,7 +388,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	// The Host guard: a DNS-rebinding page must not read the metrics.
-	mux.Handle("GET /metrics", s.origin.Wrap(metricsGuard(opts.MetricsToken, s.metrics.handler())))
+	mux.Handle("GET /metrics", s.origin.Wrap(metrics.Guard(opts.MetricsToken, s.metrics.Handler())))
 	s.handler = telemetry.Handler(s.runs.Route(s.logRequests(s.guardHTTP(s.routeV1(mux)))))
 	return s, nil
 }

@@ -19,7 +19,7 @@ func (s *Server) sweepStore(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := s.store.DeleteExpired(ctx, s.sweepBatch)
 		if n > 0 {
-			s.metrics.swept.Add(float64(n))
+			s.metrics.Swept.Add(float64(n))
 			s.log.Info("removed expired resources", "count", n)
 		}
 		if err != nil {

@@ -299,7 +299,7 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	mine, ok := s.limiter.AcquireUpload(tenant)
 	if !ok {
-		s.metrics.limited.WithLabelValues(limitTenantUploads).Inc()
+		s.metrics.Limited.WithLabelValues(limitTenantUploads).Inc()
 		setOutcome(r, "limited:"+limitTenantUploads)
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Connection", "close") // answer now: net/http would first wait for the body
@@ -314,7 +314,7 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request, tenant strin
 	default:
 	}
 	mine()
-	s.metrics.limited.WithLabelValues(limitUploads).Inc()
+	s.metrics.Limited.WithLabelValues(limitUploads).Inc()
 	setOutcome(r, "limited:"+limitUploads)
 	w.Header().Set("Retry-After", "1")
 	w.Header().Set("Connection", "close")

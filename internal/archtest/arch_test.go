@@ -51,12 +51,13 @@ var allowed = map[string][]string{
 	"server/internal/links":     {"internal/jsonwire", "service", "store", "toolapi"},
 	"server/internal/edge":      {"auth"},
 	"server/internal/formcache": {},
+	"server/internal/metrics":   {"server/internal/formcache"},
 	"server/internal/envelope":  {"internal/jsonwire", "server/internal/mcptool", "service"},
 	"server/internal/notify":    {"auth", "server/internal/mcptool", "service", "store"},
 	"server/internal/fulltext":  {"auth", "server/internal/mcptool", "service", "store", "toolapi"},
 	// server never parses a URI itself (service.Resolve does) and knows
 	// the gateway only as an Extension (cmd mounts it).
-	"server": {"auth", "index", "internal/jsonwire", "internal/telemetry", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/formcache", "server/internal/fulltext", "server/internal/links", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
+	"server": {"auth", "index", "internal/jsonwire", "internal/telemetry", "server/fixtures", "server/hostrun", "server/internal/edge", "server/internal/envelope", "server/internal/formcache", "server/internal/fulltext", "server/internal/links", "server/internal/metrics", "server/internal/notify", "server/internal/mcptool", "service", "store", "toolapi"},
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "service", "store"},
