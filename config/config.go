@@ -55,7 +55,13 @@ type Config struct {
 	Auth                      Auth    `yaml:"auth"`
 	Metrics                   Metrics `yaml:"metrics"`
 	Cache                     Cache   `yaml:"cache"`
-	Tracing                   Tracing `yaml:"tracing"`
+	// GCHeadroom is how far the Go heap may grow past what the last
+	// collection found live before the next one starts: the goal is
+	// live + max(live, gcHeadroom) instead of GOGC=100's 2×live
+	// (internal/gcheadroom). Unset: 32MiB; 0: the runtime's own GOGC.
+	// The GOGC environment variable, when set, wins.
+	GCHeadroom *Size   `yaml:"gcHeadroom"`
+	Tracing    Tracing `yaml:"tracing"`
 	// Schemes maps a URI scheme to its policy.
 	Schemes map[string]*Scheme `yaml:"schemes"`
 	// Fixtures adds the fixture tools and their public resources in tenant
@@ -140,6 +146,9 @@ type Cache struct {
 
 // DefaultCacheMaxBytes is cache.maxBytes when unset.
 const DefaultCacheMaxBytes = 64 << 20
+
+// DefaultGCHeadroom is gcHeadroom when unset.
+const DefaultGCHeadroom = 32 << 20
 
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources
 // count until the sweeper removes them. Every backend enforces it; on s3
@@ -382,6 +391,9 @@ func (c *Config) applyDefaults() {
 	if c.Cache.MaxBytes == nil {
 		c.Cache.MaxBytes = size(DefaultCacheMaxBytes)
 	}
+	if c.GCHeadroom == nil {
+		c.GCHeadroom = size(DefaultGCHeadroom)
+	}
 	if c.Limits.MaxHits == 0 {
 		c.Limits.MaxHits = 10000
 	}
@@ -614,6 +626,9 @@ func (c *Config) validateLimits(p *problems) {
 	}
 	if m := c.Cache.MaxBytes; m != nil && (*m < 0 || *m > 1<<40) {
 		p.bad("cache.maxBytes", "want 0 (off) to 1TiB, got %d bytes", int64(*m))
+	}
+	if m := c.GCHeadroom; m != nil && (*m < 0 || *m > 1<<40) {
+		p.bad("gcHeadroom", "want 0 (the runtime's GOGC) to 1TiB, got %d bytes", int64(*m))
 	}
 	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {
 		p.bad("limits.maxHits", "want 1 to 1000000")

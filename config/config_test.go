@@ -31,6 +31,12 @@ func TestDefaults(t *testing.T) {
 	if err != nil || *off.Cache.MaxBytes != 0 {
 		t.Errorf("cache.maxBytes: 0 is not off: %v", err)
 	}
+	if *c.GCHeadroom != DefaultGCHeadroom {
+		t.Errorf("gcHeadroom defaults to %d", *c.GCHeadroom)
+	}
+	if off, err := Decode(strings.NewReader("gcHeadroom: 0\n")); err != nil || *off.GCHeadroom != 0 {
+		t.Errorf("gcHeadroom: 0 is not kept: %v", err)
+	}
 }
 
 func TestDecodeErrors(t *testing.T) {
@@ -86,6 +92,7 @@ schemes:
   report: {kind: blob}
   search: {ttl: -1s, retention: 2h, maxRetention: 1h, maxBytes: 0}
 cache: {maxBytes: 2000GiB}
+gcHeadroom: 2000GiB
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +111,7 @@ cache: {maxBytes: 2000GiB}
 		"schemes.search.maxRetention: must be at least retention",
 		"schemes.search.maxBytes: must be positive",
 		"cache.maxBytes: want 0 (off) to 1TiB",
+		"gcHeadroom: want 0 (the runtime's GOGC) to 1TiB",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error lacks %q:\n%v", want, err)

@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -611,5 +613,50 @@ func TestReadmeUsageListsEveryFlag(t *testing.T) {
 	}
 	if !slices.Equal(flagsOf(t, "gateway"), serveFlags) {
 		t.Errorf("gateway's flags %v differ from serve's %v, which the usage says they are", flagsOf(t, "gateway"), serveFlags)
+	}
+}
+
+// TestServeSetsTheCollectorsHeadroom: serve starts internal/gcheadroom
+// with gcHeadroom (a goal of live + 32 MiB on a small heap is a GOGC far
+// above 100), leaves a GOGC of the environment alone, and puts the
+// runtime's setting back when it ends.
+func TestServeSetsTheCollectorsHeadroom(t *testing.T) {
+	gogc := func() int {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return int(s[0].Value.Uint64())
+	}
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	for _, c := range []struct {
+		name string
+		env  func(string) string
+		want func(int) bool
+	}{
+		{"default", noEnv, func(p int) bool { return p > 100 }},
+		{"GOGC set", func(k string) string {
+			if k == "GOGC" {
+				return "100"
+			}
+			return ""
+		}, func(p int) bool { return p == 100 }},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var stdout, stderr syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--backend", "memory"}, c.env, &stdout, &stderr)
+		}()
+		waitFor(t, "the listening line", func() bool { return listeningRE.MatchString(stderr.String()) })
+		if p := gogc(); !c.want(p) {
+			t.Errorf("%s: GOGC while serving is %d", c.name, p)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("%s: serve: %v", c.name, err)
+		}
+		if p := gogc(); p != 100 {
+			t.Errorf("%s: GOGC after serve ended is %d, want the 100 it found", c.name, p)
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/gateway"
+	"github.com/resourced/resourced/internal/gcheadroom"
 	"github.com/resourced/resourced/internal/sandbox"
 	"github.com/resourced/resourced/server"
 	"github.com/resourced/resourced/store"
@@ -446,6 +447,9 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	}
 	log, logw := newLogger(stderr, cfg.LogLevel)
 	defer logw.Flush()
+	stopGC, tuned := gcheadroom.Start(int64(*cfg.GCHeadroom), getenv)
+	defer stopGC()
+	log.Debug("collector", "gcHeadroom", int64(*cfg.GCHeadroom), "tuned", tuned, "GOGC", getenv("GOGC"))
 	// Bind before anything is created: a taken port leaves no data
 	// directory, database or key behind.
 	ln, err := net.Listen("tcp", cfg.Listen)

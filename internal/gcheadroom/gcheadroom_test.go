@@ -1,0 +1,111 @@
+package gcheadroom
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, headroom int64
+		want           int
+	}{
+		{0, 64 * mib, 1600},          // an empty heap counts as the runtime's 4 MiB minimum
+		{4 * mib, 64 * mib, 1600},    // goal 4 + 64 MiB
+		{16 * mib, 64 * mib, 400},    // goal 16 + 64 MiB
+		{63 * mib, 64 * mib, 101},    // just below: a little more than GOGC=100
+		{64 * mib, 64 * mib, 100},    // from here on GOGC=100's own goal
+		{512 * mib, 64 * mib, 100},   // a large heap: never below 100
+		{1 * mib, 2 * mib, 100},      // a headroom under the minimum heap adds nothing
+		{4 * mib, 1 << 62, 26214400}, // 1 TiB at most, no overflow
+	} {
+		if got := Percent(c.live, c.headroom); got != c.want {
+			t.Errorf("Percent(%d MiB, %d MiB) = %d, want %d", c.live/mib, c.headroom/mib, got, c.want)
+		}
+	}
+}
+
+// gogc reads the runtime's GOGC without changing it.
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestStartFollowsTheLiveHeap(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	const headroom = 256 << 20
+	stop, started := Start(headroom, env(nil))
+	if !started {
+		t.Fatal("Start did not start without GOGC in the environment")
+	}
+	// A live heap of 32 MiB held across collections: the goal the hook
+	// sets is live + 256 MiB, a percent near 800 (stacks and globals add
+	// a little to live).
+	hold := make([][]byte, 32)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		if p := gogc(); p > 600 && p <= 800 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after collections with 32 MiB live GOGC is %d, want 600 to 800 (live+256 MiB)", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.KeepAlive(hold)
+	// Release it: the percent rises to the empty heap's.
+	hold = nil
+	for {
+		runtime.GC()
+		if p := gogc(); p > 1600 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after the 32 MiB were released GOGC is %d, want more than 1600", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if p := gogc(); p != 100 {
+		t.Fatalf("after stop GOGC is %d, want the 100 it found", p)
+	}
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	if p := gogc(); p != 100 {
+		t.Fatalf("a collection after stop set GOGC to %d, want it left at 100", p)
+	}
+	stop() // twice is harmless
+}
+
+func TestStartLeavesTheOperatorsSetting(t *testing.T) {
+	before := debug.SetGCPercent(150)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	for _, c := range []struct {
+		name     string
+		headroom int64
+		env      map[string]string
+	}{
+		{"GOGC set", 64 << 20, map[string]string{"GOGC": "150"}},
+		{"GOGC=off", 64 << 20, map[string]string{"GOGC": "off"}},
+		{"headroom 0", 0, nil},
+	} {
+		stop, started := Start(c.headroom, env(c.env))
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		if started || gogc() != 150 {
+			t.Errorf("%s: started %v, GOGC %d; want not started and the 150 in force", c.name, started, gogc())
+		}
+		stop()
+	}
+}
