@@ -24,8 +24,9 @@ cd "$(dirname "$0")/.."
 # ratio:<label> and rps:<label> of each summary row, cpu:<label> (server µs
 # per request), rss:<abuse scenario> (peak MiB), rssgrowth:<abuse scenario>
 # (peak less the idle RSS before the abuse: a larger binary maps more of its
-# own text at start, which is not what the abuse costs) and gw:<protocol>
-# (p50 ratio).
+# own text at start, which is not what the abuse costs), gw:<protocol>
+# (p50 ratio), gwfloor:<protocol> (a plain reverse proxy's p50 ratio, the
+# floor of one hop) and gwhop:<protocol> (the gateway's p50 over the proxy's).
 extract() {
 	awk '
 	/^## / { sec = substr($0, 4); next }
@@ -36,6 +37,8 @@ extract() {
 		if (sec in idle) printf "rssgrowth:%s\t%.1f\n", substr(sec, 7), v - idle[sec]
 	}
 	sec ~ /^gateway: / && /"p50Ratio":/ { v = $2; sub(/,$/, "", v); p = sec; sub(/.*\(/, "", p); sub(/\).*/, "", p); printf "gw:%s\t%s\n", p, v }
+	sec ~ /^gateway: / && /"proxyP50Ratio":/ { v = $2; sub(/,$/, "", v); p = sec; sub(/.*\(/, "", p); sub(/\).*/, "", p); printf "gwfloor:%s\t%s\n", p, v }
+	sec ~ /^gateway: / && /"gatewayOverProxy":/ { v = $2; sub(/,$/, "", v); p = sec; sub(/.*\(/, "", p); sub(/\).*/, "", p); printf "gwhop:%s\t%s\n", p, v }
 	sec == "summary" && /^\| / && !/^\| scenario/ && !/^\|---/ {
 		n = split($0, f, "|"); label = f[2]; gsub(/^ +| +$/, "", label)
 		r = f[10]; gsub(/ /, "", r); q = f[3]; gsub(/ /, "", q)
@@ -95,6 +98,10 @@ table() {
 		row("abuse slowbody, peak − idle RSS MiB", "rssgrowth:slowbody", "no worse than OLD", "notmore")
 		row("gateway pass-through p50 / direct, 2026-07-28", "gw:2026-07-28", "≤ 1.3", "max", 1.3)
 		row("gateway pass-through p50 / direct, 2025-11-25", "gw:2025-11-25", "≤ 1.3", "max", 1.3)
+		row("plain reverse proxy p50 / direct (the floor of one hop), 2026-07-28", "gwfloor:2026-07-28", "", "")
+		row("plain reverse proxy p50 / direct (the floor of one hop), 2025-11-25", "gwfloor:2025-11-25", "", "")
+		row("gateway p50 / plain reverse proxy p50, 2026-07-28", "gwhop:2026-07-28", "", "")
+		row("gateway p50 / plain reverse proxy p50, 2025-11-25", "gwhop:2025-11-25", "", "")
 	}' "$dir/new.median"
 }
 

@@ -31,6 +31,8 @@
 #                 [the server's default: bleve on bbolt]
 #   CACHE         cache.maxBytes of the server, e.g. 0 (off) or 1GiB (a REV without the form
 #                 cache has none) [the server's default: 64MiB]
+#   GC_HEADROOM   gcHeadroom of the server, e.g. 0 (the runtime's GOGC=100) or 16MiB (a REV
+#                 from before it has no such key, and ignores this) [the default, 32MiB]
 #   PROTOCOL_SIZES  body sizes of the protocol scenario [1KiB]
 #   CEILING_PROCESS  1: the read and protocol scenarios also load the ceiling run in a process of
 #                 its own (resourced-bench -ceiling-process), alternated with the server and the
@@ -297,6 +299,9 @@ fi
 if [ -n "${CACHE:-}" ] && grep -q 'yaml:"cache"' "$SRC/config/config.go"; then
 	printf 'cache: {maxBytes: %s}\n' "$CACHE" | tee -a "$WORK/resourced-abuse.yaml" >>"$WORK/resourced.yaml"
 fi
+if [ -n "${GC_HEADROOM:-}" ] && grep -q 'yaml:"gcHeadroom"' "$SRC/config/config.go"; then
+	printf 'gcHeadroom: %s\n' "$GC_HEADROOM" | tee -a "$WORK/resourced-abuse.yaml" >>"$WORK/resourced.yaml"
+fi
 SERVER_CONFIG="$WORK/resourced.yaml"
 URL="http://127.0.0.1:$PORT/mcp"
 
@@ -338,7 +343,7 @@ export RESOURCED_TOKEN RESOURCED_TOKEN_B
 	echo "commit:   $COMMIT"
 	echo "machine:  $(nproc) cores ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)), $(free -h | awk '/^Mem:/ {print $2}') memory, kernel $(uname -r)"
 	echo "go:       $(go version)"
-	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL; index: ${INDEX:-default}; cache: ${CACHE:-default}"
+	echo "backend:  $BACKEND; auth: jwt (HS256 dev key); logLevel: $LOG_LEVEL; protocol: $PROTOCOL; index: ${INDEX:-default}; cache: ${CACHE:-default}; gcHeadroom: ${GC_HEADROOM:-default}"
 	echo "load:     ${DURATION} measured per target after ${WARMUP} warmup; ceiling alternated in ${SLICE} slices"
 	echo "noise:    quiet threshold ${QUIET} cores, ${RETRIES} retries; the load generator shares the cores with the server"
 	echo "pinning:  resourced and the load tool on CPUs ${CPUS:-any}; versitygw on CPUs ${S3_CPUS:-any}"
@@ -489,6 +494,11 @@ EOF
 	local cmd=("$TOOL" gateway -gateway "http://127.0.0.1:$gwport/mcp" -direct "http://127.0.0.1:$evport/mcp"
 		-protocol "$PROTOCOL" -tool echo -gateway-tool everything__echo -large-tool fs__read_text_file
 		-n "$n" -large-n "$large_n" -fs-command node -fs-args "$fsrv $WORK/gw/files" -file "$WORK/gw/files/big.log")
+	# The floor of one extra hop: a plain reverse proxy beside the gateway
+	# (a REV whose load tool has no -proxy-floor goes without).
+	if grep -q '"proxy-floor"' "$SRC/bench/cmd/resourced-bench/gateway.go" 2>/dev/null; then
+		cmd+=(-proxy-floor)
+	fi
 	log "$label"
 	{
 		echo "## $label"

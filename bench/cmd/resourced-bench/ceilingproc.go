@@ -38,28 +38,36 @@ func startCeilingProcess(body []byte, contentType string) (*ceiling, int, error)
 		os.Remove(name)
 		return nil, 0, err
 	}
-	exe, err := os.Executable()
+	url, pid, stop, err := startServeProcess("ceiling", "ceiling-serve", "-body", name, "-type", contentType)
 	if err != nil {
 		os.Remove(name)
 		return nil, 0, err
 	}
-	cmd := exec.Command(exe, "ceiling-serve", "-body", name, "-type", contentType)
+	return &ceiling{url: url, close: func() { stop(); os.Remove(name) }}, pid, nil
+}
+
+// startServeProcess runs this program with args, a *-serve subcommand
+// that prints "<word> URL" and serves until its standard input ends, and
+// returns that URL, the child's pid and what stops it.
+func startServeProcess(word string, args ...string) (url string, pid int, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe() // closed with this process: the child then exits
 	if err != nil {
-		os.Remove(name)
-		return nil, 0, err
+		return "", 0, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		os.Remove(name)
-		return nil, 0, err
+		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		os.Remove(name)
-		return nil, 0, err
+		return "", 0, nil, err
 	}
-	stop := func() {
+	stop = func() {
 		stdin.Close()
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
@@ -69,15 +77,15 @@ func startCeilingProcess(body []byte, contentType string) (*ceiling, int, error)
 			cmd.Process.Kill()
 			<-done
 		}
-		os.Remove(name)
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "ceiling ")
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), word+" ")
 	if err != nil || !ok {
 		stop()
-		return nil, 0, fmt.Errorf("ceiling process: no address (%q, %v)", line, err)
+		return "", 0, nil, fmt.Errorf("%s process: no address (%q, %v)", word, line, err)
 	}
-	return &ceiling{url: url, close: stop}, cmd.Process.Pid, nil
+	return url, cmd.Process.Pid, stop, nil
+
 }
 
 // runCeilingServe is `resourced-bench ceiling-serve -body FILE -type T`:

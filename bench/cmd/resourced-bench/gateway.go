@@ -45,7 +45,7 @@ type gatewayOptions struct {
 	fsArgs                           []string
 	file                             string
 	timeout                          time.Duration
-	jsonOut                          bool
+	jsonOut, proxyFloor              bool
 }
 
 // GatewayResult is what one gateway run measured.
@@ -67,6 +67,12 @@ type GatewayPassThrough struct {
 	DirectP  Millis `json:"directP99Ms"`
 	// P50Ratio is gateway p50 / direct p50 (issue 15 asks ≤ 1.3).
 	P50Ratio float64 `json:"p50Ratio"`
+	// With -proxy-floor: p50 through a plain reverse proxy in a process
+	// of its own (proxyfloor.go), its ratio to direct (the floor of any
+	// hop) and the gateway's to it (what the gateway adds beyond a hop).
+	Proxy          Millis  `json:"proxyP50Ms,omitempty"`
+	ProxyRatio     float64 `json:"proxyP50Ratio,omitempty"`
+	GatewayOverHop float64 `json:"gatewayOverProxy,omitempty"`
 }
 
 // GatewayLarge compares read_text_file of one large file.
@@ -105,6 +111,7 @@ func runGateway(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&o.largeN, "large-n", 5, "large: calls on each side")
 	fs.DurationVar(&o.timeout, "timeout", time.Minute, "per-call timeout")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as one JSON line")
+	fs.BoolVar(&o.proxyFloor, "proxy-floor", false, "pass-through: also call -direct through a plain reverse proxy in a process of its own, in the same alternation: the floor of one extra hop")
 	if err := fs.Parse(args); err != nil {
 		return 1, err
 	}
@@ -119,6 +126,8 @@ func runGateway(args []string, stdout, stderr io.Writer) (int, error) {
 		return 1, errors.New("gateway: nothing to measure: give -direct and/or -fs-command")
 	case o.fsCommand != "" && o.file == "":
 		return 1, errors.New("gateway: -fs-command needs -file")
+	case o.proxyFloor && o.direct == "":
+		return 1, errors.New("gateway: -proxy-floor needs -direct")
 	case o.n < 1 || o.rounds < 1 || o.largeN < 1:
 		return 1, errors.New("gateway: -n, -rounds and -large-n must be at least 1")
 	}
@@ -206,7 +215,24 @@ func (o *gatewayOptions) passThrough(ctx context.Context, gw *mcp.ClientSession)
 		return nil, fmt.Errorf("connecting to the upstream %s: %w", o.direct, err)
 	}
 	defer direct.Close()
-	// Warm both paths (connections, the gateway's upstream session).
+	sides := []*mcp.ClientSession{gw, direct}
+	var proxied *mcp.ClientSession
+	if o.proxyFloor {
+		url, stop, err := startProxyFloor(o.direct)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		cctx, cancel := context.WithTimeout(ctx, o.timeout)
+		proxied, err = benchClient().Connect(cctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("connecting through the proxy %s: %w", url, err)
+		}
+		defer proxied.Close()
+		sides = append(sides, proxied)
+	}
+	// Warm every path (connections, the gateway's upstream session).
 	name := func(cs *mcp.ClientSession) string {
 		if cs == gw {
 			return o.gatewayTool
@@ -214,33 +240,28 @@ func (o *gatewayOptions) passThrough(ctx context.Context, gw *mcp.ClientSession)
 		return o.tool
 	}
 	for i := 0; i < 20; i++ {
-		for _, cs := range []*mcp.ClientSession{gw, direct} {
+		for _, cs := range sides {
 			if _, _, _, err := call(ctx, cs, o.timeout, name(cs), args); err != nil {
 				return nil, err
 			}
 		}
 	}
-	var g, d []time.Duration
+	took := map[*mcp.ClientSession][]time.Duration{}
 	per := (o.n + o.rounds - 1) / o.rounds
 	for r := 0; r < o.rounds; r++ {
-		for side, cs := range []*mcp.ClientSession{gw, direct} {
-			// Alternate which side goes first, so neither always follows the other.
-			if r%2 == 1 {
-				cs = []*mcp.ClientSession{direct, gw}[side]
-			}
+		// Rotate which side goes first, so none always follows another.
+		for k := range sides {
+			cs := sides[(k+r)%len(sides)]
 			for i := 0; i < per; i++ {
 				t, _, _, err := call(ctx, cs, o.timeout, name(cs), args)
 				if err != nil {
 					return nil, err
 				}
-				if cs == gw {
-					g = append(g, t)
-				} else {
-					d = append(d, t)
-				}
+				took[cs] = append(took[cs], t)
 			}
 		}
 	}
+	g, d := took[gw], took[direct]
 	slices.Sort(g)
 	slices.Sort(d)
 	p := &GatewayPassThrough{Tool: o.gatewayTool, Calls: len(g), Rounds: o.rounds,
@@ -248,6 +269,14 @@ func (o *gatewayOptions) passThrough(ctx context.Context, gw *mcp.ClientSession)
 		GatewayP: ms(percentile(g, 0.99)), DirectP: ms(percentile(d, 0.99))}
 	if p.Direct > 0 {
 		p.P50Ratio = float64(p.Gateway) / float64(p.Direct)
+	}
+	if x := took[proxied]; proxied != nil {
+		slices.Sort(x)
+		p.Proxy = ms(percentile(x, 0.5))
+		if p.Direct > 0 && p.Proxy > 0 {
+			p.ProxyRatio = float64(p.Proxy) / float64(p.Direct)
+			p.GatewayOverHop = float64(p.Gateway) / float64(p.Proxy)
+		}
 	}
 	return p, nil
 }

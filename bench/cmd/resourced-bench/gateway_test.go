@@ -52,6 +52,30 @@ func TestGatewayModePassThrough(t *testing.T) {
 	}
 }
 
+// TestGatewayModeProxyFloor: -proxy-floor calls the upstream also through
+// proxy-serve, a process of its own (the test binary, TestMain), and
+// reports its p50 and both ratios.
+func TestGatewayModeProxyFloor(t *testing.T) {
+	gw, direct := echoServer(t, "up__echo"), echoServer(t, "echo")
+	var out, errs bytes.Buffer
+	code, err := run([]string{"gateway", "-gateway", gw, "-direct", direct + "/mcp", "-gateway-tool", "up__echo",
+		"-n", "30", "-rounds", "3", "-protocol", v2025, "-proxy-floor", "-json"}, &out, &errs)
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, errs.String())
+	}
+	var r GatewayResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	p := r.PassThrough
+	if p == nil || p.Calls != 30 || p.Proxy <= 0 || p.ProxyRatio <= 0 || p.GatewayOverHop <= 0 {
+		t.Fatalf("result %s", out.String())
+	}
+	if want := float64(p.Gateway) / float64(p.Proxy); p.GatewayOverHop != want {
+		t.Errorf("gatewayOverProxy %v, want gateway/proxy %v", p.GatewayOverHop, want)
+	}
+}
+
 func TestGatewayModeFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -61,6 +85,7 @@ func TestGatewayModeFlags(t *testing.T) {
 		{[]string{"-gateway", "http://127.0.0.1:1/mcp"}, "nothing to measure"},
 		{[]string{"-gateway", "http://127.0.0.1:1/mcp", "-fs-command", "node"}, "-fs-command needs -file"},
 		{[]string{"-gateway", "http://127.0.0.1:1/mcp", "-direct", "x", "-n", "0"}, "at least 1"},
+		{[]string{"-gateway", "http://127.0.0.1:1/mcp", "-fs-command", "node", "-file", "f", "-proxy-floor"}, "-proxy-floor needs -direct"},
 	} {
 		var out, errs bytes.Buffer
 		code, err := run(append([]string{"gateway"}, c.args...), &out, &errs)

@@ -278,6 +278,9 @@ func run(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 && args[0] == "ceiling-serve" {
 		return runCeilingServe(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "proxy-serve" {
+		return runProxyServe(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "gwmemory" {
 		return runGatewayMemory(args[1:], stdout, stderr)
 	}

@@ -19,10 +19,15 @@ import (
 )
 
 // TestMain lets the test binary stand in for resourced-bench when
-// -ceiling-process starts it as `ceiling-serve` (os.Executable).
+// -ceiling-process starts it as `ceiling-serve` and -proxy-floor as
+// `proxy-serve` (os.Executable).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "ceiling-serve" {
-		code, err := runCeilingServe(os.Args[2:], os.Stdout, os.Stderr)
+	if len(os.Args) > 1 && (os.Args[1] == "ceiling-serve" || os.Args[1] == "proxy-serve") {
+		serve := runCeilingServe
+		if os.Args[1] == "proxy-serve" {
+			serve = runProxyServe
+		}
+		code, err := serve(os.Args[2:], os.Stdout, os.Stderr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
