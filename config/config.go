@@ -147,8 +147,12 @@ type Cache struct {
 // DefaultCacheMaxBytes is cache.maxBytes when unset.
 const DefaultCacheMaxBytes = 64 << 20
 
-// DefaultGCHeadroom is gcHeadroom when unset.
-const DefaultGCHeadroom = 32 << 20
+// DefaultGCHeadroom is gcHeadroom when unset; MinGCHeadroom the least
+// other than 0 (internal/gcheadroom: a smaller one changes nothing).
+const (
+	DefaultGCHeadroom = 32 << 20
+	MinGCHeadroom     = 4 << 20
+)
 
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources
 // count until the sweeper removes them. Every backend enforces it; on s3
@@ -627,8 +631,8 @@ func (c *Config) validateLimits(p *problems) {
 	if m := c.Cache.MaxBytes; m != nil && (*m < 0 || *m > 1<<40) {
 		p.bad("cache.maxBytes", "want 0 (off) to 1TiB, got %d bytes", int64(*m))
 	}
-	if m := c.GCHeadroom; m != nil && (*m < 0 || *m > 1<<40) {
-		p.bad("gcHeadroom", "want 0 (the runtime's GOGC) to 1TiB, got %d bytes", int64(*m))
+	if m := c.GCHeadroom; m != nil && *m != 0 && (*m < MinGCHeadroom || *m > 1<<40) {
+		p.bad("gcHeadroom", "want 0 (the runtime's GOGC) or 4MiB to 1TiB, got %d bytes (below 4MiB it would change nothing: Go's smallest heap goal is 4MiB)", int64(*m))
 	}
 	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {
 		p.bad("limits.maxHits", "want 1 to 1000000")
@@ -796,12 +800,12 @@ type Size int64
 var sizeUnits = []struct {
 	suffix string
 	mult   int64
-}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
 
 // ParseSize parses a size such as "16MiB".
 func ParseSize(s string) (Size, error) {
 	s = strings.TrimSpace(s)
-	mult := int64(1)
+	orig, mult := s, int64(1)
 	for _, u := range sizeUnits {
 		if strings.HasSuffix(s, u.suffix) {
 			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
@@ -810,7 +814,7 @@ func ParseSize(s string) (Size, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size (want e.g. 1048576, 64KiB, 16MiB)", s)
+		return 0, fmt.Errorf("%q is not a size (want e.g. 1048576, 64KiB, 16MiB)", orig)
 	}
 	return Size(n * mult), nil
 }

@@ -37,6 +37,14 @@ func TestDefaults(t *testing.T) {
 	if off, err := Decode(strings.NewReader("gcHeadroom: 0\n")); err != nil || *off.GCHeadroom != 0 {
 		t.Errorf("gcHeadroom: 0 is not kept: %v", err)
 	}
+	for _, ok := range []string{"4MiB", "1TiB", "0"} {
+		if c, err := Decode(strings.NewReader("gcHeadroom: " + ok + "\n")); err != nil || c.Validate() != nil {
+			t.Errorf("gcHeadroom: %s refused: %v", ok, err)
+		}
+	}
+	if c, err := Decode(strings.NewReader("gcHeadroom: 1MiB\n")); err != nil || c.Validate() == nil || !strings.Contains(c.Validate().Error(), "or 4MiB to 1TiB") {
+		t.Errorf("gcHeadroom: 1MiB (a no-op) is not refused: %v", err)
+	}
 }
 
 func TestDecodeErrors(t *testing.T) {
@@ -111,7 +119,7 @@ gcHeadroom: 2000GiB
 		"schemes.search.maxRetention: must be at least retention",
 		"schemes.search.maxBytes: must be positive",
 		"cache.maxBytes: want 0 (off) to 1TiB",
-		"gcHeadroom: want 0 (the runtime's GOGC) to 1TiB",
+		"gcHeadroom: want 0 (the runtime's GOGC) or 4MiB to 1TiB",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error lacks %q:\n%v", want, err)
@@ -195,7 +203,7 @@ func TestDurationMarshal(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]Size{"1024": 1024, "64KiB": 64 << 10, "16MiB": 16 << 20, "1 GiB": 1 << 30, "2MB": 2e6} {
+	for in, want := range map[string]Size{"1024": 1024, "64KiB": 64 << 10, "16MiB": 16 << 20, "1 GiB": 1 << 30, "2MB": 2e6, "1TiB": 1 << 40, "3TB": 3e12} {
 		if got, err := ParseSize(in); err != nil || got != want {
 			t.Errorf("ParseSize(%q) = %d, %v, want %d", in, got, err, want)
 		}
@@ -204,6 +212,10 @@ func TestParseSize(t *testing.T) {
 		if _, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) succeeded", in)
 		}
+	}
+	// The error quotes what was written, unit and all.
+	if _, err := ParseSize("1.5 MiB"); err == nil || !strings.Contains(err.Error(), `"1.5 MiB" is not a size`) {
+		t.Errorf("ParseSize(1.5 MiB): %v", err)
 	}
 }
 

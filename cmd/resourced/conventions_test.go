@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
-	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/internal/gcheadroom"
 	"github.com/resourced/resourced/store/boltstore"
 )
 
@@ -621,11 +621,7 @@ func TestReadmeUsageListsEveryFlag(t *testing.T) {
 // above 100), leaves a GOGC of the environment alone, and puts the
 // runtime's setting back when it ends.
 func TestServeSetsTheCollectorsHeadroom(t *testing.T) {
-	gogc := func() int {
-		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-		metrics.Read(s)
-		return int(s[0].Value.Uint64())
-	}
+	gogc := gcheadroom.GOGC
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
 	for _, c := range []struct {

@@ -449,7 +449,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	defer logw.Flush()
 	stopGC, tuned := gcheadroom.Start(int64(*cfg.GCHeadroom), getenv)
 	defer stopGC()
-	log.Debug("collector", "gcHeadroom", int64(*cfg.GCHeadroom), "tuned", tuned, "GOGC", getenv("GOGC"))
+	log.Debug("collector", "gcHeadroom", int64(*cfg.GCHeadroom), "tuned", tuned, "gogc", gcheadroom.GOGC(), "GOGC", getenv("GOGC"))
 	// Bind before anything is created: a taken port leaves no data
 	// directory, database or key behind.
 	ln, err := net.Listen("tcp", cfg.Listen)

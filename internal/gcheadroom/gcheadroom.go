@@ -12,8 +12,10 @@
 // heap of H or more live, and at most H more than that goal below it, so
 // the memory this spends is bounded by H, not by a factor of the heap.
 //
-// It is what GOGC does with a floor: after every cycle Start's hook sets
-// the runtime's percent to the one that gives that goal. The operator's
+// It is what GOGC does with a floor: after nearly every cycle (a cycle
+// that starts while the hook's sentinel is new may keep it) Start's hook
+// sets the runtime's percent to the one that gives that goal. One tuner
+// runs in a process at a time. The operator's
 // GOGC, when set, wins (Start then does nothing); GOMEMLIMIT and
 // debug.SetMemoryLimit still bound the heap as they do with any GOGC.
 package gcheadroom
@@ -23,7 +25,11 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
+
+// running is set while a tuner runs: the runtime has one GOGC.
+var running atomic.Bool
 
 // minHeap is the runtime's minimum heap goal at GOGC=100, which it
 // scales by GOGC/100 like the rest of the goal: a live heap below it is
@@ -55,13 +61,13 @@ func live(samples []metrics.Sample) int64 {
 	return n
 }
 
-// Start sets the runtime's GOGC from headroom now and after every
+// Start sets the runtime's GOGC from headroom now and after each
 // collection, until the returned stop is called (stop puts back the
 // percent Start found). It does nothing and reports false when headroom
-// is 0 or less or the environment sets GOGC: then the runtime's own
-// setting holds.
+// is 0 or less, the environment sets GOGC (then the runtime's own setting
+// holds) or another tuner runs.
 func Start(headroom int64, getenv func(string) string) (stop func(), started bool) {
-	if headroom <= 0 || getenv("GOGC") != "" {
+	if headroom <= 0 || getenv("GOGC") != "" || !running.CompareAndSwap(false, true) {
 		return func() {}, false
 	}
 	t := &tuner{
@@ -71,9 +77,9 @@ func Start(headroom int64, getenv func(string) string) (stop func(), started boo
 			{Name: "/gc/scan/stack:bytes"},
 			{Name: "/gc/scan/globals:bytes"},
 		},
+		gogc: []metrics.Sample{{Name: "/gc/gogc:percent"}},
 	}
-	t.last = Percent(live(t.samples), headroom)
-	t.before = debug.SetGCPercent(t.last)
+	t.before = debug.SetGCPercent(Percent(live(t.samples), headroom))
 	t.arm()
 	return func() {
 		t.mu.Lock()
@@ -81,16 +87,17 @@ func Start(headroom int64, getenv func(string) string) (stop func(), started boo
 		if !t.stopped {
 			t.stopped = true
 			debug.SetGCPercent(t.before)
+			running.Store(false)
 		}
 	}, true
 }
 
 type tuner struct {
 	headroom int64
-	samples  []metrics.Sample
+	samples  []metrics.Sample // what live reads
+	gogc     []metrics.Sample // the runtime's percent
 	before   int
 	mu       sync.Mutex // held by the hook and stop
-	last     int
 	stopped  bool
 }
 
@@ -104,17 +111,25 @@ func (t *tuner) arm() {
 	runtime.AddCleanup(&sentinel{}, func(t *tuner) { t.after() }, t)
 }
 
-// after is the hook: one percent for the live heap just found, set only
-// when it changed, then armed again for the next cycle.
+// after is the hook: one percent for the live heap just found, set when
+// the runtime's differs (so a percent set by anything else is put right
+// at the next cycle), then armed again for the next cycle.
 func (t *tuner) after() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
 		return
 	}
-	if p := Percent(live(t.samples), t.headroom); p != t.last {
-		t.last = p
+	metrics.Read(t.gogc)
+	if p := Percent(live(t.samples), t.headroom); uint64(p) != t.gogc[0].Value.Uint64() {
 		debug.SetGCPercent(p)
 	}
 	t.arm()
+}
+
+// GOGC is the runtime's percent now, read without changing it.
+func GOGC() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }

@@ -3,7 +3,6 @@ package gcheadroom
 import (
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -29,12 +28,7 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-// gogc reads the runtime's GOGC without changing it.
-func gogc() int {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return int(s[0].Value.Uint64())
-}
+var gogc = GOGC
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
@@ -65,6 +59,23 @@ func TestStartFollowsTheLiveHeap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	runtime.KeepAlive(hold)
+	// Anything else that sets the percent is put right at the next cycle.
+	debug.SetGCPercent(150)
+	for {
+		runtime.GC()
+		if p := gogc(); p > 600 && p <= 800 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("a percent set by someone else stayed: GOGC is %d, want 600 to 800", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.KeepAlive(hold)
+	// One tuner at a time: the runtime has one GOGC.
+	if stop2, again := Start(headroom, env(nil)); again {
+		stop2()
+		t.Fatal("a second Start started while the first runs")
+	}
 	// Release it: the percent rises to the empty heap's.
 	hold = nil
 	for {
@@ -80,12 +91,27 @@ func TestStartFollowsTheLiveHeap(t *testing.T) {
 	if p := gogc(); p != 100 {
 		t.Fatalf("after stop GOGC is %d, want the 100 it found", p)
 	}
-	runtime.GC()
-	time.Sleep(50 * time.Millisecond)
+	// A live heap that changes after stop: a hook still running would set
+	// another percent.
+	hold = make([][]byte, 32)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	for range 5 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.KeepAlive(hold)
 	if p := gogc(); p != 100 {
-		t.Fatalf("a collection after stop set GOGC to %d, want it left at 100", p)
+		t.Fatalf("collections after stop set GOGC to %d, want it left at 100", p)
 	}
 	stop() // twice is harmless
+	// Stopped, a tuner may start again.
+	stop3, started := Start(headroom, env(nil))
+	if !started {
+		t.Fatal("Start after stop did not start")
+	}
+	stop3()
 }
 
 func TestStartLeavesTheOperatorsSetting(t *testing.T) {
