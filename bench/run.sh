@@ -495,10 +495,8 @@ EOF
 		-protocol "$PROTOCOL" -tool echo -gateway-tool everything__echo -large-tool fs__read_text_file
 		-n "$n" -large-n "$large_n" -fs-command node -fs-args "$fsrv $WORK/gw/files" -file "$WORK/gw/files/big.log")
 	# The floor of one extra hop: a plain reverse proxy beside the gateway
-	# (a REV whose load tool has no -proxy-floor goes without).
-	if grep -q '"proxy-floor"' "$SRC/bench/cmd/resourced-bench/gateway.go" 2>/dev/null; then
-		cmd+=(-proxy-floor)
-	fi
+	# (the load tool is the worktree's for every REV, so both sides have it).
+	cmd+=(-proxy-floor)
 	log "$label"
 	{
 		echo "## $label"

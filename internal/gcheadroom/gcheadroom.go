@@ -15,9 +15,9 @@
 // It is what GOGC does with a floor: after nearly every cycle (a cycle
 // that starts while the hook's sentinel is new may keep it) Start's hook
 // sets the runtime's percent to the one that gives that goal. One tuner
-// runs in a process at a time. The operator's
-// GOGC, when set, wins (Start then does nothing); GOMEMLIMIT and
-// debug.SetMemoryLimit still bound the heap as they do with any GOGC.
+// runs in a process at a time. The operator's GOGC, when set, wins (Start
+// then does nothing); GOMEMLIMIT and debug.SetMemoryLimit still bound the
+// heap as they do with any GOGC.
 package gcheadroom
 
 import (
