@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/resourced/resourced/grammar"
+	"github.com/resourced/resourced/internal/gcheadroom"
 )
 
 // Config is the whole configuration file.
@@ -147,12 +148,8 @@ type Cache struct {
 // DefaultCacheMaxBytes is cache.maxBytes when unset.
 const DefaultCacheMaxBytes = 64 << 20
 
-// DefaultGCHeadroom is gcHeadroom when unset; MinGCHeadroom the least
-// other than 0 (internal/gcheadroom: a smaller one changes nothing).
-const (
-	DefaultGCHeadroom = 32 << 20
-	MinGCHeadroom     = 4 << 20
-)
+// DefaultGCHeadroom is gcHeadroom when unset.
+const DefaultGCHeadroom = 32 << 20
 
 // Quota bounds what each tenant stores; 0 is unlimited. Expired resources
 // count until the sweeper removes them. Every backend enforces it; on s3
@@ -631,7 +628,7 @@ func (c *Config) validateLimits(p *problems) {
 	if m := c.Cache.MaxBytes; m != nil && (*m < 0 || *m > 1<<40) {
 		p.bad("cache.maxBytes", "want 0 (off) to 1TiB, got %d bytes", int64(*m))
 	}
-	if m := c.GCHeadroom; m != nil && *m != 0 && (*m < MinGCHeadroom || *m > 1<<40) {
+	if m := c.GCHeadroom; m != nil && *m != 0 && (*m < gcheadroom.MinHeap || *m > gcheadroom.MaxHeadroom) {
 		p.bad("gcHeadroom", "want 0 (the runtime's GOGC) or 4MiB to 1TiB, got %d bytes (below 4MiB it would change nothing: Go's smallest heap goal is 4MiB)", int64(*m))
 	}
 	if c.Limits.MaxHits < 0 || c.Limits.MaxHits > 1_000_000 {

@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	// The gateway: an MCP client of upstreams, mounted on server's MCP
 	// front, saving offloaded results through the service.
 	"gateway": {"auth", "grammar", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "service", "store"},
-	"config":  {"grammar"},
+	"config":  {"grammar", "internal/gcheadroom"},
 	"checker": {"internal/wwwauth", "mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
 	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/gcheadroom", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "server", "server/hostrun", "service", "store", "store/boltstore", "store/memstore", "store/s3store"},

@@ -31,17 +31,21 @@ import (
 // running is set while a tuner runs: the runtime has one GOGC.
 var running atomic.Bool
 
-// minHeap is the runtime's minimum heap goal at GOGC=100, which it
+// MinHeap is the runtime's minimum heap goal at GOGC=100, which it
 // scales by GOGC/100 like the rest of the goal: a live heap below it is
 // taken as this much, so that a nearly empty heap (at start) does not get
-// a goal far past live + headroom through that scaling.
-const minHeap = 4 << 20
+// a goal far past live + headroom through that scaling. A headroom of
+// MinHeap or less changes nothing; MaxHeadroom bounds one.
+const (
+	MinHeap     = 4 << 20
+	MaxHeadroom = 1 << 40
+)
 
 // Percent is the GOGC that gives a heap whose last collection found
 // scannable bytes live (heap, stacks and globals) a goal of
 // live + max(live, headroom), at least 100.
 func Percent(live, headroom int64) int {
-	live, headroom = max(live, minHeap), min(headroom, 1<<40)
+	live, headroom = max(live, MinHeap), min(headroom, MaxHeadroom)
 	if headroom <= live {
 		return 100
 	}

@@ -28,9 +28,31 @@ func TestPercent(t *testing.T) {
 	}
 }
 
-var gogc = GOGC
-
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// live32MiB allocates 32 MiB in 1 MiB pieces, for the caller to hold.
+func live32MiB() [][]byte {
+	hold := make([][]byte, 32)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	return hold
+}
+
+// collectUntil runs collections until the runtime's GOGC satisfies ok,
+// failing with what when deadline passes first.
+func collectUntil(t *testing.T, deadline time.Time, ok func(int) bool, what string) {
+	t.Helper()
+	for {
+		runtime.GC()
+		if p := GOGC(); ok(p) {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s: GOGC is %d", what, p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 func TestStartFollowsTheLiveHeap(t *testing.T) {
 	before := debug.SetGCPercent(100)
@@ -44,32 +66,14 @@ func TestStartFollowsTheLiveHeap(t *testing.T) {
 	// A live heap of 32 MiB held across collections: the goal the hook
 	// sets is live + 256 MiB, a percent near 800 (stacks and globals add
 	// a little to live).
-	hold := make([][]byte, 32)
-	for i := range hold {
-		hold[i] = make([]byte, 1<<20)
-	}
+	hold := live32MiB()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		runtime.GC()
-		if p := gogc(); p > 600 && p <= 800 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("after collections with 32 MiB live GOGC is %d, want 600 to 800 (live+256 MiB)", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	near800 := func(p int) bool { return p > 600 && p <= 800 }
+	collectUntil(t, deadline, near800, "after collections with 32 MiB live, want 600 to 800 (live+256 MiB)")
 	runtime.KeepAlive(hold)
 	// Anything else that sets the percent is put right at the next cycle.
 	debug.SetGCPercent(150)
-	for {
-		runtime.GC()
-		if p := gogc(); p > 600 && p <= 800 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("a percent set by someone else stayed: GOGC is %d, want 600 to 800", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	collectUntil(t, deadline, near800, "a percent set by someone else stayed, want 600 to 800")
 	runtime.KeepAlive(hold)
 	// One tuner at a time: the runtime has one GOGC.
 	if stop2, again := Start(headroom, env(nil)); again {
@@ -78,31 +82,20 @@ func TestStartFollowsTheLiveHeap(t *testing.T) {
 	}
 	// Release it: the percent rises to the empty heap's.
 	hold = nil
-	for {
-		runtime.GC()
-		if p := gogc(); p > 1600 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("after the 32 MiB were released GOGC is %d, want more than 1600", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	collectUntil(t, deadline, func(p int) bool { return p > 1600 }, "after the 32 MiB were released, want more than 1600")
 	stop()
-	if p := gogc(); p != 100 {
+	if p := GOGC(); p != 100 {
 		t.Fatalf("after stop GOGC is %d, want the 100 it found", p)
 	}
 	// A live heap that changes after stop: a hook still running would set
 	// another percent.
-	hold = make([][]byte, 32)
-	for i := range hold {
-		hold[i] = make([]byte, 1<<20)
-	}
+	hold = live32MiB()
 	for range 5 {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
 	runtime.KeepAlive(hold)
-	if p := gogc(); p != 100 {
+	if p := GOGC(); p != 100 {
 		t.Fatalf("collections after stop set GOGC to %d, want it left at 100", p)
 	}
 	stop() // twice is harmless
@@ -129,8 +122,8 @@ func TestStartLeavesTheOperatorsSetting(t *testing.T) {
 		stop, started := Start(c.headroom, env(c.env))
 		runtime.GC()
 		time.Sleep(20 * time.Millisecond)
-		if started || gogc() != 150 {
-			t.Errorf("%s: started %v, GOGC %d; want not started and the 150 in force", c.name, started, gogc())
+		if started || GOGC() != 150 {
+			t.Errorf("%s: started %v, GOGC %d; want not started and the 150 in force", c.name, started, GOGC())
 		}
 		stop()
 	}

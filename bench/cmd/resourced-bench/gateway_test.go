@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,11 +30,12 @@ func echoServer(t *testing.T, name string) string {
 	return hs.URL
 }
 
-func TestGatewayModePassThrough(t *testing.T) {
-	gw, direct := echoServer(t, "up__echo"), echoServer(t, "echo")
+// runGatewayJSON runs `resourced-bench gateway args... -json`, which must
+// succeed, and returns its result and output.
+func runGatewayJSON(t *testing.T, args ...string) (GatewayResult, string) {
+	t.Helper()
 	var out, errs bytes.Buffer
-	code, err := run([]string{"gateway", "-gateway", gw, "-direct", direct, "-gateway-tool", "up__echo",
-		"-n", "40", "-rounds", "4", "-protocol", v2025, "-json"}, &out, &errs)
+	code, err := run(append(append([]string{"gateway"}, args...), "-json"), &out, &errs)
 	if err != nil || code != 0 {
 		t.Fatalf("exit %d: %v\n%s", code, err, errs.String())
 	}
@@ -41,12 +43,19 @@ func TestGatewayModePassThrough(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
+	return r, out.String()
+}
+
+func TestGatewayModePassThrough(t *testing.T) {
+	gw, direct := echoServer(t, "up__echo"), echoServer(t, "echo")
+	r, out := runGatewayJSON(t, "-gateway", gw, "-direct", direct, "-gateway-tool", "up__echo", "-n", "40", "-rounds", "4", "-protocol", v2025)
 	p := r.PassThrough
 	if p == nil || p.Calls != 40 || p.Gateway <= 0 || p.Direct <= 0 || p.P50Ratio <= 0 || r.Large != nil {
-		t.Fatalf("result %s", out.String())
+		t.Fatalf("result %s", out)
 	}
 	// A tool the gateway does not have fails the run.
-	code, err = run([]string{"gateway", "-gateway", gw, "-direct", direct, "-n", "2", "-rounds", "1"}, &out, &errs)
+	var errs bytes.Buffer
+	code, err := run([]string{"gateway", "-gateway", gw, "-direct", direct, "-n", "2", "-rounds", "1"}, io.Discard, &errs)
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "tools/call echo") {
 		t.Errorf("unknown tool at the gateway: exit %d, %v", code, err)
 	}
@@ -57,19 +66,10 @@ func TestGatewayModePassThrough(t *testing.T) {
 // reports its p50 and both ratios.
 func TestGatewayModeProxyFloor(t *testing.T) {
 	gw, direct := echoServer(t, "up__echo"), echoServer(t, "echo")
-	var out, errs bytes.Buffer
-	code, err := run([]string{"gateway", "-gateway", gw, "-direct", direct + "/mcp", "-gateway-tool", "up__echo",
-		"-n", "30", "-rounds", "3", "-protocol", v2025, "-proxy-floor", "-json"}, &out, &errs)
-	if err != nil || code != 0 {
-		t.Fatalf("exit %d: %v\n%s", code, err, errs.String())
-	}
-	var r GatewayResult
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	r, out := runGatewayJSON(t, "-gateway", gw, "-direct", direct+"/mcp", "-gateway-tool", "up__echo", "-n", "30", "-rounds", "3", "-protocol", v2025, "-proxy-floor")
 	p := r.PassThrough
 	if p == nil || p.Calls != 30 || p.Proxy <= 0 || p.ProxyRatio <= 0 || p.GatewayOverHop <= 0 {
-		t.Fatalf("result %s", out.String())
+		t.Fatalf("result %s", out)
 	}
 	if want := float64(p.Gateway) / float64(p.Proxy); p.GatewayOverHop != want {
 		t.Errorf("gatewayOverProxy %v, want gateway/proxy %v", p.GatewayOverHop, want)
