@@ -558,8 +558,17 @@ type sseGuard struct {
 	err   error
 }
 
+// sseGuard reads through a small buffer first, the size of a typical
+// answer's event (every call to an HTTP upstream that answers with an
+// event stream makes one guard), and a larger one from the first line
+// that does not fit, so that a large event is read in large reads.
+const (
+	sseSmallBuf = 4 << 10
+	sseLargeBuf = 64 << 10
+)
+
 func newSSEGuard(body io.ReadCloser, id []byte, limit int64, dropped func()) *sseGuard {
-	return &sseGuard{body: body, r: bufio.NewReaderSize(body, 64<<10), id: id, limit: limit, dropped: dropped}
+	return &sseGuard{body: body, r: bufio.NewReaderSize(body, sseSmallBuf), id: id, limit: limit, dropped: dropped}
 }
 
 func (g *sseGuard) Read(p []byte) (int, error) {
@@ -614,6 +623,11 @@ func (g *sseGuard) next() {
 		}
 		g.event = append(g.event, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if g.r.Size() < sseLargeBuf {
+				// A full buffer was handed out whole: nothing is
+				// buffered, so a larger reader can take over the body.
+				g.r = bufio.NewReaderSize(g.body, sseLargeBuf)
+			}
 			continue
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -249,4 +250,43 @@ func TestLimitTransportContentLengthOverTheLimit(t *testing.T) {
 		t.Fatalf("body = %s, dropped %d", b, dropped)
 	}
 	ts.CloseClientConnections()
+}
+
+// TestSSEGuardPassesEventsOfEverySize: events around the small buffer's
+// size and past the large one's come out byte for byte, whatever size the
+// body's reads are; the larger buffer is made only for a line that does
+// not fit the small one.
+func TestSSEGuardPassesEventsOfEverySize(t *testing.T) {
+	event := func(n int) string { // an event whose data line is n bytes with its newline
+		return "event: message\ndata: " + strings.Repeat("d", n-len("data: ")-1) + "\n\n"
+	}
+	for _, tc := range []struct {
+		sizes []int
+		large bool
+	}{
+		{[]int{40, 200, 40}, false},
+		{[]int{sseSmallBuf - 1}, false},
+		{[]int{sseSmallBuf}, false},
+		{[]int{sseSmallBuf + 1, 40}, true},
+		{[]int{40, 3 * sseLargeBuf, sseSmallBuf, 40}, true},
+	} {
+		var in strings.Builder
+		for _, n := range tc.sizes {
+			in.WriteString(event(n))
+		}
+		for name, r := range map[string]func(io.Reader) io.Reader{
+			"whole":    func(r io.Reader) io.Reader { return r },
+			"one byte": iotest.OneByteReader,
+			"halves":   iotest.HalfReader,
+		} {
+			g := newSSEGuard(io.NopCloser(r(strings.NewReader(in.String()))), []byte("7"), 1<<30, nil)
+			out, err := io.ReadAll(g)
+			if err != nil || string(out) != in.String() {
+				t.Fatalf("sizes %v, %s reads: %d bytes out of %d, err %v", tc.sizes, name, len(out), in.Len(), err)
+			}
+			if large := g.r.Size() == sseLargeBuf; large != tc.large {
+				t.Errorf("sizes %v, %s reads: buffer %d bytes, want the large one: %v", tc.sizes, name, g.r.Size(), tc.large)
+			}
+		}
+	}
 }
