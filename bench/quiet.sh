@@ -24,7 +24,8 @@ cd "$(dirname "$0")/.."
 # ratio:<label> and rps:<label> of each summary row, cpu:<label> (server µs
 # per request), rss:<abuse scenario> (peak MiB), rssgrowth:<abuse scenario>
 # (peak less the idle RSS before the abuse: a larger binary maps more of its
-# own text at start, which is not what the abuse costs), gw:<protocol>
+# own text at start, which is not what the abuse costs), rssanon:<abuse
+# scenario> (peak RssAnon: heap and stacks, none of the binary), gw:<protocol>
 # (p50 ratio), gwfloor:<protocol> (a plain reverse proxy's p50 ratio, the
 # floor of one hop) and gwhop:<protocol> (the gateway's p50 over the proxy's).
 extract() {
@@ -32,6 +33,7 @@ extract() {
 	/^## / { sec = substr($0, 4); next }
 	/^cpu +server [0-9]+ µs per request/ { printf "cpu:%s\t%s\n", sec, $3 }
 	sec ~ /^abuse / && /"rssIdleMiB":/ && !seenIdle[sec]++ { idle[sec] = $2; sub(/,$/, "", idle[sec]) }
+	sec ~ /^abuse / && /"rssAnonPeakMiB":/ && !seenAnon[sec]++ { v = $2; sub(/,$/, "", v); printf "rssanon:%s\t%s\n", substr(sec, 7), v }
 	sec ~ /^abuse / && /"rssPeakMiB":/ && !seen[sec]++ {
 		v = $2; sub(/,$/, "", v); printf "rss:%s\t%s\n", substr(sec, 7), v
 		if (sec in idle) printf "rssgrowth:%s\t%.1f\n", substr(sec, 7), v - idle[sec]
@@ -96,6 +98,8 @@ table() {
 		row("abuse slowbody, peak RSS MiB", "rss:slowbody", "no worse than OLD", "notmore")
 		row("abuse noread, peak − idle RSS MiB", "rssgrowth:noread", "no worse than OLD", "notmore")
 		row("abuse slowbody, peak − idle RSS MiB", "rssgrowth:slowbody", "no worse than OLD", "notmore")
+		row("abuse noread, peak RssAnon MiB (heap, stacks)", "rssanon:noread", "no worse than OLD", "notmore")
+		row("abuse slowbody, peak RssAnon MiB (heap, stacks)", "rssanon:slowbody", "no worse than OLD", "notmore")
 		row("gateway pass-through p50 / direct, 2026-07-28", "gw:2026-07-28", "≤ 1.3", "max", 1.3)
 		row("gateway pass-through p50 / direct, 2025-11-25", "gw:2025-11-25", "≤ 1.3", "max", 1.3)
 		row("plain reverse proxy p50 / direct (the floor of one hop), 2026-07-28", "gwfloor:2026-07-28", "", "")

@@ -322,6 +322,14 @@ type ProcFigures struct {
 	RSSPeakMiB    float64 `json:"rssPeakMiB"`
 	RSSHoldEndMiB float64 `json:"rssHoldEndMiB"`
 	RSSAfterMiB   float64 `json:"rssAfterMiB"`
+	// RSSAnonIdleMiB and RSSAnonPeakMiB are RssAnon (heap, stacks)
+	// before the abuse and the most seen while it lasted: what the server
+	// allocated, without the pages of its own executable that VmRSS also
+	// counts (a kernel that keeps the executable's page cache in large
+	// folios maps nearly all of it at start, so VmRSS grows with the
+	// binary's size).
+	RSSAnonIdleMiB float64 `json:"rssAnonIdleMiB"`
+	RSSAnonPeakMiB float64 `json:"rssAnonPeakMiB"`
 	// FDsReleasedS is when, after the first connection opened, the
 	// server's fds first fell back by half of what the connections had
 	// added (it closed them); absent when that never happened in -hold.
@@ -367,7 +375,7 @@ func watchProc(pid int, interval time.Duration) (*procWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.fig.RSSIdleMiB = st.rss
+	w.fig.RSSIdleMiB, w.fig.RSSAnonIdleMiB = st.rss, st.anon
 	w.cpu0, _ = procCPU(strconv.Itoa(pid))
 	w.observe()
 	w.wg.Go(func() {
@@ -397,6 +405,7 @@ func (w *procWatch) observe() {
 	}
 	if err2 == nil {
 		w.fig.RSSPeakMiB = max(w.fig.RSSPeakMiB, st.rss)
+		w.fig.RSSAnonPeakMiB = max(w.fig.RSSAnonPeakMiB, st.anon)
 		w.fig.RSSHoldEndMiB = st.rss
 	}
 	w.fig.Samples++

@@ -112,7 +112,7 @@ func checkAbuse(t *testing.T, name string, out []byte) {
 	case "noread":
 		var r NoReadResult
 		mustJSON(t, out, &r)
-		if r.Open.Opened != 2 || r.Server == nil || r.Server.RSSPeakMiB <= 0 || r.Server.FDsPeak < r.Server.FDsIdle+2 {
+		if r.Open.Opened != 2 || r.Server == nil || r.Server.RSSPeakMiB <= 0 || r.Server.RSSAnonPeakMiB <= 0 || r.Server.RSSAnonPeakMiB > r.Server.RSSPeakMiB || r.Server.FDsPeak < r.Server.FDsIdle+2 {
 			t.Errorf("%+v, server %+v", r, r.Server)
 		}
 	case "listen":
