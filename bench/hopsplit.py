@@ -22,7 +22,7 @@ def main():
     path, hop, up = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     ev = []
     for line in open(path):
-        m = re.match(r'(\S+) IP 127\.0\.0\.1\.(\d+) > 127\.0\.0\.1\.(\d+): .* length (\d+)', line)
+        m = re.match(r'(\S+) IP 127\.0\.0\.1\.(\d+) > 127\.0\.0\.1\.(\d+): ', line)
         if m:
             ev.append((float(m[1]), int(m[2]), int(m[3])))
     pre, upstream, post = [], [], []
@@ -49,6 +49,8 @@ def main():
             cur = [src, t, None]
         elif cur and src == up and dst == cur[0]:
             cur[2] = t
+    if cur and cur[2] is not None:
+        direct.append(cur[2] - cur[1])
 
     def q(a):
         if len(a) < 10:
