@@ -88,20 +88,31 @@ func (o *otlpReceiver) trace(id []byte) []*tracepb.Span {
 // of names.
 func (o *otlpReceiver) waitFor(t *testing.T, id []byte, names ...string) []*tracepb.Span {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		spans := o.trace(id)
+	return o.waitUntil(t, id, func(spans []*tracepb.Span) string {
 		missing := ""
 		for _, n := range names {
 			if !slices.ContainsFunc(spans, func(s *tracepb.Span) bool { return s.Name == n }) {
-				missing = n
+				missing = fmt.Sprintf("span %q", n)
 			}
 		}
-		if missing == "" {
+		return missing
+	})
+}
+
+// waitUntil returns trace id's spans once missing, given them, says
+// nothing is missing; it fails the test after 60s. Spans arrive in
+// batches, in the order they ended.
+func (o *otlpReceiver) waitUntil(t *testing.T, id []byte, missing func([]*tracepb.Span) string) []*tracepb.Span {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		spans := o.trace(id)
+		m := missing(spans)
+		if m == "" {
 			return spans
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no span %q reached the receiver in 60s; got:\n%s", missing, spanTree(spans))
+			t.Fatalf("no %s reached the receiver in 60s; got:\n%s", m, spanTree(spans))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -447,16 +458,24 @@ func TestTracingStdioUpstream(t *testing.T) {
 		t.Fatalf("tools/call echo_trace: %s\n%s", r.Body, in.logs)
 	}
 	tid, _ := hex.DecodeString(traceID)
-	spans := recv.waitFor(t, tid, "tools/call echo_trace")
+	// The upstream span ends first and may come a batch before the MCP
+	// span: wait for both.
 	var up, front *tracepb.Span
-	for _, s := range spans {
-		if s.Name == "tools/call echo_trace" && s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
-			up = s
+	spans := recv.waitUntil(t, tid, func(spans []*tracepb.Span) string {
+		up, front = nil, nil
+		for _, s := range spans {
+			if s.Name == "tools/call echo_trace" && s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+				up = s
+			}
+			if s.Name == "tools/call echo_trace" && s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+				front = s
+			}
 		}
-		if s.Name == "tools/call echo_trace" && s.Kind == tracepb.Span_SPAN_KIND_SERVER {
-			front = s
+		if up == nil || front == nil {
+			return "client and server span \"tools/call echo_trace\""
 		}
-	}
+		return ""
+	})
 	if up == nil || front == nil || hex.EncodeToString(front.ParentSpanId) != callerSpan {
 		t.Fatalf("want the MCP span under the caller's _meta span and an upstream span:\n%s", spanTree(spans))
 	}
