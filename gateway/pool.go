@@ -1003,7 +1003,7 @@ type headerTransport struct {
 }
 
 func newHeaderTransport(endpoint string, headers map[string]string) headerTransport {
-	t := headerTransport{headers: headers, base: http.DefaultTransport}
+	t := headerTransport{headers: headers, base: syncDefault}
 	if u, err := url.Parse(endpoint); err == nil {
 		t.origin = strings.ToLower(u.Scheme + "://" + u.Host)
 	}
