@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // syncTransport sends the POSTs of go-sdk's clients to plain-http
@@ -43,6 +45,12 @@ type syncTransport struct {
 const (
 	syncMaxIdle        = 4 * time.Second
 	syncMaxIdlePerHost = 8
+	// syncMaxBody is the largest request body sent here: what the
+	// socket buffers of both ends take when the upstream reads none.
+	syncMaxBody = 32 << 10
+	// syncMaxHead bounds an answer's head, its 1xx answers included:
+	// net/http's default MaxResponseHeaderBytes.
+	syncMaxHead = 10 << 20
 )
 
 // syncDefault is the transport of every HTTP upstream, shared as
@@ -63,9 +71,33 @@ type syncConn struct {
 	t    *syncTransport
 	key  string
 	c    net.Conn
-	br   *bufio.Reader
+	br   *bufio.Reader // over headReader
 	bw   *bufio.Writer
 	idle *time.Timer
+	// headLeft is what an answer's head may still read from c; negative
+	// once the head is read (the body is bounded by limitTransport).
+	headLeft int64
+}
+
+var errHeadTooLarge = errors.New("gateway: an upstream's answer head is over 10 MiB")
+
+// headReader is c bounded by headLeft.
+type headReader struct{ sc *syncConn }
+
+func (r headReader) Read(p []byte) (int, error) {
+	sc := r.sc
+	if sc.headLeft < 0 {
+		return sc.c.Read(p)
+	}
+	if sc.headLeft == 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > sc.headLeft {
+		p = p[:sc.headLeft]
+	}
+	n, err := sc.c.Read(p)
+	sc.headLeft -= int64(n)
+	return n, err
 }
 
 func (t *syncTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -73,6 +105,15 @@ func (t *syncTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	if p, err := http.ProxyFromEnvironment(req); err != nil || p != nil {
+		return t.base.RoundTrip(req)
+	}
+	// The request is written whole before the answer is read. An upstream
+	// may answer (413, 401) without reading a body, and only the socket
+	// buffers hold a body then: past syncMaxBody, or of unknown length,
+	// net/http writes it while it reads the answer. A header net/http
+	// refuses to send is refused by it, as a request go-sdk can drop
+	// without ending the session.
+	if req.ContentLength < 0 || req.ContentLength > syncMaxBody || (req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody) || !validHeader(req.Header) {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -108,6 +149,7 @@ func (t *syncTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return fail(err)
 	}
 	var resp *http.Response
+	sc.headLeft = syncMaxHead - int64(sc.br.Buffered())
 	for {
 		if resp, err = http.ReadResponse(sc.br, req); err != nil {
 			return fail(err)
@@ -118,6 +160,7 @@ func (t *syncTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			break
 		}
 	}
+	sc.headLeft = -1
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return fail(errors.New("gateway: an upstream switched protocols on a POST"))
 	}
@@ -162,7 +205,9 @@ func (t *syncTransport) get(ctx context.Context, key string) (*syncConn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &syncConn{t: t, key: key, c: c, br: bufio.NewReaderSize(c, 4<<10), bw: bufio.NewWriterSize(c, 4<<10)}, nil
+	sc := &syncConn{t: t, key: key, c: c, bw: bufio.NewWriterSize(c, 4<<10), headLeft: -1}
+	sc.br = bufio.NewReaderSize(headReader{sc}, 4<<10)
+	return sc, nil
 }
 
 // done ends a round trip on sc: the connection goes back to the idle ones
@@ -273,4 +318,20 @@ func connAlive(c net.Conn) bool {
 		return true
 	})
 	return err == nil && ok
+}
+
+// validHeader reports whether net/http would send h: its names are tokens
+// and its values free of control characters.
+func validHeader(h http.Header) bool {
+	for k, vv := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
