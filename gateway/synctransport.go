@@ -25,7 +25,8 @@ import (
 // from its read goroutine, two wake-ups per call that on a small VM cost
 // more than the gateway's own work for the call (bench/README.md, "the
 // gateway's POSTs on the calling goroutine"). Everything else (an https
-// upstream, a proxy from the environment, GET and DELETE) goes to base.
+// upstream, a proxy from the environment, a body over syncMaxBody, a
+// header net/http refuses, GET and DELETE) goes to base.
 //
 // net/http's read goroutine also notices a server closing an idle
 // connection. Here a connection is checked before it is used again (one

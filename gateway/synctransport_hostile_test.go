@@ -519,41 +519,33 @@ func countFDs() int {
 	return len(fds)
 }
 
-// End to end through the pool against a go-sdk v1.8.0 upstream that
-// speaks 2026-07-28 (Stateless): go-sdk's client then puts the
-// resources/read URI (the caller's, after the gateway's prefix) in the
-// Mcp-Name header as it is. A URI with a control character: net/http
-// refuses to send it (an error from Do, which go-sdk treats as "this one
-// request rejected"); syncTransport sends it, the upstream's net/http
-// server answers 400, and go-sdk's client fails the whole session
-// (checkResponse: a 4xx without a JSON-RPC body is not transient).
+// go-sdk's client copies a resources/read URI into the upstream's
+// Mcp-Name header as it is (2026-07-28), and the gateway passes a caller's
+// URI on. One with a control character must be refused as net/http refuses
+// it (an error from Do, which go-sdk treats as "this one request
+// rejected"): sent, the upstream's server answers 400 and go-sdk's client
+// ends the session every tenant shares (checkResponse: a 4xx without a
+// JSON-RPC body is not transient).
 func TestSyncTransportControlCharURIKeepsTheSession(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		base http.RoundTripper
-	}{{"net/http", http.DefaultTransport}, {"sync", syncDefault}} {
-		t.Run(strings.ReplaceAll(tc.name, "/", ""), func(t *testing.T) {
-			old := syncDefault
-			syncDefault = tc.base
-			defer func() { syncDefault = old }()
-			srv := newTestUpstream()
-			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
-			ts := httptest.NewServer(h)
-			defer ts.Close()
-			p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{{Name: "web", URL: ts.URL}}})
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cs, err := p.Session(ctx, "web", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			callText(t, cs, "pid", nil)
-			_, rerr := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///a\x01b"})
-			_, cerr := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"})
-			t.Logf("%s: protocol %s; read: %v; the next call on the same session: %v", tc.name, cs.InitializeResult().ProtocolVersion, rerr, cerr)
-			if cerr != nil {
-				t.Errorf("%s: one caller's resources/read URI broke the shared upstream session: %v", tc.name, cerr)
-			}
-		})
+	srv := newTestUpstream()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{{Name: "web", URL: ts.URL}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := p.Session(ctx, "web", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	callText(t, cs, "pid", nil)
+	_, rerr := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///a\x01b"})
+	_, cerr := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"})
+	t.Logf("protocol %s; read: %v; the next call on the same session: %v", cs.InitializeResult().ProtocolVersion, rerr, cerr)
+	if rerr == nil {
+		t.Error("a URI with a control character was read")
+	}
+	if cerr != nil {
+		t.Errorf("one caller's resources/read URI broke the shared upstream session: %v", cerr)
 	}
 }
