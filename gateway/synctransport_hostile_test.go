@@ -83,6 +83,17 @@ func hostileServer(t *testing.T, serve func(h *hostile, c net.Conn, br *bufio.Re
 // reference is a fresh net/http transport as http.DefaultTransport is.
 func reference() *http.Transport { return http.DefaultTransport.(*http.Transport).Clone() }
 
+// transport is one transport under test, by name.
+type transport struct {
+	name string
+	rt   http.RoundTripper
+}
+
+// both is net/http's transport, the reference, and a syncTransport.
+func both() []transport {
+	return []transport{{"net/http", reference()}, {"sync", newSyncTransport(http.DefaultTransport)}}
+}
+
 func postCtx(ctx context.Context, rt http.RoundTripper, url string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
 	if err != nil {
@@ -92,13 +103,9 @@ func postCtx(ctx context.Context, rt http.RoundTripper, url string, body []byte)
 	return rt.RoundTrip(req)
 }
 
-// ---------------------------------------------------------------------
-// Findings
-// ---------------------------------------------------------------------
-
 // An upstream that sends a response head without end: net/http gives up
-// after MaxResponseHeaderBytes (10 MiB by default); syncTransport reads
-// (and holds in one []byte) all of it until the call's context ends.
+// after MaxResponseHeaderBytes (10 MiB by default), and so must
+// syncTransport, not hold all of it until the call's context ends.
 func TestHostileHugeResponseHeader(t *testing.T) {
 	const cap = 64 << 20 // what the server is willing to send
 	serve := func(h *hostile, c net.Conn, br *bufio.Reader) {
@@ -116,10 +123,7 @@ func TestHostileHugeResponseHeader(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second) // then nothing: the head never ends
 	}
-	for _, tc := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{{"net/http", reference()}, {"sync", newSyncTransport(http.DefaultTransport)}} {
+	for _, tc := range both() {
 		h := hostileServer(t, serve)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		var peak atomic.Uint64
@@ -150,8 +154,8 @@ func TestHostileHugeResponseHeader(t *testing.T) {
 }
 
 // An upstream that sends 1xx interim responses without end: net/http
-// counts them against the 10 MiB head limit and fails; syncTransport
-// loops, reading them, until the call's context ends.
+// counts them against the 10 MiB head limit and fails, and so must
+// syncTransport, not read them until the call's context ends.
 func TestHostileEndless1xx(t *testing.T) {
 	serve := func(h *hostile, c net.Conn, br *bufio.Reader) {
 		req, err := http.ReadRequest(br)
@@ -168,10 +172,7 @@ func TestHostileEndless1xx(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second)
 	}
-	for _, tc := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{{"net/http", reference()}, {"sync", newSyncTransport(http.DefaultTransport)}} {
+	for _, tc := range both() {
 		h := hostileServer(t, serve)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		start := time.Now()
@@ -187,8 +188,9 @@ func TestHostileEndless1xx(t *testing.T) {
 
 // An upstream that answers (413, keep-alive) before reading a large
 // request body and does not read it: net/http's RoundTrip returns the
-// answer as soon as its head arrives; syncTransport writes the whole body
-// first, blocks, and the call ends only at its deadline, the 413 lost.
+// answer as soon as its head arrives. syncTransport writes a body whole
+// before it reads, so a large one must go to net/http, not block until
+// the call's deadline with the 413 lost.
 func TestHostileEarlyAnswerUnreadBody(t *testing.T) {
 	serve := func(h *hostile, c net.Conn, br *bufio.Reader) {
 		if _, err := http.ReadRequest(br); err != nil {
@@ -198,10 +200,7 @@ func TestHostileEarlyAnswerUnreadBody(t *testing.T) {
 		time.Sleep(10 * time.Second) // not reading the body, not closing
 	}
 	body := make([]byte, 16<<20)
-	for _, tc := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{{"net/http", reference()}, {"sync", newSyncTransport(http.DefaultTransport)}} {
+	for _, tc := range both() {
 		h := hostileServer(t, serve)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		start := time.Now()
@@ -226,10 +225,7 @@ func TestHostileEarlyAnswerUnreadBody(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no"}}`)
 	}, 0)
-	for _, tc := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{{"net/http", reference()}, {"sync", newSyncTransport(http.DefaultTransport)}} {
+	for _, tc := range both() {
 		ok := 0
 		var lastErr error
 		for range 5 {
@@ -255,8 +251,9 @@ func TestHostileEarlyAnswerUnreadBody(t *testing.T) {
 
 // A header value net/http refuses to send (a control character: go-sdk
 // puts the caller's resources/read URI, tool or prompt name in Mcp-Name
-// unencoded from protocol 2026-07-28 on) goes out with syncTransport:
-// CR/LF turned into spaces, other control bytes raw.
+// unencoded from protocol 2026-07-28 on) is refused by syncTransport too;
+// Request.Write would send it, CR/LF turned into spaces, other control
+// bytes raw.
 func TestSyncTransportRefusesWhatNetHTTPRefuses(t *testing.T) {
 	var got atomic.Value
 	h := hostileServer(t, func(h *hostile, c net.Conn, br *bufio.Reader) {
@@ -271,10 +268,7 @@ func TestSyncTransportRefusesWhatNetHTTPRefuses(t *testing.T) {
 		got.Store(raw.String())
 		io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 	})
-	for _, tc := range []struct {
-		name string
-		rt   http.RoundTripper
-	}{{"net/http", reference()}, {"sync", newSyncTransport(http.DefaultTransport)}} {
+	for _, tc := range both() {
 		got.Store("")
 		for _, v := range []string{"file:///a\x01b", "a\r\nX-Injected: 1"} {
 			req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader("{}"))
@@ -293,10 +287,8 @@ func TestSyncTransportRefusesWhatNetHTTPRefuses(t *testing.T) {
 	}
 }
 
-// ---------------------------------------------------------------------
-// What held up (each passes)
-// ---------------------------------------------------------------------
-
+// rawAnswer answers every request with answer, and closes the connection
+// after each when closeAfter.
 func rawAnswer(t *testing.T, answer string, closeAfter bool) *hostile {
 	return hostileServer(t, func(h *hostile, c net.Conn, br *bufio.Reader) {
 		for {

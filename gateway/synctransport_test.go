@@ -319,103 +319,50 @@ func within(t *testing.T, f func() error) error {
 	}
 }
 
-// rawServer answers each request on a connection with answer(i), the i-th
-// request it has read on any connection, and counts connections.
-func rawServer(t *testing.T, answer func(i int) string) (string, *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var conns, reqs atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(c, answer(int(reqs.Add(1)))); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String(), &conns
-}
-
 // A connection with bytes nobody asked for (past an answer's length, or
 // sent while it was idle) is not trusted with the next request.
 func TestSyncTransportDropsConnectionsWithStrayBytes(t *testing.T) {
 	ok := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	// Past the answer's length.
-	url, conns := rawServer(t, func(int) string { return ok + "HTTP/1.1 200 OK\r\n" })
+	h := rawAnswer(t, ok+"HTTP/1.1 200 OK\r\n", false)
 	rt := newSyncTransport(http.DefaultTransport)
 	defer rt.CloseIdleConnections()
 	for range 3 {
-		if _, got := post(t, rt, url, "{}"); got != "ok" {
+		if _, got := post(t, rt, h.url, "{}"); got != "ok" {
 			t.Fatalf("got %q", got)
 		}
 	}
-	if conns.Load() != 3 {
-		t.Fatalf("past the length: opened %d connections, want 3", conns.Load())
+	if n := h.conns.Load(); n != 3 {
+		t.Fatalf("past the length: opened %d connections, want 3", n)
 	}
 
 	// Idle bytes: the server writes after its answer, before the next
 	// request.
 	var mu sync.Mutex
 	var last net.Conn
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conns = &atomic.Int64{}
-	go func() {
+	h = hostileServer(t, func(h *hostile, c net.Conn, br *bufio.Reader) {
+		mu.Lock()
+		last = c
+		mu.Unlock()
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			conns.Add(1)
-			mu.Lock()
-			last = c
-			mu.Unlock()
-			go func() {
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(c, ok)
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(c, ok)
 		}
-	}()
-	url = "http://" + ln.Addr().String()
-	post(t, rt, url, "{}")
+	})
+	post(t, rt, h.url, "{}")
 	mu.Lock()
 	io.WriteString(last, "stray")
 	mu.Unlock()
 	time.Sleep(50 * time.Millisecond) // on its way over loopback
-	if _, got := post(t, rt, url, "{}"); got != "ok" {
+	if _, got := post(t, rt, h.url, "{}"); got != "ok" {
 		t.Fatalf("got %q", got)
 	}
-	if conns.Load() != 2 {
-		t.Fatalf("opened %d connections, want 2: the one with stray bytes was used again", conns.Load())
+	if n := h.conns.Load(); n != 2 {
+		t.Fatalf("opened %d connections, want 2: the one with stray bytes was used again", n)
 	}
 }
 
