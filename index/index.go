@@ -169,8 +169,10 @@ func (p *Page) NextAt(i int) string {
 type Query struct {
 	// Text is in web-search syntax (query.go): words all must match, in
 	// the text, title or labels; "a phrase"; `or` between alternatives;
-	// -word excludes. Empty: every document the filters keep, newest
-	// first. Words match whole and case-insensitively (no stemming).
+	// -word excludes. Empty (or white space): every document the filters
+	// keep, newest first; text with no word (only `or`, `-`, `""` or
+	// punctuation) is invalid. Words match whole and case-insensitively
+	// (no stemming).
 	Text string
 	// Scheme keeps one scheme; Prefix a path prefix (needs no Scheme).
 	Scheme, Prefix string
@@ -526,7 +528,7 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 	terms := p.Match.Terms()
 	for i, l := range q.Labels {
 		e, err := Parse(l)
-		if err != nil {
+		if err != nil && !errors.Is(err, errNoWord) {
 			return nil, fmt.Errorf("labels[%d]: %w", i, err)
 		}
 		if e == nil {

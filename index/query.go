@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -103,9 +104,10 @@ func (p Phrase) Websearch() string { return `"` + strings.Join(p, " ") + `"` }
 // Parse parses web-search syntax: words that all must match, "a quoted
 // phrase", `or` between two alternatives, and -word or -"a phrase" to
 // exclude. Words are cut as Tokens cuts text, so `foo-bar` is the phrase
-// "foo bar". Empty (or only punctuation) gives nil, matching everything.
-// A query of exclusions only, an `or` next to an exclusion and a word
-// longer than MaxTokenBytes are invalid.
+// "foo bar". Empty (or only white space) gives nil, matching everything.
+// A query of exclusions only, one with no word at all (only `or`, `-`,
+// empty phrases or punctuation: errNoWord), an `or` next to an exclusion
+// and a word longer than MaxTokenBytes are invalid.
 func Parse(s string) (*Expr, error) {
 	if len(s) > MaxQueryBytes {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooCostly, len(s), MaxQueryBytes)
@@ -192,10 +194,18 @@ func Parse(s string) (*Expr, error) {
 		if len(e.Not) > 0 {
 			return nil, fmt.Errorf("%w: a query needs a word that is not excluded (-word)", ErrInvalid)
 		}
+		if strings.TrimSpace(s) != "" {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, errNoWord)
+		}
 		return nil, nil
 	}
 	return e, nil
 }
+
+// errNoWord is Parse's refusal of a text that is not blank but has no
+// word to search for: read as no query it would match every document,
+// which is never what `or`, `""` or `-` alone asked for.
+var errNoWord = errors.New("a query needs a word of letters or digits to search for; `or`, `-`, quotes and punctuation alone are not words (to match every resource the filters keep, leave the query out)")
 
 // wordRune reports whether r is part of a word: letters, digits and the
 // marks that combine with them (a word does not start with a mark).

@@ -16,7 +16,7 @@ func TestParse(t *testing.T) {
 		ws   string
 	}{
 		{"", nil, ""},
-		{"  ,;  ", nil, ""},
+		{" \t\n ", nil, ""},
 		{"Acme invoice", &Expr{All: []Group{{{"acme"}}, {{"invoice"}}}}, `"acme" "invoice"`},
 		{`"march report" -draft`, &Expr{All: []Group{{{"march", "report"}}}, Not: []Phrase{{"draft"}}}, `"march report" -"draft"`},
 		{"a or b c", &Expr{All: []Group{{{"a"}, {"b"}}, {{"c"}}}}, `"a" or "b" "c"`},
@@ -62,6 +62,17 @@ func TestParseRefuses(t *testing.T) {
 		want error
 	}{
 		{"-only -exclusions", ErrInvalid},
+		// Text with no word to search for: operators, empty phrases, lone
+		// dashes and punctuation are refused, not read as "match all".
+		{"or", ErrInvalid},
+		{"OR", ErrInvalid},
+		{"or or", ErrInvalid},
+		{`""`, ErrInvalid},
+		{`"" or ""`, ErrInvalid},
+		{`-""`, ErrInvalid},
+		{"-", ErrInvalid},
+		{" - - ", ErrInvalid},
+		{"  ,;  ", ErrInvalid},
 		{"a or -b", ErrInvalid},
 		{"\xff", ErrInvalid},
 		{string(long[:MaxTokenBytes+1]), ErrInvalid},

@@ -161,9 +161,12 @@ func TestFullTextSearch(t *testing.T) {
 	}
 	check("after a restart")
 
-	// Bad input is a clear validation error.
-	r := as["acme"].call(v2025, "search_resources", map[string]any{"query": "-only"})
-	if !r.IsError || !strings.Contains(string(r.StructuredContent), "validation_error") {
-		t.Errorf("a query of exclusions only = %s, want a validation_error", r.raw)
+	// Bad input is a clear validation error: a query of exclusions only,
+	// and one with no word at all (not a query that matches everything).
+	for _, q := range []string{"-only", "or", "OR", `""`, "-"} {
+		r := as["acme"].call(v2025, "search_resources", map[string]any{"query": q})
+		if !r.IsError || !strings.Contains(string(r.StructuredContent), "validation_error") {
+			t.Errorf("the query %q = %s, want a validation_error", q, r.raw)
+		}
 	}
 }

@@ -84,7 +84,7 @@ func TestDeepSearchAndFetch(t *testing.T) {
 
 // TestDeepSearchQueries: search keeps a question's exclusions and its
 // telling words past the 32nd, and refuses what its input schema refuses
-// (no query, a query over 1024 bytes, exclusions only) instead of
+// (no query, a query over 1024 bytes, exclusions only, no word) instead of
 // searching something else.
 func TestDeepSearchQueries(t *testing.T) {
 	svc, _, _ := newSearchEnv(t)
@@ -106,7 +106,7 @@ func TestDeepSearchQueries(t *testing.T) {
 		slices.Sort(out)
 		return out, nil
 	}
-	for _, q := range []string{"", "   ", "-zebra", "-zebra -horse", strings.Repeat("word ", 250)} {
+	for _, q := range []string{"", "   ", "-zebra", "-zebra -horse", "or", `""`, "-", strings.Repeat("word ", 250)} {
 		if got, f := search(q); f == nil || f.ErrorKind != KindValidation {
 			t.Errorf("search %.40q = %v, %v: want a validation_error", q, got, f)
 		}

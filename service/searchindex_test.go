@@ -122,7 +122,7 @@ func TestIndexFailureIsKept(t *testing.T) {
 func TestSearchRefusesBadInput(t *testing.T) {
 	svc, _, _ := newSearchEnv(t)
 	for _, a := range []toolapi.SearchResourcesArgs{
-		{Query: "-only"}, {CreatedAfter: "yesterday"}, {Cursor: "x"}, {MIMEType: "text"}, {Limit: new(int)},
+		{Query: "-only"}, {Query: "or"}, {Query: "OR"}, {Query: `""`}, {Query: "-"}, {CreatedAfter: "yesterday"}, {Cursor: "x"}, {MIMEType: "text"}, {Limit: new(int)},
 		{MIMEType: "*/*"}, {MIMEType: "*/plain"},
 	} {
 		_, f := svc.SearchResources(context.Background(), alice, &a)

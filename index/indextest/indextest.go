@@ -593,6 +593,15 @@ func testBadQueries(t *testing.T, x *index.Index) {
 		{"", index.Query{Text: "x"}, index.ErrInvalid},
 		{"acme", index.Query{Text: "-x"}, index.ErrInvalid},
 		{"acme", index.Query{Text: "\xff"}, index.ErrInvalid},
+		// No word to search for: refused like exclusions only, never
+		// read as a query that matches every document.
+		{"acme", index.Query{Text: "or"}, index.ErrInvalid},
+		{"acme", index.Query{Text: "OR"}, index.ErrInvalid},
+		{"acme", index.Query{Text: `""`}, index.ErrInvalid},
+		{"acme", index.Query{Text: `"" or ""`}, index.ErrInvalid},
+		{"acme", index.Query{Text: "-"}, index.ErrInvalid},
+		{"acme", index.Query{Text: `-""`}, index.ErrInvalid},
+		{"acme", index.Query{Text: " , ; "}, index.ErrInvalid},
 		{"acme", index.Query{Scheme: "Report"}, index.ErrInvalid},
 		{"acme", index.Query{Prefix: "a b"}, index.ErrInvalid},
 		{"acme", index.Query{Prefix: "%"}, index.ErrInvalid},
@@ -624,6 +633,7 @@ func testBadQueries(t *testing.T, x *index.Index) {
 		t.Errorf("Delete of an invalid ref = %v, want ErrInvalid", err)
 	}
 	wantSet(t, "after refused calls", uris(t, x, "acme", index.Query{}), "report://acme/a")
+	wantSet(t, "a blank query (no query)", uris(t, x, "acme", index.Query{Text: " \t "}), "report://acme/a")
 }
 
 func testWalkAndCount(t *testing.T, x *index.Index) {
