@@ -225,6 +225,19 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
+	// The source is opened before the progress starts: when there is
+	// nothing to copy (no server answers and no database is there), the
+	// error is the whole message, with no "failed after 0 B" before it.
+	src, err := openBackupSource(cfg)
+	if err != nil {
+		f.Close()
+		var e *exitError
+		if errors.As(err, &e) {
+			return err
+		}
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer src.close()
 	p := startProgress(stderr, quiet, "backup")
 	// The total is the file's size: the copy is at most that (bbolt writes
 	// up to its last page in use; the file may hold grown, unused space),
@@ -234,7 +247,7 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		total = fi.Size()
 	}
 	p.begin("copying "+cfg.BboltPath(), unitBytes, total)
-	n, how, err := writeBackup(cfg, p.writer(f))
+	n, err := src.copy(p.writer(f))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -254,7 +267,7 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		return err
 	}
 	p.finish(true, "wrote", -1, n)
-	fmt.Fprintf(stdout, "wrote %d bytes to %s (%s)\n", n, out, how)
+	fmt.Fprintf(stdout, "wrote %d bytes to %s (%s)\n", n, out, src.how)
 	return nil
 }
 
@@ -313,30 +326,44 @@ func place(tmp, out string, force bool) error {
 	return nil
 }
 
-func writeBackup(cfg *config.Config, w io.Writer) (int64, string, error) {
+// backupSource is where a backup's bytes come from, opened: the running
+// server's answer on the admin socket, or the database file.
+type backupSource struct {
+	how   string                           // said on stdout: online or offline
+	copy  func(w io.Writer) (int64, error) // writes the backup to w
+	close func()
+}
+
+// openBackupSource asks the server running on cfg's data directory for a
+// backup, or, when none answers, opens the database file, if there is one
+// (opening a missing file would create an empty one).
+func openBackupSource(cfg *config.Config) (*backupSource, error) {
 	sock := adminSocketPath(cfg)
 	resp, err := adminClient(cfg, 0).Get("http://resourced/backup")
 	if err == nil {
-		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return 0, "", fmt.Errorf("the running server answered %s", resp.Status)
+			resp.Body.Close()
+			return nil, fmt.Errorf("the running server answered %s", resp.Status)
 		}
-		n, err := io.Copy(w, resp.Body)
-		return n, "online, from the running server", err
+		return &backupSource{
+			how:   "online, from the running server",
+			copy:  func(w io.Writer) (int64, error) { return io.Copy(w, resp.Body) },
+			close: func() { resp.Body.Close() },
+		}, nil
 	}
-	// No server runs on this data directory: read the file itself, if
-	// there is one (opening a missing file would create an empty one).
 	file := cfg.BboltPath()
 	if err := requireDatabase(cfg); err != nil {
-		return 0, "", err
+		return nil, err
 	}
 	st, oerr := boltstore.Open(file, boltstore.Options{Timeout: time.Second})
 	if oerr != nil {
-		return 0, "", fmt.Errorf("no running server answered on %s (%v), and the file cannot be opened: %w", sock, err, oerr)
+		return nil, fmt.Errorf("no running server answered on %s (%v), and the file cannot be opened: %w", sock, err, oerr)
 	}
-	defer st.Close()
-	n, err := st.Backup(w)
-	return n, "offline, from the file", err
+	return &backupSource{
+		how:   "offline, from the file",
+		copy:  st.Backup,
+		close: func() { st.Close() },
+	}, nil
 }
 
 // requireDatabase is a missingError when cfg's bbolt file does not exist,

@@ -183,6 +183,18 @@ func TestOperatorCommandsCreateNothing(t *testing.T) {
 	}
 }
 
+// TestBackupNothingToCopySaysOnlyWhy: a backup of a data directory with
+// no database, and no server on it, prints the one line saying what is
+// missing, and no progress summary before it (it printed "backup: failed
+// after 0 B in 0s" first, for a copy that never started).
+func TestBackupNothingToCopySaysOnlyWhy(t *testing.T) {
+	root := t.TempDir()
+	code, stdout, stderr := runCmd(t, "backup", "--data-dir", filepath.Join(root, "nodir"), "--out", filepath.Join(root, "b.db"))
+	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "resourced: there is no directory") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and only the line naming what is missing", code, stdout, stderr)
+	}
+}
+
 // TestBackupKeepsExistingOut: an existing --out is refused (exit 2, left
 // as it was) unless --force, which replaces it with a complete backup.
 func TestBackupKeepsExistingOut(t *testing.T) {
