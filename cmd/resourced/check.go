@@ -29,6 +29,16 @@ const (
 		"       resourced check --host-run ID|PAGE-URL [--url URL] [--json FILE] [--markdown FILE]"
 )
 
+// checkHint is the second line of a usage error, as parseFlags writes it
+// for every command.
+const checkHint = "run 'resourced check --help' for its flags"
+
+// checkSays writes a message of resourced check to stderr with the prefix
+// of every command's messages, "resourced: check: ".
+func checkSays(stderr io.Writer, format string, a ...any) {
+	fmt.Fprintf(stderr, "resourced: check: "+format+"\n", a...)
+}
+
 // check runs `resourced check`; its error carries the exit code (check
 // needs 1 and 2 apart) and no message: runCheck has said what happened.
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -90,7 +100,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if errors.Is(err, flag.ErrHelp) {
 			return checkOK
 		}
-		fmt.Fprintf(stderr, "resourced check: %v\nusage: %s\n", err, checkCommand)
+		fmt.Fprintln(stderr, "resourced:", err) // "check: <problem>" and where the flags are, as every command
 		return checkCannot
 	}
 	if listRows {
@@ -107,7 +117,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runHostRun(ctx, hostRun, newRun, opts.URL, hdr.h, opts.Timeout, jsonOut, mdOut, stdout, stderr)
 	}
 	if opts.URL == "" {
-		fmt.Fprintf(stderr, "resourced check: --url is required\nusage: %s\n", checkCommand)
+		checkSays(stderr, "--url is required (the MCP endpoint, e.g. http://127.0.0.1:8765/mcp)\n%s", checkHint)
 		return checkCannot
 	}
 	opts.Header = hdr.h
@@ -118,11 +128,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer stop()
 	rep, err := checker.Run(ctx, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "resourced check:", err)
+		checkSays(stderr, "%v", err)
 		return checkCannot
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "resourced check: interrupted; the report is incomplete")
+		checkSays(stderr, "interrupted; the report is incomplete")
 		rep.WriteText(stderr)
 		return checkCannot
 	}
@@ -130,18 +140,18 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if jsonOut == "-" {
 		table = stderr
 		if err := rep.WriteJSON(stdout); err != nil {
-			fmt.Fprintln(stderr, "resourced check:", err)
+			checkSays(stderr, "%v", err)
 			return checkCannot
 		}
 	} else if jsonOut != "" {
 		if err := writeFile(jsonOut, rep.WriteJSON); err != nil {
-			fmt.Fprintln(stderr, "resourced check:", err)
+			checkSays(stderr, "%v", err)
 			return checkCannot
 		}
 	}
 	if mdOut != "" {
 		if err := writeFile(mdOut, rep.WriteMarkdown); err != nil {
-			fmt.Fprintln(stderr, "resourced check:", err)
+			checkSays(stderr, "%v", err)
 			return checkCannot
 		}
 	}
@@ -172,7 +182,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 func runHostRun(ctx context.Context, run string, create bool, rawURL string, hdr http.Header, timeout time.Duration,
 	jsonOut, mdOut string, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "resourced check: "+format+"\n", a...)
+		checkSays(stderr, format, a...)
 		return checkCannot
 	}
 	if create && run != "" {
@@ -180,7 +190,7 @@ func runHostRun(ctx context.Context, run string, create bool, rawURL string, hdr
 	}
 	base, id, err := hostRunTarget(run, rawURL)
 	if err != nil {
-		return fail("%v\nusage: %s", err, checkCommand)
+		return fail("%v\n%s", err, checkHint)
 	}
 	client := &http.Client{Timeout: timeout}
 	do := func(method, u string) ([]byte, error) {

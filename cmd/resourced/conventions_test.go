@@ -108,6 +108,9 @@ func TestUsageErrorOneLineHint(t *testing.T) {
 		{[]string{"token", "--backend", "s3"}, "resourced: token: flag provided but not defined: -backend", "run 'resourced token --help' for its flags"},
 		{[]string{"fsck", "stray"}, `resourced: fsck: unexpected arguments ["stray"]`, "run 'resourced fsck --help' for its flags"},
 		{[]string{"health", "--timeout", "x"}, `resourced: health: invalid value "x" for flag -timeout`, "run 'resourced health --help' for its flags"},
+		{[]string{"check"}, "resourced: check: --url is required", "run 'resourced check --help' for its flags"},
+		{[]string{"check", "--timeout", "5", "--url", "http://127.0.0.1:1/mcp"}, `resourced: check: invalid value "5" for flag -timeout`, "run 'resourced check --help' for its flags"},
+		{[]string{"check", "--new-host-run"}, "resourced: check: --url is required", "run 'resourced check --help' for its flags"},
 		{[]string{"config"}, "resourced: config: no subcommand", "run 'resourced config check --help'"},
 	} {
 		code, stdout, stderr := runCmd(t, c.args...)
