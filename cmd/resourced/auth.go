@@ -13,6 +13,7 @@ import (
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/grammar"
 )
 
 // firstTokenTTL is the life of the token printed on first start.
@@ -184,6 +185,9 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	}
 	// The values first, with a placeholder key and audience: a bad tenant
 	// or scope is a usage error whether or not a key is there.
+	if err := tokenFlagsError(tenant, claims.Scopes, ttl); err != nil {
+		return usageError(fmt.Errorf("token: %w", err))
+	}
 	if _, err := auth.Mint(make([]byte, auth.MinHMACKeyBytes), withAudience(claims, "check", "check")); err != nil {
 		return usageError(fmt.Errorf("token: %w", err))
 	}
@@ -219,6 +223,29 @@ func tokenKey(cfg *config.Config) ([]byte, error) {
 			"(start `resourced serve` once to create it, or pass the --data-dir or --config of your server)", path, cfg.DataDir)
 	}
 	return key, err
+}
+
+// tokenFlagsError says what is wrong with the values of --tenant, --scope
+// and --ttl, each problem once, naming its flag, or is nil. auth.Mint
+// checks the same, but its error speaks of claims ("auth: mint: tenant:
+// ..."), not of what the user typed.
+func tokenFlagsError(tenant string, scopes []string, ttl time.Duration) error {
+	var errs []error
+	if err := grammar.Tenant(tenant); err != nil {
+		errs = append(errs, fmt.Errorf("--tenant %q: %s", tenant, strings.TrimPrefix(err.Error(), "tenant ")))
+	}
+	for _, s := range scopes {
+		if s != auth.ScopeRead && s != auth.ScopeWrite {
+			errs = append(errs, fmt.Errorf("--scope: %q is not %s or %s", s, auth.ScopeRead, auth.ScopeWrite))
+		}
+	}
+	if len(scopes) == 0 {
+		errs = append(errs, fmt.Errorf("--scope: want %s, %s or both, space-separated", auth.ScopeRead, auth.ScopeWrite))
+	}
+	if ttl <= 0 {
+		errs = append(errs, fmt.Errorf("--ttl %s: must be positive", ttl))
+	}
+	return errors.Join(errs...)
 }
 
 func withAudience(c auth.MintClaims, iss, aud string) auth.MintClaims {

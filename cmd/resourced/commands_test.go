@@ -195,6 +195,30 @@ func TestBackupNothingToCopySaysOnlyWhy(t *testing.T) {
 	}
 }
 
+// TestTokenValueErrorsNameTheFlag: a bad --tenant, --scope or --ttl is
+// said once, naming the flag, without auth.Mint's "auth: mint: tenant:"
+// prefixes; every problem of the command line on a line of its own.
+func TestTokenValueErrorsNameTheFlag(t *testing.T) {
+	dir := dataDirWithKey(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tenant", "BadTenant"}, `resourced: token: --tenant "BadTenant": must match [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?: upper-case 'B' at byte 0` + "\n"},
+		{[]string{"--tenant="}, `resourced: token: --tenant "": is empty (tenant must match [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)` + "\n"},
+		{[]string{"--scope", "x"}, `resourced: token: --scope: "x" is not resources:read or resources:write` + "\n"},
+		{[]string{"--scope", " "}, "resourced: token: --scope: want resources:read, resources:write or both, space-separated\n"},
+		{[]string{"--ttl", "0s"}, "resourced: token: --ttl 0s: must be positive\n"},
+		{[]string{"--tenant", "A", "--scope", "resources:read x"}, "resourced: token: --tenant \"A\": must match [a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?: upper-case 'A' at byte 0\n" +
+			`--scope: "x" is not resources:read or resources:write` + "\n"},
+	} {
+		code, stdout, stderr := runCmd(t, append([]string{"token", "--data-dir", dir}, c.args...)...)
+		if code != 2 || stdout != "" || stderr != c.want {
+			t.Errorf("token %q: exit %d, stdout %q, stderr:\n%s\nwant 2 and:\n%s", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
 // TestBackupKeepsExistingOut: an existing --out is refused (exit 2, left
 // as it was) unless --force, which replaces it with a complete backup.
 func TestBackupKeepsExistingOut(t *testing.T) {
