@@ -162,7 +162,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	fs.StringVar(&tenant, "tenant", auth.DefaultTenant, "tenant the token acts for")
 	fs.StringVar(&scope, "scope", auth.ScopeRead+" "+auth.ScopeWrite, "space-separated scopes")
 	fs.StringVar(&subject, "subject", "resourced-token", "sub claim")
-	fs.DurationVar(&ttl, "ttl", time.Hour, "lifetime")
+	durationVar(fs, &ttl, "ttl", time.Hour, "lifetime, a `duration` such as 1h or 30m")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}

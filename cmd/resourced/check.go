@@ -92,7 +92,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&opts.Protocol, "protocol", checker.ProtocolAuto, "protocol version: auto, 2026-07-28 or 2025-11-25")
 	fs.StringVar(&jsonOut, "json", "", `write the report as JSON to FILE ("-": stdout, the table then goes to stderr)`)
 	fs.StringVar(&mdOut, "markdown", "", "write the report as Markdown to FILE")
-	fs.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "timeout of each request")
+	durationVar(fs, &opts.Timeout, "timeout", 30*time.Second, "timeout of each request, a `duration` such as 30s")
 	fs.BoolVar(&listRows, "list", false, "print the catalogue of rows and exit")
 	fs.StringVar(&hostRun, "host-run", "", "print the host run ID (or its page URL) of a resourced with fixtures: what the host did, row by row (docs/fixtures.md)")
 	fs.BoolVar(&newRun, "new-host-run", false, "start a host run on the resourced at --url (the token's tenant) and print its URLs")

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/resourced/resourced/auth"
 	"github.com/resourced/resourced/config"
@@ -216,6 +219,30 @@ func TestTokenValueErrorsNameTheFlag(t *testing.T) {
 		if code != 2 || stdout != "" || stderr != c.want {
 			t.Errorf("token %q: exit %d, stdout %q, stderr:\n%s\nwant 2 and:\n%s", c.args, code, stdout, stderr, c.want)
 		}
+	}
+}
+
+// TestDurationFlagsSayWhatIsWanted: --ttl and --timeout take Go durations;
+// a number without its unit is refused with what is wanted (the flag
+// package said "parse error"), and a good value is taken.
+func TestDurationFlagsSayWhatIsWanted(t *testing.T) {
+	var d time.Duration
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	durationVar(fs, &d, "ttl", time.Hour, "lifetime")
+	if d != time.Hour {
+		t.Errorf("default %s, want 1h", d)
+	}
+	err := fs.Parse([]string{"--ttl", "5"})
+	if err == nil || err.Error() != `invalid value "5" for flag -ttl: want a duration such as 1h or 30m` {
+		t.Errorf("--ttl 5: %v", err)
+	}
+	if err := fs.Parse([]string{"--ttl", "90s"}); err != nil || d != 90*time.Second {
+		t.Errorf("--ttl 90s: %v, %s", err, d)
+	}
+	_, help, _ := runCmd(t, "token", "--help")
+	if !strings.Contains(help, "-ttl duration\n") || !strings.Contains(help, "(default 1h0m0s)") {
+		t.Errorf("token --help does not show -ttl as a duration with its default:\n%s", help)
 	}
 }
 

@@ -27,7 +27,8 @@ func health(args []string, getenv func(string) string, stdout, stderr io.Writer)
 			"server is the one serve would start with the same --config, --listen and environment\n"+
 			"(RESOURCED_CONFIG, RESOURCED_LISTEN); on a wildcard address it asks loopback.")
 	url := fs.String("url", "", "the server's address or its health endpoint; a URL without a path asks its /healthz (default http://<listen>/healthz)")
-	timeout := fs.Duration("timeout", 5*time.Second, "timeout of the request")
+	var timeout time.Duration
+	durationVar(fs, &timeout, "timeout", 5*time.Second, "timeout of the request, a `duration` such as 5s")
 	path := fs.String("config", getenv("RESOURCED_CONFIG"), "YAML config file")
 	listen := fs.String("listen", "", "address the server listens on (default 127.0.0.1:8765)")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
@@ -49,7 +50,7 @@ func health(args []string, getenv func(string) string, stdout, stderr io.Writer)
 		u.Path = "/healthz"
 		*url = u.String()
 	}
-	c := &http.Client{Timeout: *timeout}
+	c := &http.Client{Timeout: timeout}
 	resp, err := c.Get(*url)
 	if err != nil {
 		return fmt.Errorf("health: %w", err)

@@ -235,6 +235,33 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
+// durationFlag is a time.Duration flag whose bad value is answered with
+// what is wanted: flag's own DurationVar says only "parse error", which
+// leaves a user who typed --ttl 5 guessing at the unit.
+type durationFlag struct{ d *time.Duration }
+
+// durationVar defines a duration flag name with the default value.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil { // flag's PrintDefaults asks a zero value
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 1h or 30m")
+	}
+	*f.d = d
+	return nil
+}
+
 // serverFlags are the flags that say which server a command is for, the
 // same for serve and token, so that both derive the same baseURL (and so
 // the same token audience and issuer) from the same command line.
