@@ -197,7 +197,7 @@ func TestLabelWithoutWord(t *testing.T) {
 	x := New(&recorder{}, Options{})
 	for _, l := range []string{"*", "", " - "} {
 		_, err := x.plan("acme", Query{Labels: []string{"a", l}})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "labels[1] has no word: labels are words of letters and digits") {
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "labels[1]: invalid: has no word: labels are words of letters and digits") {
 			t.Errorf("plan with the label %q: %v", l, err)
 		}
 	}

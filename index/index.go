@@ -47,10 +47,39 @@ var (
 	// ErrInvalid: a document or query failed validation.
 	ErrInvalid = errors.New("invalid")
 	// ErrTooCostly: the query is outside the bounds the index answers.
-	ErrTooCostly = errors.New("query too costly")
+	ErrTooCostly = errors.New("too costly")
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")
 )
+
+// QueryError is a Query refused for one of its fields; errors.As finds
+// it in Search's error. Field names the field as a caller passes it
+// ("query" for Text, "scheme", "prefix", "mediaType", "labels" or
+// "labels[1]", "createdAfter", "expiresAfter", "limit", "cursor"), Kind
+// is ErrInvalid or ErrTooCostly, and Reason says what is wrong without
+// naming the field again, so a caller can put the field in front once.
+// Its text is "field: kind: reason".
+type QueryError struct {
+	Field  string
+	Kind   error
+	Reason string
+	cause  error // a finer sentinel (errNoWord), or nil
+}
+
+func (e *QueryError) Error() string { return e.Field + ": " + e.Kind.Error() + ": " + e.Reason }
+
+// Unwrap is Kind, and the finer cause when there is one.
+func (e *QueryError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.Kind, e.cause}
+	}
+	return []error{e.Kind}
+}
+
+// queryErr is a QueryError of field.
+func queryErr(field string, kind error, format string, a ...any) *QueryError {
+	return &QueryError{Field: field, Kind: kind, Reason: fmt.Sprintf(format, a...)}
+}
 
 // Bounds of a search.
 const (
@@ -495,16 +524,16 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 	}
 	if q.Scheme != "" {
 		if err := grammar.Scheme(q.Scheme); err != nil {
-			return nil, fmt.Errorf("%w: scheme %q: %v", ErrInvalid, q.Scheme, err)
+			return nil, queryErr("scheme", ErrInvalid, "%q: %v", q.Scheme, err)
 		}
 	}
 	if !validPrefix(q.Prefix) {
-		return nil, fmt.Errorf("%w: prefix %q: only the characters of a path ([A-Za-z0-9._~/-]), at most %d bytes", ErrInvalid, q.Prefix, grammar.MaxPathLen)
+		return nil, queryErr("prefix", ErrInvalid, "%q: only the characters of a path ([A-Za-z0-9._~/-]), at most %d bytes", q.Prefix, grammar.MaxPathLen)
 	}
 	if mt := strings.ToLower(strings.TrimSpace(q.MediaType)); mt != "" {
 		top, sub, ok := strings.Cut(mt, "/")
 		if !ok || top == "" || sub == "" || strings.ContainsAny(mt, " ;,\"") || strings.Contains(sub, "/") || strings.Contains(top, "*") || strings.Contains(sub, "*") && sub != "*" {
-			return nil, fmt.Errorf("%w: mediaType %q: want type/subtype or type/*", ErrInvalid, q.MediaType)
+			return nil, queryErr("mediaType", ErrInvalid, "%q: want type/subtype or type/*", q.MediaType)
 		}
 		if sub == "*" {
 			p.MediaPrefix = top + "/"
@@ -513,37 +542,42 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 		}
 	}
 	if !p.CreatedBefore.IsZero() && !p.CreatedAfter.Before(p.CreatedBefore) {
-		return nil, fmt.Errorf("%w: createdAfter must be before createdBefore", ErrInvalid)
+		return nil, queryErr("createdAfter", ErrInvalid, "must be before createdBefore")
 	}
 	if !p.ExpiresBefore.IsZero() && !p.ExpiresAfter.Before(p.ExpiresBefore) {
-		return nil, fmt.Errorf("%w: expiresAfter must be before expiresBefore", ErrInvalid)
+		return nil, queryErr("expiresAfter", ErrInvalid, "must be before expiresBefore")
 	}
 	var err error
 	if p.Match, err = Parse(q.Text); err != nil {
-		return nil, fmt.Errorf("query: %w", err)
+		return nil, err // a QueryError of "query"
 	}
 	if len(q.Labels) > MaxLabels {
-		return nil, fmt.Errorf("%w: %d labels, at most %d", ErrTooCostly, len(q.Labels), MaxLabels)
+		return nil, queryErr("labels", ErrTooCostly, "%d labels, at most %d", len(q.Labels), MaxLabels)
 	}
 	terms := p.Match.Terms()
 	for i, l := range q.Labels {
+		field := fmt.Sprintf("labels[%d]", i)
 		e, err := Parse(l)
 		if err != nil && !errors.Is(err, errNoWord) {
-			return nil, fmt.Errorf("labels[%d]: %w", i, err)
+			var qe *QueryError
+			if errors.As(err, &qe) {
+				err = &QueryError{Field: field, Kind: qe.Kind, Reason: qe.Reason, cause: qe.cause}
+			}
+			return nil, err
 		}
 		if e == nil {
-			return nil, fmt.Errorf("%w: labels[%d] has no word: labels are words of letters and digits", ErrInvalid, i)
+			return nil, queryErr(field, ErrInvalid, "has no word: labels are words of letters and digits")
 		}
 		terms += e.Terms()
 		p.Labels = append(p.Labels, e)
 	}
 	if terms > MaxTerms {
-		return nil, fmt.Errorf("%w: %d terms in the query and labels, at most %d", ErrTooCostly, terms, MaxTerms)
+		return nil, queryErr("query", ErrTooCostly, "%d terms in the query and labels, at most %d", terms, MaxTerms)
 	}
 	p.Limit = q.Limit
 	switch {
 	case p.Limit < 0:
-		return nil, fmt.Errorf("%w: limit %d: must be positive", ErrInvalid, q.Limit)
+		return nil, queryErr("limit", ErrInvalid, "%d: must be positive", q.Limit)
 	case p.Limit == 0:
 		p.Limit = DefaultLimit
 	case p.Limit > MaxLimit:
@@ -556,7 +590,7 @@ func (x *Index) plan(tenant string, q Query) (*Plan, error) {
 	}
 	if p.Offset+p.Limit > MaxDepth {
 		if p.Offset >= MaxDepth {
-			return nil, fmt.Errorf("%w: results past the first %d are not paged; narrow the query", ErrTooCostly, MaxDepth)
+			return nil, queryErr("cursor", ErrTooCostly, "results past the first %d are not paged; narrow the query", MaxDepth)
 		}
 		p.Limit = MaxDepth - p.Offset
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -107,13 +106,14 @@ func (p Phrase) Websearch() string { return `"` + strings.Join(p, " ") + `"` }
 // "foo bar". Empty (or only white space) gives nil, matching everything.
 // A query of exclusions only, one with no word at all (only `or`, `-`,
 // empty phrases or punctuation: errNoWord), an `or` next to an exclusion
-// and a word longer than MaxTokenBytes are invalid.
+// and a word longer than MaxTokenBytes are invalid. Its errors are
+// *QueryError of the field "query".
 func Parse(s string) (*Expr, error) {
 	if len(s) > MaxQueryBytes {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooCostly, len(s), MaxQueryBytes)
+		return nil, queryErr("query", ErrTooCostly, "%d bytes, at most %d", len(s), MaxQueryBytes)
 	}
 	if !utf8.ValidString(s) {
-		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+		return nil, queryErr("query", ErrInvalid, "not valid UTF-8")
 	}
 	type item struct {
 		words  Phrase
@@ -157,7 +157,7 @@ func Parse(s string) (*Expr, error) {
 		} else {
 			for _, t := range tokens(text, true) {
 				if len(t) > MaxTokenBytes {
-					return nil, fmt.Errorf("%w: the word %q is longer than %d bytes", ErrInvalid, cutUTF8(t, 20)+"…", MaxTokenBytes)
+					return nil, queryErr("query", ErrInvalid, "the word %q is longer than %d bytes", cutUTF8(t, 20)+"…", MaxTokenBytes)
 				}
 				it.words = append(it.words, t)
 			}
@@ -176,7 +176,7 @@ func Parse(s string) (*Expr, error) {
 			next := i+1 < len(items) && !items[i+1].or
 			if prev && next {
 				if items[i-1].neg || items[i+1].neg {
-					return nil, fmt.Errorf("%w: `or` cannot join an excluded term (-word)", ErrInvalid)
+					return nil, queryErr("query", ErrInvalid, "`or` cannot join an excluded term (-word)")
 				}
 				joinNext = true
 			}
@@ -192,10 +192,10 @@ func Parse(s string) (*Expr, error) {
 	}
 	if len(e.All) == 0 {
 		if len(e.Not) > 0 {
-			return nil, fmt.Errorf("%w: a query needs a word that is not excluded (-word)", ErrInvalid)
+			return nil, queryErr("query", ErrInvalid, "a query needs a word that is not excluded (-word)")
 		}
 		if strings.TrimSpace(s) != "" {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, errNoWord)
+			return nil, &QueryError{Field: "query", Kind: ErrInvalid, Reason: errNoWord.Error(), cause: errNoWord}
 		}
 		return nil, nil
 	}
@@ -359,7 +359,7 @@ func encodeCursor(tenant string, q Query, offset int) string {
 }
 
 func decodeCursor(s, tenant string, q Query) (int, error) {
-	bad := fmt.Errorf("%w: cursor: not a cursor of this query (pass the nextCursor of the same query, or none)", ErrInvalid)
+	bad := queryErr("cursor", ErrInvalid, "not a cursor of this query (pass the nextCursor of the same query, or none)")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(s) > 200 {
 		return 0, bad

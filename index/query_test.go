@@ -133,3 +133,35 @@ func TestSnippet(t *testing.T) {
 		t.Errorf("snippet without text = %q, %v", snip, lines)
 	}
 }
+
+// TestQueryErrorNamesItsField: a refused field is a QueryError whose
+// text says the field once: "cursor: invalid: not a cursor…", never
+// "query: query: invalid: …" or "invalid: cursor: cursor: …".
+func TestQueryErrorNamesItsField(t *testing.T) {
+	x := New(&recorder{}, Options{})
+	for _, tc := range []struct {
+		q     Query
+		field string
+		kind  error
+	}{
+		{Query{Text: "-only"}, "query", ErrInvalid},
+		{Query{Text: "or"}, "query", ErrInvalid},
+		{Query{Text: strings.Repeat("w ", MaxTerms+1)}, "query", ErrTooCostly},
+		{Query{Text: "x", Cursor: "x"}, "cursor", ErrInvalid},
+		{Query{MediaType: "text"}, "mediaType", ErrInvalid},
+		{Query{Labels: []string{"a", "b or -c"}}, "labels[1]", ErrInvalid},
+		{Query{Labels: []string{"a", "*"}}, "labels[1]", ErrInvalid},
+		{Query{Limit: -1}, "limit", ErrInvalid},
+	} {
+		_, err := x.plan("acme", tc.q)
+		var qe *QueryError
+		if !errors.As(err, &qe) || qe.Field != tc.field || !errors.Is(err, tc.kind) {
+			t.Errorf("plan(%+v) = %v, want a QueryError of %s (%v)", tc.q, err, tc.field, tc.kind)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), tc.field+": "+tc.kind.Error()+": ") || strings.Count(err.Error(), tc.field+":") != 1 ||
+			strings.Contains(qe.Reason, tc.kind.Error()+":") {
+			t.Errorf("plan(%+v) = %q: want its field and kind said once, in front", tc.q, err)
+		}
+	}
+}

@@ -406,27 +406,28 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 	return out, nil
 }
 
-// searchFailure maps an index error to the failure a caller sees.
+// searchFailure maps an index error to the failure a caller sees: a
+// refused field (index.QueryError) is named once, as the caller passed
+// it, in front of what is wrong.
 func (s *Service) searchFailure(ctx context.Context, err error) *Failure {
+	var qe *index.QueryError
+	if errors.As(err, &qe) {
+		field := qe.Field
+		if field == "mediaType" {
+			field = "mimeType"
+		}
+		if errors.Is(qe.Kind, index.ErrTooCostly) {
+			return Fail(KindValidation, "the search is refused as too costly ("+field+": "+qe.Reason+"): use fewer words or filters, or a narrower query", FieldError{Field: field, Message: qe.Reason})
+		}
+		return InvalidField(field, qe.Reason)
+	}
 	msg := err.Error()
 	if i := strings.Index(msg, "search: "); i >= 0 {
 		msg = msg[i+len("search: "):]
 	}
 	switch {
-	case errors.Is(err, index.ErrInvalid):
-		field := "query"
-		for _, f := range []string{"cursor", "labels", "scheme", "prefix", "mediaType", "limit", "createdAfter", "expiresAfter"} {
-			if strings.Contains(msg, f) {
-				field = f
-				break
-			}
-		}
-		if field == "mediaType" {
-			field = "mimeType"
-		}
-		return InvalidField(field, msg)
-	case errors.Is(err, index.ErrTooCostly):
-		return Fail(KindValidation, "the search is refused as too costly ("+msg+"): use fewer words or filters, or a narrower query", FieldError{Field: "query", Message: msg})
+	case errors.Is(err, index.ErrInvalid), errors.Is(err, index.ErrTooCostly):
+		return Fail(KindValidation, msg) // not a field's (the tenant's): no field to name
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return Fail(KindUnavailable, "the search took longer than its time limit: narrow the query (more words, a scheme or prefix)")
 	}

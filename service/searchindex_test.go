@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +134,49 @@ func TestSearchRefusesBadInput(t *testing.T) {
 	// RFC 3339 allows a lower-case t and z.
 	if _, f := svc.SearchResources(context.Background(), alice, &toolapi.SearchResourcesArgs{Query: "x", CreatedAfter: "2026-03-01t00:00:00z"}); f != nil {
 		t.Errorf("createdAfter with a lower-case t and z = %v, want accepted", f)
+	}
+}
+
+// TestSearchFailureNamesItsFieldOnce: a refused search says its field
+// once, as "field: what is wrong", with the field the caller passed (not
+// "query: query: invalid: …" or "cursor: invalid: cursor: …").
+func TestSearchFailureNamesItsFieldOnce(t *testing.T) {
+	svc, _, _ := newSearchEnv(t)
+	many := strings.Repeat("w ", index.MaxTerms+1)
+	for _, tc := range []struct {
+		a      toolapi.SearchResourcesArgs
+		field  string
+		reason string // what FieldErrors[0].Message starts with
+	}{
+		{toolapi.SearchResourcesArgs{Query: "-only"}, "query", "a query needs a word that is not excluded"},
+		{toolapi.SearchResourcesArgs{Query: "or"}, "query", "a query needs a word of letters or digits"},
+		{toolapi.SearchResourcesArgs{Query: strings.Repeat("x", index.MaxTokenBytes+1)}, "query", "the word"},
+		{toolapi.SearchResourcesArgs{Query: "x", Cursor: "x"}, "cursor", "not a cursor of this query"},
+		{toolapi.SearchResourcesArgs{MIMEType: "text"}, "mimeType", `"text": want type/subtype`},
+		{toolapi.SearchResourcesArgs{Scheme: "Report"}, "scheme", `"Report": `},
+		{toolapi.SearchResourcesArgs{Prefix: "a b"}, "prefix", `"a b": only the characters of a path`},
+		{toolapi.SearchResourcesArgs{Labels: []string{"a", "*"}}, "labels[1]", "has no word"},
+		{toolapi.SearchResourcesArgs{Labels: []string{"a", "x or -y"}}, "labels[1]", "`or` cannot join"},
+		{toolapi.SearchResourcesArgs{CreatedAfter: "2026-03-02T00:00:00Z", CreatedBefore: "2026-03-01T00:00:00Z"}, "createdAfter", "must be before createdBefore"},
+		{toolapi.SearchResourcesArgs{Query: many}, "query", "33 terms"},
+	} {
+		_, f := svc.SearchResources(context.Background(), alice, &tc.a)
+		if f == nil || f.ErrorKind != KindValidation || len(f.FieldErrors) != 1 {
+			t.Errorf("SearchResources(%+v) = %+v, want a validation_error of %s", tc.a, f, tc.field)
+			continue
+		}
+		fe := f.FieldErrors[0]
+		if fe.Field != tc.field || !strings.HasPrefix(fe.Message, tc.reason) {
+			t.Errorf("SearchResources(%+v): field error %+v, want field %q and a message starting %q", tc.a, fe, tc.field, tc.reason)
+		}
+		for _, stutter := range []string{"invalid:", "too costly:", fe.Field + ":", "mediaType"} {
+			if strings.Contains(fe.Message, stutter) {
+				t.Errorf("SearchResources(%+v): field message %q repeats %q", tc.a, fe.Message, stutter)
+			}
+		}
+		if strings.Count(f.Message, fe.Field+":") != 1 || strings.Contains(f.Message, "invalid:") || strings.Count(f.Message, "too costly") > 1 {
+			t.Errorf("SearchResources(%+v): message %q, want its field %q said once", tc.a, f.Message, fe.Field)
+		}
 	}
 }
 
