@@ -185,7 +185,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{name: "uri a number", req: toolReq("stat_resource", `{"uri":7}`), want: wantBoth(wantToolError("validation_error", "uri: must be a string, not a JSON number", "uri"))},
 		{name: "text a number", req: toolReq("save_report", `{"path":"bad/@V@","mimeType":"text/plain","text":42}`), want: wantBoth(wantToolError("validation_error", "text: must be a string, not a JSON number", "text"))},
 		{name: "hits an object", req: toolReq("save_search_snapshot", `{"query":"q","hits":{"id":"a","title":"","snippet":""}}`), want: wantBoth(wantToolError("validation_error", "hits: must be an array, not a JSON object", "hits"))},
-		{name: "score a string", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"a","title":"","snippet":"","score":"high"}]}`), want: wantBoth(wantToolError("validation_error", "hits.score: must be a number, not a JSON string", "hits.score"))},
+		{name: "score a string", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"a","title":"","snippet":"","score":"high"}]}`), want: wantBoth(wantToolError("validation_error", "hits[0].score: must be a number, not a JSON string", "hits[0].score"))},
 		// Type errors name the JSON argument, not a Go path such as
 		// "saveOptions.listed".
 		{name: "listed a string", req: toolReq("save_report", rep("listed", `"yes"`)), want: wantBoth(wantToolError("validation_error", "listed: must be a boolean, not a JSON string", "listed"))},

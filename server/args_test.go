@@ -38,7 +38,7 @@ func TestDecodeArgsNamesTheField(t *testing.T) {
 	var a toolapi.SearchSnapshotArgs
 	cases := map[string]string{
 		`{"query": 5}`:                    "query: must be a string",
-		`{"hits": [{"id": 1}]}`:           "hits.id: must be a string",
+		`{"hits": [{"id": 1}]}`:           "hits[0].id: must be a string",
 		`{"listed": "yes", "query": "q"}`: "listed: must be a boolean",
 		`{"query": "q", "hits": [{"id": "1", "title": "", "snippet": "", "query": 1}]}`: "hits[0].query: is not an argument",
 		`{"total": "2"}`:                 "total: must be an integer",

@@ -457,7 +457,7 @@ func checkToolError(t *testing.T, e *fuzzEnv, i int, args []byte, terr *service.
 }
 
 // checkFieldName fails unless a field error names an argument the way the
-// inputSchema spells it ("hits[3].id" and "hits.score" name a property of
+// inputSchema spells it ("hits[3].id" and "hits[0].score" name a property of
 // a hit), or, for an argument the tool does not have, names no property.
 func checkFieldName(t *testing.T, e *fuzzEnv, i int, args []byte, fe service.FieldError) {
 	t.Helper()

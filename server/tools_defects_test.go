@@ -107,7 +107,7 @@ func TestInvalidUnicodeArgumentsRefused(t *testing.T) {
 		{"save_report", `{"path":"u/` + "\xff" + `","mimeType":"text/plain","text":"x"}`, "path"},
 		{"save_report", `{"path":"u/a","mimeType":"text/plain; a=\"` + "\xff" + `\"","text":"x"}`, "mimeType"},
 		{"save_report", report(`,"retention":"P1D` + "\xff" + `"`), "retention"},
-		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t","snippet":"s` + "\xfe" + `"}]}`, "hits.snippet"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t","snippet":"s` + "\xfe" + `"}]}`, "hits[0].snippet"},
 		{"save_search_snapshot", `{"query":"q\ud800","hits":[]}`, "query"},
 	} {
 		res, rerr := e.callRaw(t, tc.tool, []byte(tc.args))
@@ -207,16 +207,18 @@ func TestArgumentErrorsNameNoGoTypes(t *testing.T) {
 
 // TestArgumentErrorsNameThePath: wrong JSON types and bad integers are
 // named by their JSON path, with the JSON type wanted (elements of hits
-// as hits.score, as encoding/json named them).
+// by their index: hits[1].score).
 func TestArgumentErrorsNameThePath(t *testing.T) {
 	e := newLinkEnv(t)
 	for _, tc := range []struct{ tool, args, field, msg string }{
-		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":"","snippet":"","score":"x"}]}`, "hits.score", "must be a number, not a JSON string"},
-		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},5]}`, "hits", "must be an object, not a JSON number"},
-		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":"","url":{}}]}`, "hits.url", "must be a string, not a JSON object"},
-		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":"","score":1e400}]}`, "hits.score", "must be a number, not a JSON number 1e400 (the largest is"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":"","snippet":"","score":"x"}]}`, "hits[1].score", "must be a number, not a JSON string"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},5]}`, "hits[1]", "must be an object, not a JSON number"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":"","url":{}}]}`, "hits[0].url", "must be a string, not a JSON object"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":"","score":1e400}]}`, "hits[0].score", "must be a number, not a JSON number 1e400 (the largest is"},
 		{"save_search_snapshot", `{"query":"q","hits":[],"total":1e30}`, "total", "must be an integer, not a JSON number 1e30 (digits only"},
 		{"save_search_snapshot", `{"query":"q","hits":[],"total":99999999999999999999}`, "total", "must be an integer, not a JSON number 99999999999999999999 (the bounds are"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":"","snippet":""},{"id":"3","title":"","snippet":""},{"id":"4","title":"","snippet":"","score":"x"}]}`, "hits[3].score", "must be a number, not a JSON string"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":5}]}`, "hits[0].id", "must be a string, not a JSON number"},
 		{"save_report", `{"path":"a","mimeType":"text/plain","text":"x","listed":"yes"}`, "listed", "must be a boolean, not a JSON string"},
 		{"read_resource", `{"uri":"report://t1/a","offset":1.5}`, "offset", "must be an integer, not a JSON number 1.5 (digits only"},
 		{"list_resources", `{"limit":[]}`, "limit", "must be an integer, not a JSON array"},

@@ -16,7 +16,7 @@ import (
 
 // DecodeArgs decodes tool arguments strictly into v (a pointer to an
 // argument struct). Every failure is a validation_error that names the
-// argument by its JSON path (hits.url) and the JSON type it must have,
+// argument by its JSON path (hits[3].url) and the JSON type it must have,
 // never a Go type, so a model can correct its call:
 //
 //   - not one JSON object, unknown fields (exactKeys, keys.go);
@@ -130,9 +130,9 @@ func argError(data []byte, t reflect.Type, path string) *service.Failure {
 		}
 		var terr *service.Failure
 		_ = jsonwire.Elements(data, func(i int, v []byte) error {
-			// Elements are named like encoding/json names them (hits.score),
-			// which clients already match.
-			if terr = argError(v, t.Elem(), path); terr != nil {
+			// Elements are named by their index (hits[3].score), as
+			// exactKeys and the service name them.
+			if terr = argError(v, t.Elem(), path+"["+strconv.Itoa(i)+"]"); terr != nil {
 				return terr
 			}
 			return nil
