@@ -186,6 +186,17 @@ func TestBadInputCatalogue(t *testing.T) {
 		{name: "text a number", req: toolReq("save_report", `{"path":"bad/@V@","mimeType":"text/plain","text":42}`), want: wantBoth(wantToolError("validation_error", "text: must be a string, not a JSON number", "text"))},
 		{name: "hits an object", req: toolReq("save_search_snapshot", `{"query":"q","hits":{"id":"a","title":"","snippet":""}}`), want: wantBoth(wantToolError("validation_error", "hits: must be an array, not a JSON object", "hits"))},
 		{name: "score a string", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"a","title":"","snippet":"","score":"high"}]}`), want: wantBoth(wantToolError("validation_error", "hits[0].score: must be a number, not a JSON string", "hits[0].score"))},
+		{name: "score a string in the fourth hit", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"a","title":"","snippet":""},{"id":"b","title":"","snippet":""},{"id":"c","title":"","snippet":""},{"id":"d","title":"","snippet":"","score":"x"}]}`),
+			want: wantBoth(wantToolError("validation_error", "hits[3].score: must be a number, not a JSON string", "hits[3].score"))},
+		{name: "hit id a number", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":5,"title":"","snippet":""}]}`), want: wantBoth(wantToolError("validation_error", "hits[0].id: must be a string, not a JSON number", "hits[0].id"))},
+		// A hit's title and snippet are required (inputSchema, CONTRACT §4):
+		// missing or null they would be stored as "".
+		{name: "hit without title and snippet", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"1"},{"id":"2","title":null,"snippet":null}]}`),
+			want: wantBoth(wantToolError("validation_error", "hits[0].title: is required: a string", "hits[0].title"))},
+		{name: "hit title and snippet null", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":null,"snippet":null}]}`),
+			want: wantBoth(wantToolError("validation_error", "hits[1].title: must be a string, not null", "hits[1].title"))},
+		{name: "hit without snippet", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t"}]}`),
+			want: wantBoth(wantToolError("validation_error", "hits[0].snippet: is required: a string", "hits[0].snippet"))},
 		// Type errors name the JSON argument, not a Go path such as
 		// "saveOptions.listed".
 		{name: "listed a string", req: toolReq("save_report", rep("listed", `"yes"`)), want: wantBoth(wantToolError("validation_error", "listed: must be a boolean, not a JSON string", "listed"))},

@@ -219,6 +219,12 @@ func TestArgumentErrorsNameThePath(t *testing.T) {
 		{"save_search_snapshot", `{"query":"q","hits":[],"total":99999999999999999999}`, "total", "must be an integer, not a JSON number 99999999999999999999 (the bounds are"},
 		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":"","snippet":""},{"id":"3","title":"","snippet":""},{"id":"4","title":"","snippet":"","score":"x"}]}`, "hits[3].score", "must be a number, not a JSON string"},
 		{"save_search_snapshot", `{"query":"q","hits":[{"id":5}]}`, "hits[0].id", "must be a string, not a JSON number"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1"}]}`, "hits[0].title", "is required: a string"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":""}]}`, "hits[0].snippet", "is required: a string"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":null,"snippet":null}]}`, "hits[1].title", "must be a string, not null"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":""},{"id":"2","title":"","snippet":null}]}`, "hits[1].snippet", "must be a string, not null"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"title":"","snippet":""}]}`, "hits[0].id", "is required: a string"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":null,"title":"","snippet":""}]}`, "hits[0].id", "must be a string, not null"},
 		{"save_report", `{"path":"a","mimeType":"text/plain","text":"x","listed":"yes"}`, "listed", "must be a boolean, not a JSON string"},
 		{"read_resource", `{"uri":"report://t1/a","offset":1.5}`, "offset", "must be an integer, not a JSON number 1.5 (digits only"},
 		{"list_resources", `{"limit":[]}`, "limit", "must be an integer, not a JSON array"},
@@ -232,6 +238,35 @@ func TestArgumentErrorsNameThePath(t *testing.T) {
 		if len(fe) != 1 || fe[0].(map[string]any)["field"] != tc.field || !strings.Contains(fe[0].(map[string]any)["message"].(string), tc.msg) {
 			t.Errorf("%s(%s) = %v, want %s: %s…", tc.tool, tc.args, sc, tc.field, tc.msg)
 		}
+	}
+}
+
+// TestSnapshotHitsNeedEveryRequiredMember: a hit without title or
+// snippet (or with null) is refused, as its inputSchema requires them,
+// and nothing is stored; "" and the optional members left out are fine.
+func TestSnapshotHitsNeedEveryRequiredMember(t *testing.T) {
+	e := newLinkEnv(t)
+	for _, args := range []string{
+		`{"query":"q","hits":[{"id":"1"},{"id":"2","title":null,"snippet":null}]}`,
+		`{"query":"q","hits":[{"id":"1","snippet":"s"}]}`,
+		`{"query":"q","hits":[{"id":"1","title":"t"}]}`,
+		`{"query":"q","hits":[{"id":"1","title":"t","snippet":"s","url":null,"score":null},{"id":"2","title":"t"}]}`,
+	} {
+		res, rerr := e.callRaw(t, "save_search_snapshot", []byte(args))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if sc := structuredOf(t, res); res["isError"] != true || sc["errorKind"] != service.KindValidation {
+			t.Errorf("save_search_snapshot(%s) = %v, want a validation_error", args, sc)
+		}
+	}
+	page, err := e.st.List(context.Background(), store.ListQuery{Tenant: "t1", Limit: 100})
+	if err != nil || len(page.Items) != 0 {
+		t.Fatalf("refused snapshots stored: %v %v", page.Items, err)
+	}
+	res, rerr := e.callRaw(t, "save_search_snapshot", []byte(`{"query":"q","hits":[{"id":"1","title":"","snippet":"","url":null,"score":null}]}`))
+	if rerr != nil || res["isError"] == true {
+		t.Errorf("a hit with empty title and snippet, null url and score: %v %v", rerr, res)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -25,7 +26,11 @@ import (
 //     store a body the caller did not send, so they are found in the raw
 //     arguments first (a \ufffd the caller wrote is a character like any
 //     other);
-//   - values of the wrong JSON type, or integers out of range (argError).
+//   - values of the wrong JSON type, or integers out of range (argError);
+//   - a member of an object inside the arguments (a hit) that its
+//     inputSchema requires, missing or null (requiredMembers). The
+//     required arguments themselves are checked by the service, whose
+//     messages say what to send.
 func DecodeArgs(raw json.RawMessage, v any) *service.Failure {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -56,7 +61,97 @@ func DecodeArgs(raw json.RawMessage, v any) *service.Failure {
 		// names Go types, so it is not sent.
 		return service.Fail(service.KindValidation, "arguments do not match this tool's inputSchema")
 	}
+	if hasNestedStruct(t.Elem()) {
+		return requiredMembers(raw, t, "")
+	}
 	return nil
+}
+
+// requiredMembers returns the first member of an object below the top
+// of data (a value of type t, already decoded) that is required (its json
+// tag has no omitempty, so the inputSchema lists it in required) but
+// missing or null, named by its path (hits[0].title). encoding/json would
+// leave it "", storing a value the caller did not send.
+func requiredMembers(data []byte, t reflect.Type, path string) *service.Failure {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil
+	}
+	var terr *service.Failure
+	switch {
+	case t.Kind() == reflect.Struct && data[0] == '{':
+		fields := FieldNames(t)
+		seen := map[string]bool{}
+		_ = jsonwire.Members(data, func(key string, v []byte) error {
+			ft, ok := fields[key]
+			if !ok {
+				return nil
+			}
+			name := key
+			if path != "" {
+				name = path + "." + key
+			}
+			if string(bytes.TrimSpace(v)) != "null" {
+				seen[key] = true
+			} else if path != "" && slices.Contains(requiredNames(t), key) {
+				terr = service.InvalidField(name, "must be "+DescribeType(ft)+", not null")
+				return terr
+			}
+			if hasNestedStruct(ft) || isStruct(ft) {
+				terr = requiredMembers(v, ft, name)
+			}
+			return terrOrNil(terr)
+		})
+		if terr == nil && path != "" {
+			for _, key := range requiredNames(t) {
+				if !seen[key] {
+					return service.InvalidField(path+"."+key, "is required: "+DescribeType(fields[key])+" (its inputSchema lists it in required)")
+				}
+			}
+		}
+	case t.Kind() == reflect.Slice && data[0] == '[':
+		_ = jsonwire.Elements(data, func(i int, v []byte) error {
+			terr = requiredMembers(v, t.Elem(), path+"["+strconv.Itoa(i)+"]")
+			return terrOrNil(terr)
+		})
+	}
+	return terr
+}
+
+// terrOrNil is terr as an error, nil when terr is nil (not a typed nil).
+func terrOrNil(terr *service.Failure) error {
+	if terr == nil {
+		return nil
+	}
+	return terr
+}
+
+func isStruct(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct && t != RawMessageType
+}
+
+// hasNestedStruct reports whether a value of struct type t holds an
+// object of a struct type below its top (a field of struct type, or an
+// array of them), so that requiredMembers has something to check.
+func hasNestedStruct(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for _, ft := range FieldNames(t) {
+		if isStruct(ft) {
+			return true
+		}
+	}
+	return false
 }
 
 // argError walks data as the JSON of a value of type t and returns the

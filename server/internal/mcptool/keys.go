@@ -49,6 +49,36 @@ func FieldNames(t reflect.Type) map[string]reflect.Type {
 
 var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
 
+// requiredNames returns the json names of t's fields that a value must
+// carry, in declaration order, embedded structs flattened: those whose
+// json tag has no omitempty or omitzero, as the inputSchema's required
+// lists them (schema.go).
+func requiredNames(t reflect.Type) []string {
+	if v, ok := requiredCache.Load(t); ok {
+		return v.([]string)
+	}
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, requiredNames(f.Type)...)
+			continue
+		}
+		if !f.IsExported() || name == "-" || strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,") {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	requiredCache.Store(t, out)
+	return out
+}
+
+var requiredCache sync.Map // reflect.Type → []string
+
 var RawMessageType = reflect.TypeFor[json.RawMessage]()
 
 // exactKeys reports the first key of data that is not exactly a field name
