@@ -197,6 +197,8 @@ func TestBadInputCatalogue(t *testing.T) {
 			want: wantBoth(wantToolError("validation_error", "hits[1].title: must be a string, not null", "hits[1].title"))},
 		{name: "hit without snippet", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t"}]}`),
 			want: wantBoth(wantToolError("validation_error", "hits[0].snippet: is required: a string", "hits[0].snippet"))},
+		{name: "hit url with port 99999", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":"","url":"https://example.com:99999/"}]}`),
+			want: wantBoth(wantToolError("validation_error", "hits[0].url: is not a URL: its port (5 digits) is not a TCP port from 1 to 65535", "hits[0].url"))},
 		// Type errors name the JSON argument, not a Go path such as
 		// "saveOptions.listed".
 		{name: "listed a string", req: toolReq("save_report", rep("listed", `"yes"`)), want: wantBoth(wantToolError("validation_error", "listed: must be a boolean, not a JSON string", "listed"))},

@@ -221,7 +221,7 @@ func TestSnapshotHitURLIsALink(t *testing.T) {
 	}
 	for _, u := range []string{
 		"https://example.com/doc/1?q=a%20b#top", "http://example.com", "HTTPS://Example.COM:8443/a", "http://[::1]:8080/x",
-		"https://bücher.example/straße", "https://example.com/a\\b",
+		"https://bücher.example/straße", "https://example.com/a\\b", "https://example.com:65535/", "http://example.com:/",
 	} {
 		if _, f := save(u); f != nil {
 			t.Errorf("url %q refused: %v", u, f)
@@ -235,8 +235,8 @@ func TestSnapshotHitURLIsALink(t *testing.T) {
 		return len(page.Items)
 	}
 	before := stored()
-	if before != 6 {
-		t.Fatalf("%d snapshots stored, want 6", before)
+	if before != 8 {
+		t.Fatalf("%d snapshots stored, want 8", before)
 	}
 	for u, why := range map[string]string{
 		"javascript:alert(1)":                         `scheme "javascript"`,
@@ -261,6 +261,10 @@ func TestSnapshotHitURLIsALink(t *testing.T) {
 		"https://example.com/" + string([]byte{0xff}): "UTF-8",
 		"https://exa mple.com/":                       "whitespace",
 		"https://example.com:port/":                   "not a URL",
+		"https://example.com:99999/":                  "not a TCP port",
+		"https://example.com:65536/":                  "not a TCP port",
+		"http://example.com:0/":                       "not a TCP port",
+		"http://[::1]:" + strings.Repeat("9", 4000):   "not a TCP port",
 		"https://example.com/" + strings.Repeat("a", MaxLinkURLLen): "limit is 8192",
 	} {
 		_, f := save(u)

@@ -240,6 +240,12 @@ func CheckLinkURL(field, s string) *Failure {
 	if u.User != nil {
 		return InvalidField(field, "has a user name or password before the host (user@host): a stored link must not carry credentials, and a host shown after '@' misleads the reader"+linkURLHint)
 	}
+	// url.Parse checks that a port is digits, not that it is one.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return InvalidField(field, fmt.Sprintf("is not a URL: its port (%d digits) is not a TCP port from 1 to 65535%s", len(p), linkURLHint))
+		}
+	}
 	return nil
 }
 
