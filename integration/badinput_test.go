@@ -199,6 +199,13 @@ func TestBadInputCatalogue(t *testing.T) {
 			want: wantBoth(wantToolError("validation_error", "hits[0].snippet: is required: a string", "hits[0].snippet"))},
 		{name: "hit url with port 99999", req: toolReq("save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"","snippet":"","url":"https://example.com:99999/"}]}`),
 			want: wantBoth(wantToolError("validation_error", "hits[0].url: is not a URL: its port (5 digits) is not a TCP port from 1 to 65535", "hits[0].url"))},
+		// search_resources' limit is 1 to 50 (inputSchema, CONTRACT §4): refused
+		// outside, never capped.
+		{name: "search limit 0", req: toolReq("search_resources", `{"query":"x","limit":0}`), want: wantBoth(wantToolError("validation_error", "limit: must be between 1 and 50", "limit"))},
+		{name: "search limit 51", req: toolReq("search_resources", `{"query":"x","limit":51}`), want: wantBoth(wantToolError("validation_error", "limit: must be between 1 and 50", "limit"))},
+		{name: "search limit 1000", req: toolReq("search_resources", `{"query":"x","limit":1000}`), want: wantBoth(wantToolError("validation_error", "limit: must be between 1 and 50", "limit"))},
+		{name: "search limit 1e12", req: toolReq("search_resources", `{"query":"x","limit":1e12}`), want: wantBoth(wantToolError("validation_error", "limit: must be an integer, not a JSON number 1e12", "limit"))},
+		{name: "search limit 1000000000000", req: toolReq("search_resources", `{"query":"x","limit":1000000000000}`), want: wantBoth(wantToolError("validation_error", "limit: must be between 1 and 50", "limit"))},
 		// Type errors name the JSON argument, not a Go path such as
 		// "saveOptions.listed".
 		{name: "listed a string", req: toolReq("save_report", rep("listed", `"yes"`)), want: wantBoth(wantToolError("validation_error", "listed: must be a boolean, not a JSON string", "listed"))},

@@ -4,6 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resourced/resourced/auth"
+	"github.com/resourced/resourced/index"
 	"github.com/resourced/resourced/server/internal/mcptool"
 	"github.com/resourced/resourced/service"
 	"github.com/resourced/resourced/toolapi"
@@ -22,6 +23,8 @@ func (s *Server) schemaLimits() map[string]int {
 		"maxPathBytes":        s.limits.MaxPathBytes,
 		"maxListLimit":        service.MaxListLimit,
 		"defaultListLimit":    service.DefaultListLimit,
+		"maxSearchLimit":      index.MaxLimit,
+		"defaultSearchLimit":  index.DefaultLimit,
 	}
 }
 

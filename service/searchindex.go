@@ -340,8 +340,8 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 	}
 	q := index.Query{Text: a.Query, Scheme: a.Scheme, Prefix: a.Prefix, MediaType: a.MIMEType, Labels: a.Labels, Cursor: a.Cursor, Now: s.now()}
 	if a.Limit != nil {
-		if *a.Limit < 1 {
-			return nil, InvalidField("limit", "must be at least 1")
+		if *a.Limit < 1 || *a.Limit > index.MaxLimit {
+			return nil, InvalidField("limit", fmt.Sprintf("must be between 1 and %d", index.MaxLimit))
 		}
 		q.Limit = *a.Limit
 	}

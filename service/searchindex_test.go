@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -176,6 +177,24 @@ func TestSearchFailureNamesItsFieldOnce(t *testing.T) {
 		}
 		if strings.Count(f.Message, fe.Field+":") != 1 || strings.Contains(f.Message, "invalid:") || strings.Count(f.Message, "too costly") > 1 {
 			t.Errorf("SearchResources(%+v): message %q, want its field %q said once", tc.a, f.Message, fe.Field)
+		}
+	}
+}
+
+// TestSearchLimitIsBounded: limit is 1 to index.MaxLimit, as the
+// inputSchema says; a limit outside is refused, never capped.
+func TestSearchLimitIsBounded(t *testing.T) {
+	svc, _, _ := newSearchEnv(t)
+	for _, n := range []int{0, -1, index.MaxLimit + 1, 1000, 1 << 40} {
+		_, f := svc.SearchResources(context.Background(), alice, &toolapi.SearchResourcesArgs{Query: "x", Limit: &n})
+		want := fmt.Sprintf("limit: must be between 1 and %d", index.MaxLimit)
+		if f == nil || f.ErrorKind != KindValidation || len(f.FieldErrors) != 1 || f.FieldErrors[0].Field != "limit" || f.Message != want {
+			t.Errorf("SearchResources(limit %d) = %v, want the validation_error %q", n, f, want)
+		}
+	}
+	for _, n := range []int{1, index.MaxLimit} {
+		if _, f := svc.SearchResources(context.Background(), alice, &toolapi.SearchResourcesArgs{Query: "x", Limit: &n}); f != nil {
+			t.Errorf("SearchResources(limit %d) = %v, want accepted", n, f)
 		}
 	}
 }

@@ -12,7 +12,7 @@ type SearchResourcesArgs struct {
 	ExpiresAfter  string   `json:"expiresAfter,omitempty" jsonschema:"RFC 3339 time: expiring at or after it (or never)."`
 	ExpiresBefore string   `json:"expiresBefore,omitempty" jsonschema:"RFC 3339 time: expiring before it."`
 	Cursor        string   `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page of the same search."`
-	Limit         *int     `json:"limit,omitempty" schema:"minimum=1;maximum=50;default=10"`
+	Limit         *int     `json:"limit,omitempty" schema:"minimum=1;maximum=maxSearchLimit;default=defaultSearchLimit"`
 }
 
 // SearchHit is one resource search_resources found.
