@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +300,57 @@ func (e *linkEnv) rpcRaw(t *testing.T, body string) (map[string]any, map[string]
 		t.Fatalf("HTTP %d, not JSON: %s", status, b)
 	}
 	return env.Result, env.Error
+}
+
+// TestErrorsEchoBoundedInput: a tool error repeats at most a short part of
+// what the caller sent (CONTRACT §4: a short text). Every string argument
+// of every tool, and an unknown argument's name, is sent 1 MB long; each
+// error answer must stay under 4 KB, the text and structuredContent
+// together.
+func TestErrorsEchoBoundedInput(t *testing.T) {
+	e := newToolsEnv(t)
+	res, rerr := e.rpcRaw(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	huge := strings.Repeat("x", 1<<20)
+	checked := 0
+	for _, tl := range res["tools"].([]any) {
+		tool := tl.(map[string]any)
+		name := tool["name"].(string)
+		props := tool["inputSchema"].(map[string]any)["properties"].(map[string]any)
+		// The value alone, and with arguments that make the rest of the
+		// call valid (those the tool has), so later checks see it too.
+		var base []string
+		for _, b := range []string{`"query":"q"`, `"hits":[]`, `"path":"a"`, `"mimeType":"text/plain"`, `"text":"x"`, `"uri":"report://t1/a"`, `"pattern":"x"`} {
+			if k, _, _ := strings.Cut(b[1:], `"`); props[k] != nil {
+				base = append(base, b)
+			}
+		}
+		args := []string{`{"` + huge + `":1}`, `{` + strings.Join(append(base, `"`+huge+`":1`), ",") + `}`}
+		for prop, p := range props {
+			if typ := p.(map[string]any)["type"]; typ == "string" || typ == nil {
+				args = append(args, `{"`+prop+`":"`+huge+`"}`, `{`+strings.Join(append(slices.Clone(base), `"`+prop+`":"`+huge+`"`), ",")+`}`)
+			}
+		}
+		for _, a := range args {
+			res, rerr := e.callRaw(t, name, []byte(a))
+			if rerr != nil {
+				if b, _ := json.Marshal(rerr); len(b) > 4096 {
+					t.Errorf("%s(%.80s…): a JSON-RPC error of %d bytes", name, a, len(b))
+				}
+				continue
+			}
+			if res["isError"] != true {
+				continue
+			}
+			checked++
+			if b, _ := json.Marshal(res); len(b) > 4096 {
+				t.Errorf("%s(%.80s…): an error result of %d bytes: %.300s", name, a, len(b), b)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("only %d error answers checked", checked)
+	}
 }

@@ -10,13 +10,23 @@ import (
 
 	"github.com/resourced/resourced/store"
 	"github.com/resourced/resourced/toolapi"
+	"github.com/resourced/resourced/uri"
 )
 
 // NotFound is the one failure for every URI the caller cannot use: it
 // never existed, expired, was deleted or is another tenant's private one.
 func NotFound(raw string) *Failure {
-	b, _ := json.Marshal(raw)
-	return Fail(KindNotFound, fmt.Sprintf("no resource %s is available to you: it never existed, expired, was deleted or belongs to another tenant", b))
+	// A URI of a valid length is named whole (its JSON string); a longer
+	// one, never a URI of ours, only by its start and length.
+	var name string
+	if len(raw) <= uri.MaxLen {
+		b, _ := json.Marshal(raw)
+		name = string(b)
+	} else {
+		b, _ := json.Marshal(Truncate(raw, maxQuoted))
+		name = fmt.Sprintf("%s (%d bytes)", b, len(raw))
+	}
+	return Fail(KindNotFound, "no resource "+name+" is available to you: it never existed, expired, was deleted or belongs to another tenant")
 }
 
 // StatResource is stat_resource: the metadata of the resource a.URI
@@ -133,7 +143,7 @@ func (s *Service) checkList(a *toolapi.ListArgs) (int, string, *Failure) {
 		limit = *a.Limit
 	}
 	if a.Scheme != "" && s.schemes[a.Scheme] == nil {
-		return 0, "", InvalidField("scheme", fmt.Sprintf("%q is not a configured scheme; choose one of %s", a.Scheme, strings.Join(s.names, ", ")))
+		return 0, "", InvalidField("scheme", fmt.Sprintf("%s is not a configured scheme; choose one of %s", Quote(a.Scheme), strings.Join(s.names, ", ")))
 	}
 	if a.Prefix != "" {
 		if a.Scheme == "" {

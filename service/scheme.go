@@ -79,7 +79,7 @@ func (s *Service) resolve(o *toolapi.SaveOptions, kind string) (*Scheme, time.Du
 	case "public":
 		vis = store.Public
 	default:
-		return nil, 0, "", InvalidField("visibility", fmt.Sprintf("must be \"private\" or \"public\", not %q", o.Visibility))
+		return nil, 0, "", InvalidField("visibility", "must be \"private\" or \"public\", not "+Quote(o.Visibility))
 	}
 	return sc, retention, vis, nil
 }
@@ -96,7 +96,7 @@ func (s *Service) schemeFor(name, kind string) (*Scheme, *Failure) {
 		if sc := s.schemes[name]; sc != nil && sc.Kind == kind {
 			return sc, nil
 		}
-		return nil, InvalidField("scheme", fmt.Sprintf("%q is not a configured %s scheme", name, kind))
+		return nil, InvalidField("scheme", fmt.Sprintf("%s is not a configured %s scheme", Quote(name), kind))
 	}
 	var names []string
 	for _, n := range s.SchemeNames() {

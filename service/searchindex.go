@@ -356,7 +356,7 @@ func (s *Service) SearchResources(ctx context.Context, tenant string, a *toolapi
 		// RFC 3339 §5.6 allows a lower-case t and z; Go's layout does not.
 		v, err := time.Parse(time.RFC3339Nano, strings.ToUpper(t.v))
 		if err != nil {
-			return nil, InvalidField(t.field, fmt.Sprintf("%q is not an RFC 3339 time (e.g. 2026-03-01T00:00:00Z)", t.v))
+			return nil, InvalidField(t.field, Quote(t.v)+" is not an RFC 3339 time (e.g. 2026-03-01T00:00:00Z)")
 		}
 		*t.to = v
 	}

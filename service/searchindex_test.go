@@ -304,3 +304,16 @@ func TestCheckIndexFindsAndRepairs(t *testing.T) {
 		t.Errorf("CheckIndex with Rebuild = %+v, %v; want every object indexed", r, err)
 	}
 }
+
+// TestSearchErrorsQuoteShort: a refused filter value is quoted short
+// (Quote), however long the caller sent it.
+func TestSearchErrorsQuoteShort(t *testing.T) {
+	svc, _, _ := newSearchEnv(t)
+	huge := strings.Repeat("x", 1<<20)
+	for _, a := range []toolapi.SearchResourcesArgs{{CreatedAfter: huge}, {ExpiresBefore: huge}} {
+		_, f := svc.SearchResources(context.Background(), alice, &a)
+		if f == nil || f.ErrorKind != KindValidation || len(f.Message) > 300 || !strings.Contains(f.Message, "(1048576 bytes)") {
+			t.Errorf("SearchResources with a 1 MB time = %.300v, want a short validation_error", f)
+		}
+	}
+}

@@ -93,7 +93,7 @@ func (s *Service) uploadScheme(name string) (*Scheme, *Failure) {
 	case name == "":
 		return nil, InvalidField("scheme", "is missing: PUT /v1/resources/<scheme>/<path>")
 	case sc == nil:
-		return nil, Fail(KindNotFound, fmt.Sprintf("this server has no scheme %q; uploads go to one of its report schemes", name))
+		return nil, Fail(KindNotFound, fmt.Sprintf("this server has no scheme %s; uploads go to one of its report schemes", Quote(name)))
 	case sc.Kind != KindReport:
 		return nil, InvalidField("scheme", fmt.Sprintf("%s:// holds search snapshots, which are saved with save_search_snapshot; uploads go to report schemes", name))
 	}

@@ -298,7 +298,7 @@ func ParseDuration(field string, raw json.RawMessage) (time.Duration, *Failure) 
 		}
 		var ok bool
 		if d, ok = parseISODuration(str); !ok {
-			return 0, InvalidField(field, fmt.Sprintf("%q is not %s (years and months have no fixed length)", str, forms))
+			return 0, InvalidField(field, fmt.Sprintf("%s is not %s (years and months have no fixed length)", Quote(str), forms))
 		}
 	default:
 		return 0, InvalidField(field, "must be "+forms)
@@ -394,6 +394,20 @@ func checkPrefix(prefix string) *Failure {
 		}
 	}
 	return nil
+}
+
+// maxQuoted is how many bytes of a caller's value a message quotes.
+const maxQuoted = 64
+
+// Quote is s quoted for a message (Go syntax, as %q writes it), cut to
+// maxQuoted bytes with "…" and its length said when longer: an error
+// echoes what the caller sent so it can be found, never all of it, so a
+// megabyte value gives a short error.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(Truncate(s, maxQuoted)), len(s))
 }
 
 // Truncate cuts s to at most n bytes at a UTF-8 boundary, marking the cut

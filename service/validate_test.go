@@ -168,3 +168,20 @@ func FuzzParseRetention(f *testing.F) {
 		}
 	})
 }
+
+// TestQuoteIsBounded: a message quotes at most maxQuoted bytes of what the
+// caller sent, cut at a character, and says how long it was.
+func TestQuoteIsBounded(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                  `""`,
+		"public!":                           `"public!"`,
+		strings.Repeat("x", maxQuoted):      `"` + strings.Repeat("x", maxQuoted) + `"`,
+		strings.Repeat("x", 1<<20):          `"` + strings.Repeat("x", maxQuoted) + `…" (1048576 bytes)`,
+		strings.Repeat("é", 40):             `"` + strings.Repeat("é", 32) + `…" (80 bytes)`,
+		"a\x00b" + strings.Repeat("y", 100): `"a\x00b` + strings.Repeat("y", 61) + `…" (103 bytes)`,
+	} {
+		if got := Quote(in); got != want {
+			t.Errorf("Quote(%.80q) = %s, want %s", in, got, want)
+		}
+	}
+}

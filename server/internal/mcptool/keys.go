@@ -3,6 +3,7 @@ package mcptool
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -127,8 +128,19 @@ func unknownArgument(fields map[string]reflect.Type, path, key string) *service.
 			return service.InvalidField(path+key, "is not an argument of this tool; names are case-sensitive: did you mean "+strconv.Quote(name)+"?")
 		}
 	}
-	if key == "" {
+	msg := "is not an argument of this tool; see its inputSchema"
+	switch {
+	case key == "":
 		key = `""`
+	case len(key) > maxKeyEcho:
+		// The field names the key as sent, cut: the error stays short
+		// however long a name the caller sent.
+		msg = fmt.Sprintf("is not an argument of this tool (a name of %d bytes, cut here); see its inputSchema", len(key))
+		key = service.Truncate(key, maxKeyEcho)
 	}
-	return service.InvalidField(path+key, "is not an argument of this tool; see its inputSchema")
+	return service.InvalidField(path+key, msg)
 }
+
+// maxKeyEcho is how many bytes of an unknown argument's name an error
+// repeats.
+const maxKeyEcho = 64
