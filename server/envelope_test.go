@@ -207,3 +207,32 @@ func TestHostAllowListIgnoresCase(t *testing.T) {
 		}
 	}
 }
+
+// TestHostWithMalformedPortRefused: on a loopback listener, a Host whose
+// port is not a port number is refused as a foreign Host is (403), though
+// the name before it is localhost, a loopback address or the base URL's
+// host (127.0.0.1 here).
+func TestHostWithMalformedPortRefused(t *testing.T) {
+	_, url, _ := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	for host, want := range map[string]int{
+		"127.0.0.1:18777":          200,
+		"localhost:18777":          200,
+		"evil.com:18777":           403,
+		"127.0.0.1:evil.com":       403,
+		"localhost:evil.com":       403,
+		"127.0.0.1:18777.evil.com": 403,
+		"[::1]:evil.com":           403,
+	} {
+		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header = readHeaders("2025-11-25", "")
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}

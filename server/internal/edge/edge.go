@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -87,11 +88,17 @@ func (o *Origin) originAllowed(origin string) bool {
 // hostAllowed enforces the Host allow-list on loopback listeners, where a
 // DNS rebinding attack would reach: localhost names, the baseURL's host and
 // configured hosts. Elsewhere the allow-list applies only when configured.
+// A Host whose port is not a port number is refused on every listener.
 func (o *Origin) hostAllowed(r *http.Request) bool {
 	// Host names compare case-insensitively (RFC 9110 §4.2.3).
 	host := strings.ToLower(r.Host)
 	hostname := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		// net.SplitHostPort takes any text after the last colon for the
+		// port, so "127.0.0.1:evil.com" would pass as 127.0.0.1.
+		if !validPort(port) {
+			return false
+		}
 		hostname = h
 	}
 	for _, a := range o.AllowedHosts {
@@ -119,6 +126,22 @@ func (o *Origin) hostAllowed(r *http.Request) bool {
 	}
 	ip := net.ParseIP(hostname)
 	return ip != nil && ip.IsLoopback()
+}
+
+// validPort reports whether port, the text after a Host's last colon, is
+// a port: empty (RFC 3986's port is *DIGIT: the scheme's default) or
+// decimal digits whose value is at most 65535. No sign, no letter.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	_, err := strconv.ParseUint(port, 10, 16)
+	return err == nil
 }
 
 // Bearer turns a request's bearer token into the caller's principal, and

@@ -36,6 +36,22 @@ func TestOriginGuard(t *testing.T) {
 		{"foreign origin", nil, nil, loop, "localhost", "https://evil.example", 403},
 		{"allowed origin", []string{"https://app.example"}, nil, loop, "localhost", "https://app.example", 200},
 		{"any origin", []string{"*"}, nil, loop, "localhost", "https://evil.example", 200},
+		// A port that is not a decimal number is not a Host of ours, whatever
+		// name precedes it: net.SplitHostPort would hand back the allowed
+		// name and ignore the rest.
+		{"loopback empty port", nil, nil, loop, "localhost:", "", 200},
+		{"loopback port 65535", nil, nil, loop, "127.0.0.1:65535", "", 200},
+		{"loopback 127.0.0.1 name port", nil, nil, loop, "127.0.0.1:evil.com", "", 403},
+		{"loopback localhost name port", nil, nil, loop, "localhost:evil.com", "", 403},
+		{"loopback port then name", nil, nil, loop, "127.0.0.1:18777.evil.com", "", 403},
+		{"loopback [::1] name port", nil, nil, loop, "[::1]:evil.com", "", 403},
+		{"loopback signed port", nil, nil, loop, "localhost:+80", "", 403},
+		{"loopback port too large", nil, nil, loop, "localhost:65536", "", 403},
+		{"loopback foreign host", nil, nil, loop, "evil.com:18777", "", 403},
+		{"base URL host name port", nil, nil, loop, "resourced.example:evil.com", "", 403},
+		{"configured host name port", nil, []string{"box.lan"}, loop, "box.lan:evil.com", "", 403},
+		{"configured host:port name port", nil, []string{"box.lan:80"}, public, "box.lan:80x", "", 403},
+		{"public name port", nil, nil, public, "anything.example:evil.com", "", 403},
 	} {
 		o := &Origin{AllowedOrigins: tc.allowOrigins, AllowedHosts: tc.allowHosts, BaseURL: "https://resourced.example", Log: slog.New(slog.DiscardHandler)}
 		h := o.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
