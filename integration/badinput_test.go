@@ -180,7 +180,11 @@ func TestBadInputCatalogue(t *testing.T) {
 		{name: "tool name in upper case", req: toolReq("STAT_RESOURCE", `{"uri":"report://default/keep/text"}`), want: wantInvalidParams(`unknown tool "STAT_RESOURCE"`)},
 		{name: "uri a number in resources/read", req: rawRequest("resources/read", `{"jsonrpc":"2.0","id":@ID@,"method":"resources/read","params":{@META,@"uri":7}}`).named("7"),
 			want: wantInvalidParams("Invalid params: uri must be a string")},
-		{name: "resources/read without params", req: rawRequest("resources/read", `{"jsonrpc":"2.0","id":@ID@,"method":"resources/read"}`), want: wantBoth(wantRefused(400, `missing required "params"`))},
+		{name: "resources/read without params", req: rawRequest("resources/read", `{"jsonrpc":"2.0","id":@ID@,"method":"resources/read"}`), want: wantInvalidParams(`Invalid params: missing required "params"`)},
+		{name: "resources/read with params null", req: rawRequest("resources/read", `{"jsonrpc":"2.0","id":@ID@,"method":"resources/read","params":null}`), want: wantInvalidParams(`Invalid params: missing required "params"`)},
+		{name: "tools/call without params", req: rawRequest("tools/call", `{"jsonrpc":"2.0","id":@ID@,"method":"tools/call"}`), want: wantInvalidParams(`Invalid params: missing required "params"`)},
+		{name: "tools/call with params null", req: rawRequest("tools/call", `{"jsonrpc":"2.0","id":@ID@,"method":"tools/call","params":null}`), want: wantInvalidParams(`Invalid params: missing required "params"`)},
+		{name: "resources/read without params or id", req: rawRequest("resources/read", `{"jsonrpc":"2.0","method":"resources/read"}`), want: wantBoth(wantRefused(400, `missing id for "resources/read"`))},
 		{name: "cursor a number in resources/list", req: rawRequest("resources/list", `{"jsonrpc":"2.0","id":@ID@,"method":"resources/list","params":{@META,@"cursor":5}}`), want: wantInvalidParams("Invalid params: cursor must be a string")},
 		{name: "uri a number", req: toolReq("stat_resource", `{"uri":7}`), want: wantBoth(wantToolError("validation_error", "uri: must be a string, not a JSON number", "uri"))},
 		{name: "text a number", req: toolReq("save_report", `{"path":"bad/@V@","mimeType":"text/plain","text":42}`), want: wantBoth(wantToolError("validation_error", "text: must be a string, not a JSON number", "text"))},
@@ -638,7 +642,7 @@ func wantRefusedAny(statuses ...int) badOutcome {
 	return badOutcome{what: "refusedAny", statuses: statuses}
 }
 
-// wantEnvelope: resourced's envelope check (server/envelope.go) refuses the
+// wantEnvelope: resourced's envelope check (server/internal/envelope) refuses the
 // body before go-sdk sees it: HTTP 400 and a JSON-RPC error without an id.
 func wantEnvelope(code int64, msg string) badOutcome {
 	return badOutcome{what: "envelope", status: 400, code: code, msg: msg}

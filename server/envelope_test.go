@@ -30,6 +30,18 @@ func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{"cursor":5}}`, -32602, 200, 400, "Invalid params: cursor must be a string"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, -32602, 200, 400, "Invalid params: name must be a string"},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`, -32602, 200, 400, "Invalid params: params must be an object"},
+		// A method whose params are required, with none: go-sdk answered a
+		// text/plain 400 when they were absent and -32600 "handling …"
+		// when null. Both are malformed params (CONTRACT §4).
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read"}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":null}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":"r","method":"tools/call"}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":null}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize"}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":null}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":null}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel"}`, -32602, 200, 400, `Invalid params: missing required "params"`},
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":null}`, -32602, 200, 400, `Invalid params: missing required "params"`},
 		// SEP-2322: inputResponses is an object of objects; null or a
 		// number is a protocol error, not something to forward.
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"inputResponses":null}}`, -32602, 200, 400, "Invalid params: inputResponses must be an object whose values are input responses (objects)"},
@@ -85,6 +97,33 @@ func TestEnvelopeAnswersInJSONRPC(t *testing.T) {
 	status, _, got := post(t, url, readHeaders("2025-11-25", "x"), []byte(`{"jsonrpc":"2.0","method":"notifications/nope"}`))
 	if status != http.StatusAccepted || len(got) != 0 {
 		t.Errorf("unknown notification: %d %q, want 202 and no body", status, got)
+	}
+}
+
+// TestPlainTextCasesStay: the bodies go-sdk refuses before dispatch keep
+// its text/plain 400 (docs/decisions.md, "The JSON-RPC envelope"), also
+// when their method needs params and they have none: a request without
+// an id or with "id": null, and a batch (empty, of one message or more).
+func TestPlainTextCasesStay(t *testing.T) {
+	_, url, _ := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	for body, want := range map[string]string{
+		`[]`: "",
+		`{"jsonrpc":"2.0","method":"resources/read"}`:                                                   `missing id for "resources/read"`,
+		`{"jsonrpc":"2.0","id":null,"method":"resources/read"}`:                                         `missing id for "resources/read"`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":null}`:                               `missing id for "tools/call"`,
+		`[{"jsonrpc":"2.0","id":1,"method":"resources/read"}]`:                                          "batching is not supported",
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}]`:                                "batching is not supported",
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"resources/read"}]`: "batching is not supported",
+	} {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			hdr := readHeaders(version, "x")
+			hdr.Del("Mcp-Name")
+			hdr.Del("Mcp-Method")
+			status, h, got := post(t, url, hdr, []byte(body))
+			if status != http.StatusBadRequest || !strings.HasPrefix(h.Get("Content-Type"), "text/plain") || !strings.Contains(string(got), want) {
+				t.Errorf("%s %s: %d %s %q, want go-sdk's text/plain 400 saying %q", version, body, status, h.Get("Content-Type"), got, want)
+			}
+		}
 	}
 }
 

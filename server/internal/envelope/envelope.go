@@ -31,7 +31,8 @@ import (
 // method is a string that go-sdk serves (-32601 otherwise; an unknown
 // notification is accepted and ignored, as JSON-RPC wants); params, when
 // present, decode into what the method takes, else -32602 naming the
-// member and the JSON type it needs.
+// member and the JSON type it needs; a request whose method requires
+// params has them (not absent, not null), else -32602.
 
 // Message is what the envelope check reads of one JSON-RPC message.
 type Message struct {
@@ -47,6 +48,9 @@ type Message struct {
 	// members, inputResponses included, or another method's
 	// inputResponses.
 	paramsErr error
+	// inBatch: the message is an element of a batch, which go-sdk refuses
+	// whole, in plain text, whatever the message holds.
+	inBatch bool
 }
 
 // Error is a body that is not acceptable JSON-RPC; its text is the
@@ -83,6 +87,25 @@ var serverMethods = map[string]func() any{
 	"notifications/progress":           func() any { return new(mcp.ProgressNotificationParams) },
 }
 
+// paramsRequired are the methods of serverMethods whose params go-sdk
+// v1.8.0 requires (its serverMethodInfos without missingParamsOK). It
+// refuses a request for one with params absent in plain text, before
+// dispatch, and with params null as -32600 (initialize: code 0); Check
+// refuses both as the malformed params they are (CONTRACT §4).
+var paramsRequired = map[string]bool{
+	"completion/complete":   true,
+	"initialize":            true,
+	"prompts/get":           true,
+	"tools/call":            true,
+	"resources/read":        true,
+	"logging/setLevel":      true,
+	"resources/subscribe":   true,
+	"subscriptions/listen":  true,
+	"resources/unsubscribe": true,
+}
+
+var errNoParams = &ParamsError{`Invalid params: missing required "params"`}
+
 // MethodError is a request for a method go-sdk does not serve.
 type MethodError struct{ Method string }
 
@@ -95,8 +118,11 @@ type ParamsError struct{ Msg string }
 func (e *ParamsError) Error() string { return e.Msg }
 
 // Check checks the method and params of a request or notification
-// (responses pass): *errMethod for a method go-sdk does not serve,
-// *errParams for params it would refuse.
+// (responses pass): *MethodError for a method go-sdk does not serve,
+// *ParamsError for params it would refuse, absent or null ones of a
+// request whose method requires them included. A message without an id
+// and one in a batch keep go-sdk's plain-text answer to missing params
+// (docs/decisions.md, "The JSON-RPC envelope").
 func Check(m *Message) error {
 	if !m.HasMethod {
 		return nil // a response: go-sdk takes it as one
@@ -107,7 +133,10 @@ func Check(m *Message) error {
 	}
 	p := bytes.TrimSpace(m.Params)
 	if len(p) == 0 || string(p) == "null" {
-		return nil // go-sdk decides whether the method needs params
+		if m.HasID && !m.inBatch && paramsRequired[m.Method] {
+			return errNoParams
+		}
+		return nil
 	}
 	if p[0] != '{' {
 		return &ParamsError{"Invalid params: params must be an object"}

@@ -47,6 +47,7 @@ func oldParseEnvelope(body []byte) ([]Message, error) {
 		var msgs []Message
 		err := jsonwire.Elements(body, func(_ int, v []byte) error {
 			m, err := oldParseMessage(v)
+			m.inBatch = true
 			msgs = append(msgs, m)
 			return err
 		})
@@ -133,7 +134,12 @@ func oldCheck(m *Message) error {
 	}
 	p := bytes.TrimSpace(m.Params)
 	if len(p) == 0 || string(p) == "null" {
-		return nil // go-sdk decides whether the method needs params
+		// Since 2c34f44: a request alone whose method requires params
+		// and has none is refused; go-sdk's plain text stays for the rest.
+		if m.HasID && !m.inBatch && oldParamsRequired[m.Method] {
+			return &ParamsError{`Invalid params: missing required "params"`}
+		}
+		return nil
 	}
 	if p[0] != '{' {
 		return &ParamsError{"Invalid params: params must be an object"}
@@ -159,6 +165,12 @@ func oldCheck(m *Message) error {
 		return &ParamsError{"Invalid params: they do not fit " + m.Method}
 	}
 }
+
+// oldParamsRequired are the methods go-sdk v1.8.0 registers without
+// missingParamsOK (its serverMethodInfos).
+var oldParamsRequired = map[string]bool{"completion/complete": true, "initialize": true, "prompts/get": true,
+	"tools/call": true, "resources/read": true, "logging/setLevel": true, "resources/subscribe": true,
+	"subscriptions/listen": true, "resources/unsubscribe": true}
 
 // oldKindsOf are the JSON kinds of the params members of the methods checked
 // by kind only (oldCheckKinds): tools/call, whose arguments (possibly

@@ -609,6 +609,7 @@ func (w *walker) endMessage(alone bool) {
 	if !m.Fast.Read && !m.Fast.Call {
 		m.Fast = Fast{}
 	}
+	m.inBatch = !alone
 	switch m.Method {
 	case "tools/call":
 		m.paramsErr = m.callErr

@@ -144,6 +144,11 @@ var seeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","inputResponses":[]}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{"cursor":5}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}`,
+	`{"jsonrpc":"2.0","id":1,"method":"resources/read"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`,
+	`{"jsonrpc":"2.0","method":"tools/call","params":null}`,
+	`{"jsonrpc":"2.0","id":null,"method":"resources/read"}`,
+	`[{"jsonrpc":"2.0","id":1,"method":"resources/read"}]`,
 	`{"jsonrpc":"2.0","id":"x","method":"nope/nope","params":{}}`,
 	`{"jsonrpc":"2.0","method":"notifications/nope"}`,
 	`{"jsonrpc":"2.0","id":1,"method":5}`,
@@ -226,6 +231,56 @@ func TestParseErrorOrder(t *testing.T) {
 		_, err := Parse([]byte(body))
 		if got := describe(err); got != want {
 			t.Errorf("Parse(%s) = %s, want %s", body, got, want)
+		}
+		if d := agree([]byte(body)); d != "" {
+			t.Errorf("%s: %s", body, d)
+		}
+	}
+}
+
+// TestCheckMissingParams: a request whose method requires params (go-sdk's
+// methods without missingParamsOK) and has none, absent or null, is
+// malformed params; a method that takes none, a message without an id
+// and one in a batch keep go-sdk's answer (Check says nothing).
+func TestCheckMissingParams(t *testing.T) {
+	const missing = `params: Invalid params: missing required "params"`
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read"}`:                                                      missing,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":null}`:                                        missing,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params": null }`:                                      missing,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call"}`:                                                        missing,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":null}`:                                          missing,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize"}`:                                                          missing,
+		`{"jsonrpc":"2.0","id":1,"method":"completion/complete"}`:                                                 missing,
+		`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":null}`:                                           missing,
+		`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel"}`:                                                    missing,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe"}`:                                                 missing,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/unsubscribe"}`:                                               missing,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":null}`:                                  missing,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":[]}`:                                          "params: Invalid params: params must be an object",
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}`:                                          "ok",
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                                                                "ok",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`:                                            "ok",
+		`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`:                                                     "ok",
+		`{"jsonrpc":"2.0","method":"resources/read"}`:                                                             "ok",
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":null}`:                                         "ok",
+		`{"jsonrpc":"2.0","method":"notifications/progress"}`:                                                     "ok",
+		`[{"jsonrpc":"2.0","id":1,"method":"resources/read"}]`:                                                    "ok",
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":null}]`: "ok",
+	} {
+		msgs, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", body, err)
+		}
+		got := "ok"
+		for i := range msgs {
+			if err := Check(&msgs[i]); err != nil {
+				got = describe(err)
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("Check(%s) = %s, want %s", body, got, want)
 		}
 		if d := agree([]byte(body)); d != "" {
 			t.Errorf("%s: %s", body, d)
