@@ -177,14 +177,16 @@ func (s *Server) refuseMessages(w http.ResponseWriter, r *http.Request, msgs []e
 // 400 and a JSON-RPC error (-32700 or -32600) without an id: JSON-RPC 2.0
 // would send "id": null, which MCP's schema does not admit (its id is
 // optional, a string or an integer). A body nested deeper than go-sdk
-// parses is a -32700 too, saying so.
+// parses is a -32700 too, saying so, and one that is not UTF-8 a -32700
+// naming its first byte that is not.
 func refuseEnvelope(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := int64(-32700), "Parse error: the body must be one JSON value"
 	var ee *envelope.Error
+	var nu *envelope.NotUTF8Error
 	switch {
 	case errors.As(err, &ee):
 		code, msg = -32600, "Invalid Request: "+ee.Reason
-	case errors.Is(err, envelope.ErrTooDeep):
+	case errors.Is(err, envelope.ErrTooDeep), errors.As(err, &nu):
 		msg = "Parse error: " + err.Error()
 	}
 	if e := logEntry(r.Context()); e != nil {

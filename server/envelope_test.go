@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -272,6 +273,75 @@ func TestHostWithMalformedPortRefused(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestInvalidUnicodeAnswers: a body with bytes that are not UTF-8 is not
+// JSON (RFC 8259 §8.1) and is answered as other bodies that are not JSON
+// are: HTTP 400, -32700, no id, the message naming the first such byte.
+// go-sdk decoded such an id into U+FFFD and answered that, an id the
+// client cannot match. An id with an escape that is half a surrogate pair
+// is JSON but cannot be written back as sent: -32600, no id. Both servers
+// of the pair (fast paths on and off) answer alike: the envelope refuses
+// these bodies before either path.
+func TestInvalidUnicodeAnswers(t *testing.T) {
+	_, fast, sdk := serverPair(t, memstore.New(memstore.Options{}), time.Now)
+	// notUTF8 is the answer to body, whose first byte that is not UTF-8
+	// is the first b in it.
+	notUTF8 := func(body string, b byte) string {
+		return fmt.Sprintf("Parse error: the body is not UTF-8: byte %d (0x%02x) is not part of a character", strings.IndexByte(body, b), b)
+	}
+	for _, tc := range []struct {
+		body    string
+		bad     byte // the first byte that is not UTF-8; 0: none
+		code    int64
+		message string
+	}{
+		{body: "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"ping\"}", bad: 0xff},
+		{body: "{\"jsonrpc\":\"2.0\",\"id\":\"\xed\xa0\x80\",\"method\":\"ping\"}", bad: 0xed}, // a surrogate, UTF-8 encoded
+		{body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\xffng\"}", bad: 0xff},
+		{body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"uri\":\"report://t1/\xff\"}}", bad: 0xff},
+		{body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat_resource\xff\",\"arguments\":{}}}", bad: 0xff},
+		{body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"save_report\",\"arguments\":{\"path\":\"u/a\",\"mimeType\":\"text/plain\",\"text\":\"a\xc3\"}}}", bad: 0xc3},
+		{body: `{"jsonrpc":"2.0","id":"a\ud800b","method":"ping"}`, code: -32600, message: `Invalid Request: the id must be a Unicode string: its escape \ud800 is half of a UTF-16 surrogate pair`},
+		{body: `{"jsonrpc":"2.0","id":"\udfff","method":"resources/read","params":{"uri":"report://t1/x"}}`, code: -32600, message: `Invalid Request: the id must be a Unicode string: its escape \udfff is half of a UTF-16 surrogate pair`},
+	} {
+		if tc.bad != 0 {
+			tc.code, tc.message = -32700, notUTF8(tc.body, tc.bad)
+		}
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			for _, url := range []string{fast, sdk} {
+				hdr := readHeaders(version, "report://t1/x")
+				status, h, got := post(t, url, hdr, []byte(tc.body))
+				var resp map[string]json.RawMessage
+				if err := json.Unmarshal(got, &resp); err != nil || h.Get("Content-Type") != "application/json" || status != http.StatusBadRequest {
+					t.Errorf("%s %q: %d %s %q, want 400 and a JSON-RPC error", version, tc.body, status, h.Get("Content-Type"), got)
+					continue
+				}
+				var e struct {
+					Code    int64  `json:"code"`
+					Message string `json:"message"`
+				}
+				json.Unmarshal(resp["error"], &e)
+				if _, hasID := resp["id"]; hasID || e.Code != tc.code || e.Message != tc.message {
+					t.Errorf("%s %q:\n got %s\nwant no id, %d %q", version, tc.body, got, tc.code, tc.message)
+				}
+			}
+		}
+	}
+	// Ids that are Unicode come back as sent: a pair of escapes, é, an
+	// escaped backslash before letters, U+FFFD sent as such.
+	for _, id := range []string{`"\ud83d\ude00"`, `"é"`, `"\\ud800"`, `"\ufffd"`, "\"\xef\xbf\xbd\""} {
+		var want any
+		json.Unmarshal([]byte(id), &want)
+		_, _, got := post(t, fast, readHeaders("2025-11-25", ""), []byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`))
+		var resp struct {
+			ID     any             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(got, &resp); err != nil || resp.ID != want || resp.Result == nil {
+			t.Errorf("ping with id %s: %s, want a result with id %q", id, got, want)
 		}
 	}
 }

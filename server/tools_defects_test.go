@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -86,29 +87,40 @@ func newToolsEnv(t *testing.T) *linkEnv {
 	return e
 }
 
-// TestInvalidUnicodeArgumentsRefused: a string argument that is not valid
-// UTF-8, or holds half a surrogate pair, is a validation_error naming it;
-// encoding/json would have stored U+FFFD instead. A U+FFFD the caller
-// sent, raw or escaped, is stored as sent.
+// TestInvalidUnicodeArgumentsRefused: a string argument that holds half a
+// surrogate pair is a validation_error naming it, and one with bytes that
+// are not UTF-8 makes the body not JSON (-32700, the envelope's answer);
+// encoding/json would have stored U+FFFD instead. Either way nothing is
+// stored. A U+FFFD the caller sent, raw or escaped, is stored as sent.
 func TestInvalidUnicodeArgumentsRefused(t *testing.T) {
 	e := newLinkEnv(t)
 	report := func(extra string) string {
 		return `{"path":"u/x","mimeType":"text/plain","text":"ok"` + extra + `}`
 	}
+	for _, tc := range []struct{ tool, args string }{
+		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"a` + "\xff" + `b"}`},
+		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"` + "\xc3" + `"}`},
+		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"` + "\xed\xa0\x80" + `"}`}, // a surrogate, UTF-8 encoded
+		{"save_report", report(`,"title":"t` + "\x80" + `"`)},
+		{"save_report", `{"path":"u/` + "\xff" + `","mimeType":"text/plain","text":"x"}`},
+		{"save_report", `{"path":"u/a","mimeType":"text/plain; a=\"` + "\xff" + `\"","text":"x"}`},
+		{"save_report", report(`,"retention":"P1D` + "\xff" + `"`)},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t","snippet":"s` + "\xfe" + `"}]}`},
+	} {
+		res, rerr := e.callRaw(t, tc.tool, []byte(tc.args))
+		if res != nil || rerr == nil || rerr["code"] != float64(-32700) || !strings.Contains(fmt.Sprint(rerr["message"]), "not UTF-8") {
+			t.Errorf("%s %q = %v %v, want -32700: the body is not UTF-8", tc.tool, tc.args, res, rerr)
+		}
+	}
 	for _, tc := range []struct{ tool, args, field string }{
-		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"a` + "\xff" + `b"}`, "text"},
-		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"` + "\xc3" + `"}`, "text"},
-		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"` + "\xed\xa0\x80" + `"}`, "text"}, // a surrogate, UTF-8 encoded
 		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"a\ud800b"}`, "text"},
 		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"\udc00"}`, "text"},
 		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"\uD800\u0041"}`, "text"},
 		{"save_report", `{"path":"u/a","mimeType":"text/plain","text":"end\ud83d"}`, "text"},
-		{"save_report", report(`,"title":"t` + "\x80" + `"`), "title"},
 		{"save_report", report(`,"description":"\udfff"`), "description"},
-		{"save_report", `{"path":"u/` + "\xff" + `","mimeType":"text/plain","text":"x"}`, "path"},
-		{"save_report", `{"path":"u/a","mimeType":"text/plain; a=\"` + "\xff" + `\"","text":"x"}`, "mimeType"},
-		{"save_report", report(`,"retention":"P1D` + "\xff" + `"`), "retention"},
-		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t","snippet":"s` + "\xfe" + `"}]}`, "hits[0].snippet"},
+		{"save_report", report(`,"title":"t\uDBFF"`), "title"},
+		{"save_report", `{"path":"u/\ud800","mimeType":"text/plain","text":"x"}`, "path"},
+		{"save_search_snapshot", `{"query":"q","hits":[{"id":"1","title":"t","snippet":"s\udc00"}]}`, "hits[0].snippet"},
 		{"save_search_snapshot", `{"query":"q\ud800","hits":[]}`, "query"},
 	} {
 		res, rerr := e.callRaw(t, tc.tool, []byte(tc.args))

@@ -8,7 +8,9 @@
 // must be one JSON value; every message's members are read with their
 // exact names, none twice; an id is a string or an integer JSON can carry
 // exactly (|n| < 2^53); a message with an id has a method, a result or an
-// error.
+// error. A body that is not UTF-8 is not JSON (RFC 8259 §8.1), and an id
+// whose escapes hold half a surrogate pair is refused: go-sdk would
+// answer either with U+FFFD in place of what was sent.
 package envelope
 
 //lint:file-ignore SA1019 logging and roots are still served to 2025-11-25 clients during the deprecation window (SEP-2577)
@@ -17,9 +19,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/resourced/resourced/internal/jsonwire"
 	"github.com/resourced/resourced/server/internal/mcptool"
 )
 
@@ -58,6 +62,25 @@ type Message struct {
 type Error struct{ Reason string }
 
 func (e *Error) Error() string { return e.Reason }
+
+// NotUTF8Error is a body with bytes that are not UTF-8, which makes it not
+// JSON (RFC 8259 §8.1), though json.Valid takes it and encoding/json, as
+// go-sdk, decodes them into U+FFFD. It is a jsonwire.ErrSyntax.
+type NotUTF8Error struct {
+	Offset int  // of the first byte that is not part of a character
+	Byte   byte // that byte
+}
+
+func (e *NotUTF8Error) Error() string {
+	return "the body is not UTF-8: byte " + strconv.Itoa(e.Offset) + " (0x" + hex2(e.Byte) + ") is not part of a character"
+}
+
+func (e *NotUTF8Error) Unwrap() error { return jsonwire.ErrSyntax }
+
+func hex2(b byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&15]})
+}
 
 // maxSafeID is the largest integer id every JSON implementation carries
 // exactly (2^53 - 1).

@@ -12,6 +12,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/resourced/resourced/internal/jsonwire"
@@ -32,7 +34,7 @@ func oldParse(body []byte) ([]Message, error) {
 
 // oldParseEnvelope is the envelope check the walk replaced.
 func oldParseEnvelope(body []byte) ([]Message, error) {
-	if !json.Valid(body) {
+	if !json.Valid(body) || !utf8.Valid(body) { // RFC 8259 §8.1, since 2c34f44
 		return nil, jsonwire.ErrSyntax
 	}
 	if err := oldUniqueMembers(body); err != nil {
@@ -79,6 +81,9 @@ func oldParseMessage(data []byte) (Message, error) {
 			}
 			m.HasID, m.ID = true, v
 			if v[0] == '"' {
+				if esc := oldLoneSurrogate(v); esc != "" { // since 2c34f44
+					return &Error{"the id must be a Unicode string: its escape " + esc + " is half of a UTF-16 surrogate pair"}
+				}
 				return nil
 			}
 			n, err := strconv.ParseInt(string(v), 10, 64)
@@ -114,6 +119,48 @@ func oldParseMessage(data []byte) (Message, error) {
 		return m, &Error{"a message with an id needs a method (a request) or a result or error (a response)"}
 	}
 	return m, nil
+}
+
+// oldLoneSurrogate returns the first escape of the JSON string raw that is
+// a UTF-16 surrogate without its other half, or "": the string read as
+// UTF-16 code units, each escape one unit, every other character its own.
+func oldLoneSurrogate(raw []byte) string {
+	type unit struct {
+		u   uint16
+		esc string // the escape as sent, or ""
+	}
+	var units []unit
+	s := string(raw[1 : len(raw)-1])
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '\\' && s[i+1] == 'u':
+			n, _ := strconv.ParseUint(s[i+2:i+6], 16, 16)
+			units = append(units, unit{uint16(n), s[i : i+6]})
+			i += 6
+		case s[i] == '\\':
+			units = append(units, unit{u: uint16(s[i+1])})
+			i += 2
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			for _, u := range utf16.Encode([]rune{r}) {
+				units = append(units, unit{u: u})
+			}
+			i += n
+		}
+	}
+	for i := 0; i < len(units); i++ {
+		u := units[i]
+		switch {
+		case utf16.IsSurrogate(rune(u.u)) && u.u >= 0xDC00:
+			return u.esc
+		case utf16.IsSurrogate(rune(u.u)):
+			if i+1 == len(units) || units[i+1].u < 0xDC00 || units[i+1].u > 0xDFFF {
+				return u.esc
+			}
+			i++
+		}
+	}
+	return ""
 }
 
 func oldMustString(v []byte) string {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -197,6 +198,13 @@ var (
 func Parse(body []byte) ([]Message, error) {
 	w := walker{data: body}
 	if !w.walk() {
+		// The walk stops at a string that is not UTF-8 (scanString) or at
+		// the first syntax error, whichever comes first: either way the
+		// body is not JSON. Its first byte that is not UTF-8, wherever it
+		// is, is the better reason to give.
+		if at := notUTF8At(body); at >= 0 {
+			return nil, &NotUTF8Error{Offset: at, Byte: body[at]}
+		}
 		return nil, jsonwire.ErrSyntax
 	}
 	if w.hasDup {
@@ -496,6 +504,11 @@ func (w *walker) messageMember(name string, v []byte) {
 		}
 		m.HasID, m.ID = true, v
 		if v[0] == '"' {
+			if w.str&escaped != 0 {
+				if esc := loneSurrogate(v); esc != "" {
+					w.fail(&Error{"the id must be a Unicode string: its escape " + esc + " is half of a UTF-16 surrogate pair"})
+				}
+			}
 			return
 		}
 		n, err := strconv.ParseInt(string(v), 10, 64)
@@ -672,11 +685,12 @@ const (
 )
 
 // scanString returns the end of the JSON string starting at data[i], or -1
-// when it is not one (unterminated, a control character, a bad escape),
-// and its kind. Eight bytes at a time where none of them ends the string
-// or needs a look.
+// when it is not one (unterminated, a control character, a bad escape,
+// bytes that are not UTF-8), and its kind. Eight bytes at a time where
+// none of them ends the string or needs a look.
 func scanString(data []byte, i int) (int, strKind) {
 	var kind strKind
+	start := i
 	for i++; ; {
 		for i+8 <= len(data) {
 			x := binary.LittleEndian.Uint64(data[i:])
@@ -693,6 +707,9 @@ func scanString(data []byte, i int) (int, strKind) {
 		}
 		switch c := data[i]; {
 		case c == '"':
+			if kind&nonASCII != 0 && !utf8.Valid(data[start+1:i]) {
+				return -1, 0
+			}
 			return i + 1, kind
 		case c < 0x20:
 			return -1, 0
@@ -717,6 +734,69 @@ func scanString(data []byte, i int) (int, strKind) {
 		}
 		i++
 	}
+}
+
+// notUTF8At is the offset of the first byte of data that is not part of a
+// UTF-8 character, or -1.
+func notUTF8At(data []byte) int {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// loneSurrogate returns the first \uD800-\uDFFF escape of the JSON string
+// raw that is not half of a pair (a high one followed by a low one), as
+// sent, or "".
+func loneSurrogate(raw []byte) string {
+	for i := 1; i < len(raw)-1; i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if raw[i] != 'u' {
+			continue // a one-letter escape, \\ included
+		}
+		r := hexValue(raw[i+1 : i+5])
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return string(raw[i-1 : i+5])
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+10 >= len(raw) || raw[i+5] != '\\' || raw[i+6] != 'u' {
+				return string(raw[i-1 : i+5])
+			}
+			if low := hexValue(raw[i+7 : i+11]); low < 0xDC00 || low > 0xDFFF {
+				return string(raw[i-1 : i+5])
+			}
+			i += 6
+		}
+		i += 4
+	}
+	return ""
+}
+
+// hexValue is the value of four hex digits (scanString checked them).
+func hexValue(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
 }
 
 const (

@@ -149,6 +149,12 @@ var seeds = []string{
 	`{"jsonrpc":"2.0","method":"tools/call","params":null}`,
 	`{"jsonrpc":"2.0","id":null,"method":"resources/read"}`,
 	`[{"jsonrpc":"2.0","id":1,"method":"resources/read"}]`,
+	"{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"ping\"}",
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\xed\xa0\x80ng\"}",
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"\xc3\":1}}",
+	`{"jsonrpc":"2.0","id":"a\ud800b","method":"ping"}`,
+	`{"jsonrpc":"2.0","id":"\udc00\ud83d\ude00","method":"ping"}`,
+	`{"jsonrpc":"2.0","id":"\ud83d\ude00 \\ud800","method":"ping"}`,
 	`{"jsonrpc":"2.0","id":"x","method":"nope/nope","params":{}}`,
 	`{"jsonrpc":"2.0","method":"notifications/nope"}`,
 	`{"jsonrpc":"2.0","id":1,"method":5}`,
@@ -284,6 +290,45 @@ func TestCheckMissingParams(t *testing.T) {
 		}
 		if d := agree([]byte(body)); d != "" {
 			t.Errorf("%s: %s", body, d)
+		}
+	}
+}
+
+// TestParseRefusesInvalidUnicode: bytes that are not UTF-8 anywhere in a
+// body make it not JSON (RFC 8259 §8.1), though json.Valid takes them
+// and go-sdk would answer with U+FFFD in their place (an id the client
+// cannot match). A \uD800-\uDFFF escape without its other half is JSON,
+// but an id holding one cannot be written back as sent: the message is
+// refused. Elsewhere such an escape is the receiver's to judge (a tool's
+// validation_error).
+func TestParseRefusesInvalidUnicode(t *testing.T) {
+	const notUTF8 = "syntax"
+	const loneID = `envelope: the id must be a Unicode string: its escape \ud800 is half of a UTF-16 surrogate pair`
+	for body, want := range map[string]string{
+		"{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"ping\"}":                                                         notUTF8,
+		"{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\",\"method\":\"ping\"}":                                                           notUTF8, // a character cut short
+		"{\"jsonrpc\":\"2.0\",\"id\":\"\xc0\xaf\",\"method\":\"ping\"}":                                                       notUTF8, // overlong '/'
+		"{\"jsonrpc\":\"2.0\",\"id\":\"\xed\xa0\x80\",\"method\":\"ping\"}":                                                   notUTF8, // a surrogate, UTF-8 encoded
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\xffng\"}":                                                              notUTF8,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"stat\xff\",\"arguments\":{}}}":        notUTF8,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"t\":\"\x80\"}}}": notUTF8,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"\xff\":1}":                                                       notUTF8, // a member name
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\xff":                                                              notUTF8,
+		"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\",\"a\":\"\xff\"}":                                                 notUTF8, // before any other error
+		`{"jsonrpc":"2.0","id":"a\ud800b","method":"ping"}`:                                                                   loneID,
+		`{"jsonrpc":"2.0","id":"\ud800","result":{}}`:                                                                         loneID,
+		`{"jsonrpc":"2.0","id":"a\udc00","method":"ping"}`:                                                                    `envelope: the id must be a Unicode string: its escape \udc00 is half of a UTF-16 surrogate pair`,
+		`{"jsonrpc":"2.0","id":"\uD83D\u0041","method":"ping"}`:                                                               `envelope: the id must be a Unicode string: its escape \uD83D is half of a UTF-16 surrogate pair`,
+		`{"jsonrpc":"2.0","id":"\ud83d\ude00 é \ufffd \\ud800","method":"ping"}`:                                              "ok",
+		"{\"jsonrpc\":\"2.0\",\"id\":\"\xef\xbf\xbd\xf0\x9f\x98\x80\",\"method\":\"ping\"}":                                   "ok",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"t":"\ud800"}}}`:                     "ok",
+	} {
+		_, err := Parse([]byte(body))
+		if got := describe(err); got != want {
+			t.Errorf("Parse(%q) = %s, want %s", body, got, want)
+		}
+		if d := agree([]byte(body)); d != "" {
+			t.Errorf("%q: %s", body, d)
 		}
 	}
 }
