@@ -179,7 +179,9 @@ func startGateway(cfg *config.Config, getenv func(string) string, log *slog.Logg
 		names[i] = u.Name
 	}
 	limit, set := gateway.SetSoftMemoryLimit(pool.MaxBytesInFlight(), getenv)
-	log.Info("gateway", "upstreams", names, "scheme", cfg.Gateway.Scheme, "softMemoryLimit", limit, "fromInFlightBudget", set)
+	procs, procsSet := gateway.SetProcs(getenv)
+	log.Info("gateway", "upstreams", names, "scheme", cfg.Gateway.Scheme, "softMemoryLimit", limit, "fromInFlightBudget", set,
+		"procs", procs, "oneCoreLeft", procsSet)
 	return &gatewayRun{
 		pool:    pool,
 		front:   &gateway.FrontOptions{Sessions: pool, Scheme: cfg.Gateway.Scheme, PreviewChars: cfg.Gateway.PreviewChars},
