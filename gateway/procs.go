@@ -14,9 +14,9 @@ import "runtime"
 // becomes ready, and that thread finds nothing and sleeps again: on a
 // 2-core VM a quarter of the gateway's CPU per call, taken from the
 // upstream beside it. With a core left to the upstreams the gateway spent
-// a fifth less CPU per call, and on a quiet machine every gateway scenario
-// measured as fast or faster (bench/README.md, issue 25: "a core left to
-// the upstreams").
+// a fifth less CPU per call, and on a quiet machine its large answers came
+// in as fast or faster (bench/README.md, issue 25: "a core left to the
+// upstreams").
 //
 // Setting GOMAXPROCS stops the runtime's own updates of it (a container's
 // CPU limit changing while the gateway runs); GOMAXPROCS in the
