@@ -65,7 +65,7 @@ var allowed = map[string][]string{
 	"config":  {"grammar", "internal/gcheadroom"},
 	"checker": {"internal/wwwauth", "mcpschema"},
 	// The binary wires everything; it is the only importer of backends.
-	"cmd/resourced": {"auth", "checker", "config", "gateway", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/gcheadroom", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "server", "server/hostrun", "service", "store", "store/boltstore", "store/memstore", "store/s3store"},
+	"cmd/resourced": {"auth", "checker", "config", "gateway", "grammar", "index", "index/bleveindex", "index/memindex", "index/pgindex", "internal/gcheadroom", "internal/jsonwire", "internal/sandbox", "internal/telemetry", "server", "server/hostrun", "service", "store", "store/boltstore", "store/memstore", "store/s3store"},
 	// The Go client and what is built on it speak MCP as a client only.
 	"client":                {"internal/wwwauth", "toolapi"},
 	"client/clienttest":     {"auth", "server", "store/memstore"},
