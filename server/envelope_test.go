@@ -234,18 +234,25 @@ func TestHostAllowListIgnoresCase(t *testing.T) {
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	for host, want := range map[string]int{"resourced.example.COM": 200, "mcp.example.ORG": 200, "MCP.EXAMPLE.ORG:443": 200, "evil.example": 403} {
-		req, _ := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header = readHeaders("2025-11-25", "")
-		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		if got := pingWithHost(t, ts.URL, host); got != want {
+			t.Errorf("Host %s: %d, want %d", host, got, want)
 		}
 	}
+}
+
+// pingWithHost is the HTTP status of a ping to url's /mcp sent with Host
+// host.
+func pingWithHost(t *testing.T, url, host string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header = readHeaders("2025-11-25", "")
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // TestHostWithMalformedPortRefused: on a loopback listener, a Host whose
@@ -263,16 +270,8 @@ func TestHostWithMalformedPortRefused(t *testing.T) {
 		"127.0.0.1:18777.evil.com": 403,
 		"[::1]:evil.com":           403,
 	} {
-		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header = readHeaders("2025-11-25", "")
-		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		if got := pingWithHost(t, url, host); got != want {
+			t.Errorf("Host %s: %d, want %d", host, got, want)
 		}
 	}
 }
