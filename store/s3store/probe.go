@@ -58,17 +58,24 @@ var Guarantees = []Guarantee{
 	{Name: "race-latency", Want: "each of the racing conditional PUTs above answers within 1 s (else a tenant's saves from several instances wait on its usage object)", Advisory: true, Derived: true},
 }
 
-// probeRacers is how many requests each race of the probe sends at once,
-// and probeReplaces how many replaces the reads of read-atomic race. A
-// racing PUT has raceTimeout (or the call timeout, if longer): a service
+// probeRacers is how many requests each race of the probe sends at once.
+// read-atomic chains at least probeReplaces replaces and goes on, to
+// probeMaxReplaces at most, until its probeReaders have read probeMinReads
+// times: on a loaded machine the readers fall behind the writer, and a
+// chain of fixed length then samples too few reads to catch a window a
+// replace leaves open (versitygw --sidecar's was missed three times in a
+// row on a loaded CI machine with 45-55 reads; an idle one makes 60-130).
+// A racing PUT has raceTimeout (or the call timeout, if longer): a service
 // may queue contended conditional writes for seconds (SeaweedFS retries
 // its object lock once a second), which race-latency reports.
 const (
-	probeRacers   = 4
-	probeReplaces = 12
-	probeReaders  = 4
-	raceTimeout   = 30 * time.Second
-	raceSlow      = time.Second
+	probeRacers      = 4
+	probeReplaces    = 12
+	probeMaxReplaces = 64
+	probeReaders     = 4
+	probeMinReads    = 150
+	raceTimeout      = 30 * time.Second
+	raceSlow         = time.Second
 )
 
 // probeDir is the key segment, below the prefix, of the probe's objects.
@@ -152,11 +159,12 @@ func noRetries(o *s3.Options) {
 
 // put sends one PUT of body at key; ifNoneMatch sends If-None-Match: *,
 // ifMatch If-Match.
-func (p *prober) put(ctx context.Context, key, body string, ifNoneMatch bool, ifMatch string) (string, error) {
-	return p.putWithin(ctx, p.s.timeout, key, body, ifNoneMatch, ifMatch)
+// with changes the request before it is sent.
+func (p *prober) put(ctx context.Context, key, body string, ifNoneMatch bool, ifMatch string, with ...func(*s3.PutObjectInput)) (string, error) {
+	return p.putWithin(ctx, p.s.timeout, key, body, ifNoneMatch, ifMatch, with...)
 }
 
-func (p *prober) putWithin(ctx context.Context, timeout time.Duration, key, body string, ifNoneMatch bool, ifMatch string) (string, error) {
+func (p *prober) putWithin(ctx context.Context, timeout time.Duration, key, body string, ifNoneMatch bool, ifMatch string, with ...func(*s3.PutObjectInput)) (string, error) {
 	sum := md5.Sum([]byte(body))
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(p.s.bucket),
@@ -171,6 +179,9 @@ func (p *prober) putWithin(ctx context.Context, timeout time.Duration, key, body
 	}
 	if ifMatch != "" {
 		in.IfMatch = aws.String(ifMatch)
+	}
+	for _, f := range with {
+		f(in)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -471,6 +482,18 @@ func (p *prober) ifMatchRace(ctx context.Context) (string, error) {
 	return p.race(ctx, "match-race!", false, e)
 }
 
+// withHeaders gives a replace of read-atomic's the headers S3 keeps with
+// an object. A service that stores them apart from the data writes each
+// apart, and a window it leaves open between the new ETag and the new
+// data stays open while it does: versitygw --sidecar writes one file per
+// header between the two, which makes its window several times wider.
+func withHeaders(in *s3.PutObjectInput) {
+	in.CacheControl = aws.String("no-store")
+	in.ContentDisposition = aws.String("inline")
+	in.ContentLanguage = aws.String("en")
+	in.Metadata = map[string]string{"probe": "read-atomic"}
+}
+
 // readAtomic runs a chain of If-Match replaces of one key, each with its
 // own body, while probeReaders read it, by turns plainly and with If-Match
 // of the last ETag they saw. A read whose ETag is newer than its body
@@ -497,11 +520,15 @@ func (p *prober) readAtomic(ctx context.Context) (string, error) {
 	var reads []read
 	var readErr error
 	done := make(chan struct{})
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
+	started.Add(probeReaders)
 	for range probeReaders {
 		wg.Go(func() {
 			last := ""
 			for n := 0; ; n++ {
+				if n == 1 {
+					started.Done()
+				}
 				select {
 				case <-done:
 					return
@@ -523,16 +550,27 @@ func (p *prober) readAtomic(ctx context.Context) (string, error) {
 				}
 				mu.Unlock()
 				if err != nil {
+					if n == 0 {
+						started.Done()
+					}
 					return
 				}
 				last = e
 			}
 		})
 	}
+	// Every reader has a connection and one read behind it before the
+	// first replace, so the chain is not over before they begin.
+	started.Wait()
+	readCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reads)
+	}
 	var writeErr error
-	for i := 1; i <= probeReplaces; i++ {
+	for i := 1; i <= probeMaxReplaces && (i <= probeReplaces || readCount() < probeMinReads); i++ {
 		b := body(i)
-		e, err := p.put(ctx, key, b, false, etag)
+		e, err := p.put(ctx, key, b, false, etag, withHeaders)
 		if err != nil {
 			writeErr = err
 			break
