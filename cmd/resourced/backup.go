@@ -205,7 +205,7 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	}
 	cfg, err := loadFile(path, getenv)
 	if err != nil {
-		return err
+		return invalidConfig(err)
 	}
 	cfg.Apply(config.Overrides{DataDir: dataDir})
 	if cfg.Store.Backend != "bbolt" {

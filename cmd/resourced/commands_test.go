@@ -437,3 +437,32 @@ func TestHealth(t *testing.T) {
 		t.Errorf("health of a stopped server: exit %d, want 1", code)
 	}
 }
+
+// TestOperatorCommandsBadConfigExit2: a configuration file that does not
+// load (an unknown key, or no such file) is exit 2 for every operator
+// command, as for serve and token (README, "Configuration"); fsck,
+// reindex, backup and reconcile said 1, as for a failure at run time.
+func TestOperatorCommandsBadConfigExit2(t *testing.T) {
+	root := t.TempDir()
+	bad := filepath.Join(root, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("store:\n  bbolt:\n    pth: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "b.db")
+	for _, c := range []struct{ file, want string }{
+		{bad, "unknown key"},
+		{filepath.Join(root, "nosuch.yaml"), "no such file"},
+	} {
+		for _, args := range [][]string{
+			{"fsck"}, {"reindex"}, {"backup", "--out", out}, {"reconcile"}, {"token"}, {"s3", "check"},
+		} {
+			args := append(args, "--config", c.file)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, stdout, stderr := runCmd(t, args...)
+				if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) {
+					t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, c.want)
+				}
+			})
+		}
+	}
+}

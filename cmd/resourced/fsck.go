@@ -128,7 +128,7 @@ func (c storeCommand) load(args []string, getenv func(string) string, stdout, st
 		return nil, false, err
 	}
 	if cfg, err = loadFile(path, getenv); err != nil {
-		return nil, false, err
+		return nil, false, invalidConfig(err)
 	}
 	cfg.Apply(config.Overrides{DataDir: dataDir})
 	if !slices.Contains(c.backends, cfg.Store.Backend) {
