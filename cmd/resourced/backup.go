@@ -91,10 +91,17 @@ func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (*adminS
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
-		n, err := b.Backup(w)
+		sent := &sentWriter{w: w}
+		n, err := b.Backup(sent)
 		if err != nil {
 			log.Error("backup failed", "err", err, "bytes", n)
-			return
+			if !sent.any {
+				http.Error(w, "the backup failed; the server's log says why", http.StatusInternalServerError)
+				return
+			}
+			// Part of it is sent: end the response without its last
+			// chunk, so the client sees a cut copy, not a complete one.
+			panic(http.ErrAbortHandler)
 		}
 		log.Info("backup written", "bytes", n)
 	})
@@ -110,6 +117,21 @@ func serveAdmin(cfg *config.Config, st store.Backend, log *slog.Logger) (*adminS
 	a.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go a.hs.Serve(ln)
 	return a, nil
+}
+
+// sentWriter passes writes on to w and records whether any byte was
+// sent; an empty write is not passed on (it would send the headers).
+type sentWriter struct {
+	w   io.Writer
+	any bool
+}
+
+func (s *sentWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.any = true
+	return s.w.Write(p)
 }
 
 // adminClient is an HTTP client whose every request goes to the admin
@@ -346,8 +368,14 @@ func openBackupSource(cfg *config.Config) (*backupSource, error) {
 			return nil, fmt.Errorf("the running server answered %s", resp.Status)
 		}
 		return &backupSource{
-			how:   "online, from the running server",
-			copy:  func(w io.Writer) (int64, error) { return io.Copy(w, resp.Body) },
+			how: "online, from the running server",
+			copy: func(w io.Writer) (int64, error) {
+				n, err := io.Copy(w, resp.Body)
+				if err != nil {
+					err = fmt.Errorf("the copy from the running server was cut off (its log says why): %w", err)
+				}
+				return n, err
+			},
 			close: func() { resp.Body.Close() },
 		}, nil
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -79,5 +80,50 @@ func TestAdminSocketPrivateFromTheStart(t *testing.T) {
 	admin.stop()
 	if _, err := os.Lstat(adminSocketPath(cfg)); !os.IsNotExist(err) {
 		t.Errorf("admin socket after stop: %v, want it removed", err)
+	}
+}
+
+// failingBackup is a bbolt store whose backup fails after writing part of
+// the copy, as a read error in the middle of the file would.
+type failingBackup struct {
+	*boltstore.Store
+	written int
+}
+
+func (f failingBackup) Backup(w io.Writer) (int64, error) {
+	n, err := w.Write(make([]byte, f.written))
+	if err != nil {
+		return int64(n), err
+	}
+	return int64(n), errors.New("read error")
+}
+
+// TestBackupOnlineFailureIsNotSuccess: when the running server's backup
+// fails after it has sent part of the copy, resourced backup fails and
+// leaves no --out; before the fix the server ended the response as if it
+// were complete, and backup reported "wrote N bytes" of a cut copy with
+// exit 0. A failure before any byte is sent is an error too.
+func TestBackupOnlineFailureIsNotSuccess(t *testing.T) {
+	for _, written := range []int{0, 256 << 10} {
+		dir := t.TempDir()
+		st, err := boltstore.Open(filepath.Join(t.TempDir(), "resourced.db"), boltstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &config.Config{DataDir: dir}
+		admin, err := serveAdmin(cfg, failingBackup{st, written}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "b.db")
+		code, stdout, stderr := runCmd(t, "backup", "--quiet", "--data-dir", dir, "--out", out)
+		if code != 1 || stdout != "" {
+			t.Errorf("backup of a server whose backup fails after %d bytes: exit %d, stdout %q, stderr %q; want 1 and nothing on stdout", written, code, stdout, stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("after %d bytes: --out %s is there (%v), want none", written, out, err)
+		}
+		admin.stop()
+		st.Close()
 	}
 }
