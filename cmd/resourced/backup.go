@@ -236,6 +236,12 @@ func backup(args []string, getenv func(string) string, stdout, stderr io.Writer)
 	if err := outsideLiveFiles(cfg, out); err != nil {
 		return err
 	}
+	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+		return usageError(fmt.Errorf("backup: --out %s is a directory; name a file, such as %s", out, filepath.Join(out, "resourced.db")))
+	}
+	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
+		return missingError("backup: there is no directory %s to write --out %s in", filepath.Dir(out), out)
+	}
 	if !force {
 		if _, err := os.Lstat(out); err == nil {
 			return usageError(fmt.Errorf("backup: %s exists; pass --force to replace it", out))

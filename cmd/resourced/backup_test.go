@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -125,5 +126,38 @@ func TestBackupOnlineFailureIsNotSuccess(t *testing.T) {
 		}
 		admin.stop()
 		st.Close()
+	}
+}
+
+// TestBackupOutNotAFile: an --out that is a directory, or in a directory
+// that does not exist, is exit 2 naming --out and what is wrong, with or
+// without --force. A directory was said to exist "pass --force to replace
+// it", and --force then failed renaming the temporary file onto it; a
+// missing directory was reported as the temporary file's name.
+func TestBackupOutNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	st, err := boltstore.Open(filepath.Join(dir, "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	other := t.TempDir()
+	for _, c := range []struct{ out, want string }{
+		{other, "is a directory"},
+		{filepath.Join(other, "nodir", "b.db"), "there is no directory " + filepath.Join(other, "nodir")},
+	} {
+		for _, force := range []bool{false, true} {
+			args := []string{"backup", "--quiet", "--data-dir", dir, "--out", c.out}
+			if force {
+				args = append(args, "--force")
+			}
+			code, stdout, stderr := runCmd(t, args...)
+			if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Contains(stderr, ".partial") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", args, code, stdout, stderr, c.want)
+			}
+		}
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 0 {
+		t.Errorf("%s holds %v, want nothing", other, ents)
 	}
 }
