@@ -563,6 +563,8 @@ func Under(path string, err error) error {
 func (c *Config) validateServe(p *problems) {
 	if host, port, err := net.SplitHostPort(c.Listen); err != nil {
 		p.bad("listen", "want host:port, got %q", c.Listen)
+	} else if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) {
+		p.bad("listen", "port %s of %q is not 0 to 65535", port, c.Listen)
 	} else if c.BaseURL == "" && IsWildcard(host) {
 		// docs/decisions.md, "A wildcard listen needs a base URL".
 		p.bad("baseURL", "required when listen %q is every address, which is no URL a client can use "+

@@ -177,6 +177,26 @@ func TestWildcardListenNeedsBaseURL(t *testing.T) {
 	}
 }
 
+// TestListenPortInRange: a numeric port past 65535 is a configuration
+// error naming listen, so config check finds it and serve exits 2; it
+// passed validation and failed only at bind time (exit 1).
+func TestListenPortInRange(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:99999", "127.0.0.1:65536", "[::1]:-1"} {
+		c := Default()
+		c.Listen = listen
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "listen: port") {
+			t.Errorf("Validate(listen %s) = %v, want listen: port out of range", listen, err)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:65535", "127.0.0.1:0", "localhost:http"} {
+		c := Default()
+		c.Listen = listen
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(listen %s) = %v", listen, err)
+		}
+	}
+}
+
 func TestSizeMarshal(t *testing.T) {
 	for in, want := range map[Size]any{16 << 20: "16MiB", 1 << 30: "1GiB", 3 << 10: "3KiB", 1536: int64(1536), 1000: int64(1000), 0: int64(0)} {
 		got, err := in.MarshalYAML()
