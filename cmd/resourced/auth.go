@@ -62,6 +62,11 @@ func authenticator(ctx context.Context, cfg *config.Config, log *slog.Logger, st
 			key, created, err = auth.LoadOrCreateHMACKey(path)
 		}
 		if err != nil {
+			if a.HMACSecretFile == "" {
+				// Not a configured key: naming the key would send the
+				// operator looking for a setting they never made.
+				return nil, nil, fmt.Errorf("the data directory's token key: %w", err)
+			}
 			return nil, nil, fmt.Errorf("auth.hmacSecretFile: %w", err)
 		}
 		o.HMACSecret = key

@@ -466,3 +466,18 @@ func TestOperatorCommandsBadConfigExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestServeLooseDataDirKeyNamesNoSetting: serve refusing the data
+// directory's own token key (here readable by others) names that key and
+// the fix, not auth.hmacSecretFile, which the operator never set.
+func TestServeLooseDataDirKeyNamesNoSetting(t *testing.T) {
+	dir := dataDirWithKey(t)
+	key := filepath.Join(dir, "auth-hmac.key")
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	if code == 0 || stdout != "" || !strings.Contains(stderr, "chmod 600 "+key) || strings.Contains(stderr, "hmacSecretFile") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want a failure naming %s and chmod, not auth.hmacSecretFile", code, stdout, stderr, key)
+	}
+}
