@@ -481,3 +481,22 @@ func TestServeLooseDataDirKeyNamesNoSetting(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want a failure naming %s and chmod, not auth.hmacSecretFile", code, stdout, stderr, key)
 	}
 }
+
+// TestFsckOpenErrorNotBlamedOnAServer: fsck of a database another
+// process holds names the lock once; it added "(is a server still running
+// on this file?)" after the lock's own message, and after every other
+// open error too (permission denied), where no server was the cause.
+func TestFsckOpenErrorNotBlamedOnAServer(t *testing.T) {
+	locked := t.TempDir()
+	b, err := bolt.Open(filepath.Join(locked, "resourced.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, cmd := range []string{"fsck", "reindex"} {
+		code, _, stderr := runCmd(t, cmd, "--quiet", "--data-dir", locked)
+		if code == 0 || !strings.Contains(stderr, "another process holds the database") || strings.Contains(stderr, "is a server still running") {
+			t.Errorf("%s of a locked database: exit %d, stderr %q; want the lock named once", cmd, code, stderr)
+		}
+	}
+}

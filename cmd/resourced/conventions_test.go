@@ -259,7 +259,7 @@ func TestFsckSeesRunningServerAtOnce(t *testing.T) {
 	admin.stop()
 	start = time.Now()
 	code, _, stderr = runCmd(t, "fsck", "--data-dir", dir)
-	if took := time.Since(start); code != 1 || !strings.Contains(stderr, "is a server still running") || took > 2*time.Second {
+	if took := time.Since(start); code != 1 || !strings.Contains(stderr, "a resourced already serving this data directory?") || took > 2*time.Second {
 		t.Errorf("fsck on a locked file: exit %d after %s, stderr %q", code, took, stderr)
 	}
 }

@@ -163,7 +163,9 @@ func openStopped(cfg *config.Config, advice string) (*boltstore.Store, error) {
 		return nil, fmt.Errorf("%s is damaged: %v; restore it from a backup (README, \"Backup and restore\")", file, problem)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w (is a server still running on this file?)", err)
+		// A lock held by another process says so itself (boltstore);
+		// any other error (permission denied, not a file) is not that.
+		return nil, err
 	}
 	return st, nil
 }
