@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -391,7 +392,17 @@ func openBackupSource(cfg *config.Config) (*backupSource, error) {
 	}
 	st, oerr := boltstore.Open(file, boltstore.Options{Timeout: time.Second})
 	if oerr != nil {
-		return nil, fmt.Errorf("no running server answered on %s (%v), and the file cannot be opened: %w", sock, err, oerr)
+		// err is net/http's, naming a URL the operator never typed: say
+		// what it means.
+		var why error = err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			why = ue.Err
+		}
+		if _, serr := os.Lstat(sock); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no server is running on %s (there is no admin socket %s), and the file cannot be opened: %w", cfg.DataDir, sock, oerr)
+		}
+		return nil, fmt.Errorf("no running server answered on %s (%v), and the file cannot be opened: %w", sock, why, oerr)
 	}
 	return &backupSource{
 		how:   "offline, from the file",

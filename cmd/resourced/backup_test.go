@@ -15,6 +15,7 @@ import (
 
 	"github.com/resourced/resourced/config"
 	"github.com/resourced/resourced/store/boltstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestAdminSocketPrivateFromTheStart: the admin socket has mode 0600 the
@@ -159,5 +160,25 @@ func TestBackupOutNotAFile(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(other); len(ents) != 0 {
 		t.Errorf("%s holds %v, want nothing", other, ents)
+	}
+}
+
+// TestBackupLockedFileNoGoRequestText: a backup of a database another
+// process holds, with no server's admin socket, says that no server runs
+// and that the file is held, without net/http's request text
+// (`Get "http://resourced/backup": dial unix ...`, a URL the operator
+// never typed).
+func TestBackupLockedFileNoGoRequestText(t *testing.T) {
+	dir := t.TempDir()
+	b, err := bolt.Open(filepath.Join(dir, "resourced.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	out := filepath.Join(t.TempDir(), "b.db")
+	code, stdout, stderr := runCmd(t, "backup", "--quiet", "--data-dir", dir, "--out", out)
+	if code != 1 || stdout != "" || strings.Contains(stderr, "http://") ||
+		!strings.Contains(stderr, "no server is running on "+dir) || !strings.Contains(stderr, "another process holds the database") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1, no server running and the lock named, no request text", code, stdout, stderr)
 	}
 }
