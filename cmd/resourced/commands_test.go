@@ -500,3 +500,36 @@ func TestFsckOpenErrorNotBlamedOnAServer(t *testing.T) {
 		}
 	}
 }
+
+// TestFsckAndOfflineBackupLeaveTheFileAsItWas: fsck and an offline backup
+// read the database and do not write to it: the file is byte for byte the
+// same after them. Opening it committed an empty transaction, which
+// rewrote a meta page, so fsck changed the backup copy it checked.
+func TestFsckAndOfflineBackupLeaveTheFileAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "resourced.db")
+	st, err := boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"fsck", "--quiet", "--data-dir", dir},
+		{"backup", "--quiet", "--data-dir", dir, "--out", filepath.Join(t.TempDir(), "b.db")},
+	} {
+		if code, stdout, stderr := runCmd(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d, %s%s", args, code, stdout, stderr)
+		}
+		after, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Errorf("%v changed %s", args, db)
+		}
+	}
+}

@@ -299,35 +299,19 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, locked(fmt.Errorf("boltstore: open %s: %w", path, err))
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		r, err := tx.CreateBucketIfNotExists([]byte(rootBucket))
-		if err != nil {
-			return err
-		}
-		for _, b := range []struct {
-			name  string
-			build func(r, b *bolt.Bucket) error
-		}{
-			{publicBucket, buildIndex},
-			{expiryBucket, buildExpiry},
-			{usageBucket, buildUsage},
-			// Only version 3 records need body buckets: a file without
-			// the bucket has none.
-			{bodiesBucket, func(r, b *bolt.Bucket) error { return nil }},
-		} {
-			if tx.Bucket([]byte(b.name)) != nil {
-				continue
-			}
-			nb, err := tx.CreateBucket([]byte(b.name))
-			if err != nil {
-				return err
-			}
-			if err := b.build(r, nb); err != nil {
-				return err
-			}
+	// A file that has every bucket is not written to: every commit, even
+	// an empty one, writes a meta page, so fsck and an offline backup
+	// would change the file they only read.
+	complete := true
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{rootBucket, publicBucket, expiryBucket, usageBucket, bodiesBucket} {
+			complete = complete && tx.Bucket([]byte(name)) != nil
 		}
 		return nil
 	})
+	if !complete {
+		err = db.Update(createBuckets)
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
@@ -337,6 +321,38 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 		spool = filepath.Dir(path)
 	}
 	return &Driver{db: db, writer: newCommitter(db), spoolDir: spool}, nil
+}
+
+// createBuckets creates the root bucket and the buckets derived from it
+// that a file lacks, building each from the records.
+func createBuckets(tx *bolt.Tx) error {
+	r, err := tx.CreateBucketIfNotExists([]byte(rootBucket))
+	if err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		name  string
+		build func(r, b *bolt.Bucket) error
+	}{
+		{publicBucket, buildIndex},
+		{expiryBucket, buildExpiry},
+		{usageBucket, buildUsage},
+		// Only version 3 records need body buckets: a file without
+		// the bucket has none.
+		{bodiesBucket, func(r, b *bolt.Bucket) error { return nil }},
+	} {
+		if tx.Bucket([]byte(b.name)) != nil {
+			continue
+		}
+		nb, err := tx.CreateBucket([]byte(b.name))
+		if err != nil {
+			return err
+		}
+		if err := b.build(r, nb); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // forEachRecord calls fn with the decoded metadata of every object of the
