@@ -64,6 +64,17 @@ func openCommandIndex(ctx context.Context, cfg *config.Config) (*index.Index, er
 	return x, err
 }
 
+// indexOpenError is err of a search index that did not open, saying what
+// to do about a bleve index that is there but does not open (damaged, as
+// by a crash while it was first created): reindex rebuilds it from the
+// store once it is gone.
+func indexOpenError(cfg *config.Config, err error) error {
+	if cfg.IndexBackend() == "bleve" && !errors.Is(err, bleveindex.ErrInUse) {
+		return fmt.Errorf("opening the bleve search index: %w; if it is damaged, remove %s and run resourced reindex, which rebuilds it from the store", err, cfg.IndexPath())
+	}
+	return fmt.Errorf("opening the %s search index: %w", cfg.IndexBackend(), err)
+}
+
 // openIndexWait is openIndex waiting at most lockWait (0: as long as it
 // takes) for a bleve index another process holds.
 func openIndexWait(ctx context.Context, cfg *config.Config, lockWait time.Duration, pending *index.Pending) (*index.Index, error) {

@@ -536,7 +536,7 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	}
 	idx, err := openIndex(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("opening the %s search index: %w", cfg.IndexBackend(), err)
+		return indexOpenError(cfg, err)
 	}
 	if idx != nil {
 		defer idx.Close()

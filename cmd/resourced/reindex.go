@@ -54,7 +54,7 @@ func reindex(ctx context.Context, args []string, getenv func(string) string, std
 	defer st.Close()
 	x, err := openCommandIndex(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("opening the %s search index: %w", cfg.IndexBackend(), err)
+		return indexOpenError(cfg, err)
 	}
 	defer x.Close()
 	// CheckIndex walks the store before it indexes anything, so its walk is

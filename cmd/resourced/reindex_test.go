@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/resourced/resourced/config"
+	"github.com/resourced/resourced/store/boltstore"
 )
 
 // TestIndexNote: /readyz's note is there exactly for a local index on the
@@ -56,6 +59,32 @@ func TestIndexCommandsRefuse(t *testing.T) {
 		}
 		if strings.Contains(stdout+stderr, "test-secret-never-printed") {
 			t.Errorf("resourced %q printed the secret key", tc.args)
+		}
+	}
+}
+
+// TestDamagedBleveIndexSaysWhatToDo: serve and reindex on a bleve index
+// directory that does not open (here empty, as after a crash while it was
+// created) say to remove it and run resourced reindex, as fsck does;
+// they gave bleve's "metadata missing" alone.
+func TestDamagedBleveIndexSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	st, err := boltstore.Open(filepath.Join(dir, "resourced.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	idx := filepath.Join(dir, "index.bleve")
+	if err := os.Mkdir(idx, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"reindex", "--quiet", "--data-dir", dir},
+		{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir},
+	} {
+		code, _, stderr := runCmd(t, args...)
+		if code != 1 || !strings.Contains(stderr, "remove "+idx+" and run resourced reindex") {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and what to do", args[0], code, stderr)
 		}
 	}
 }
