@@ -533,3 +533,26 @@ func TestFsckAndOfflineBackupLeaveTheFileAsItWas(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedServeKeepsServedRecord: a serve that fails at start (here on
+// a token key readable by others) leaves served.json as the last server
+// that ran wrote it; it recorded its own URL first, and resourced token
+// then minted for a server that never ran.
+func TestFailedServeKeepsServedRecord(t *testing.T) {
+	dir := dataDirWithKey(t)
+	served := filepath.Join(dir, servedFileName)
+	before := []byte(`{"baseURL":"http://127.0.0.1:28815","issuer":"http://127.0.0.1:28815","audience":"http://127.0.0.1:28815","addr":"127.0.0.1:28815","at":"2026-12-01T10:00:00Z"}` + "\n")
+	if err := os.WriteFile(served, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "auth-hmac.key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir); code == 0 {
+		t.Fatalf("serve with a loose key: exit 0, %s", stderr)
+	}
+	after, err := os.ReadFile(served)
+	if err != nil || !bytes.Equal(after, before) {
+		t.Errorf("served.json after a failed start: %q, %v; want it unchanged", after, err)
+	}
+}

@@ -522,9 +522,6 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 		cfg.BaseURL = "http://" + ln.Addr().String()
 	}
 	admin.setVerifier(issuer(cfg), audiences(cfg)[0], cfg.CanonicalBaseURL()) // for resourced token
-	if err := recordServed(cfg, ln.Addr().String()); err != nil {
-		log.Warn("could not record the URL served in the data directory; resourced token will not know it when no server runs", "err", err)
-	}
 	authn, closeAuth, err := authenticator(ctx, cfg, log, stdout)
 	if err != nil {
 		return err
@@ -570,6 +567,12 @@ func serveAs(ctx context.Context, cmd string, args []string, getenv func(string)
 	})
 	if err != nil {
 		return err
+	}
+	// Only a start that got this far records its URL: one that failed
+	// (a bad key, an index that does not open) would leave token minting
+	// for a server that never ran.
+	if err := recordServed(cfg, ln.Addr().String()); err != nil {
+		log.Warn("could not record the URL served in the data directory; resourced token will not know it when no server runs", "err", err)
 	}
 	// No ReadTimeout or WriteTimeout: subscriptions/listen is a long-lived
 	// POST. The server gives each request a body and a write deadline of

@@ -13,7 +13,8 @@ import (
 )
 
 // The data directory records the URL it was last served at: serve writes
-// <dataDir>/served.json once it listens, and `resourced token` with no
+// <dataDir>/served.json once it has started (listening, with its store,
+// keys and index open), and `resourced token` with no
 // server running mints for it, so that a server started with --listen on
 // another port than the config's is not handed tokens for the config's URL
 // (issue 28, "the port trap"). It holds no secret.
