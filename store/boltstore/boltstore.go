@@ -303,13 +303,14 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 	// an empty one, writes a meta page, so fsck and an offline backup
 	// would change the file they only read.
 	complete := true
-	_ = db.View(func(tx *bolt.Tx) error {
-		for _, name := range []string{rootBucket, publicBucket, expiryBucket, usageBucket, bodiesBucket} {
-			complete = complete && tx.Bucket([]byte(name)) != nil
+	err = db.View(func(tx *bolt.Tx) error {
+		complete = tx.Bucket([]byte(rootBucket)) != nil
+		for _, b := range derivedBuckets {
+			complete = complete && tx.Bucket([]byte(b.name)) != nil
 		}
 		return nil
 	})
-	if !complete {
+	if err == nil && !complete {
 		err = db.Update(createBuckets)
 	}
 	if err != nil {
@@ -323,24 +324,28 @@ func OpenDriver(path string, opts Options) (*Driver, error) {
 	return &Driver{db: db, writer: newCommitter(db), spoolDir: spool}, nil
 }
 
-// createBuckets creates the root bucket and the buckets derived from it
-// that a file lacks, building each from the records.
+// derivedBuckets are the buckets built from the records of the root
+// bucket, each with how.
+var derivedBuckets = []struct {
+	name  string
+	build func(r, b *bolt.Bucket) error
+}{
+	{publicBucket, buildIndex},
+	{expiryBucket, buildExpiry},
+	{usageBucket, buildUsage},
+	// Only version 3 records need body buckets: a file without the
+	// bucket has none.
+	{bodiesBucket, func(r, b *bolt.Bucket) error { return nil }},
+}
+
+// createBuckets creates the root bucket and the derived buckets a file
+// lacks, building each from the records.
 func createBuckets(tx *bolt.Tx) error {
 	r, err := tx.CreateBucketIfNotExists([]byte(rootBucket))
 	if err != nil {
 		return err
 	}
-	for _, b := range []struct {
-		name  string
-		build func(r, b *bolt.Bucket) error
-	}{
-		{publicBucket, buildIndex},
-		{expiryBucket, buildExpiry},
-		{usageBucket, buildUsage},
-		// Only version 3 records need body buckets: a file without
-		// the bucket has none.
-		{bodiesBucket, func(r, b *bolt.Bucket) error { return nil }},
-	} {
+	for _, b := range derivedBuckets {
 		if tx.Bucket([]byte(b.name)) != nil {
 			continue
 		}
