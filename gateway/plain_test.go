@@ -61,16 +61,26 @@ func (u *scriptedUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request, nex
 	}
 }
 
-// answers are the client's answers so far, after a moment for those
-// still on their way (go-sdk answers on a goroutine of its own), and
-// forgets them.
-func (u *scriptedUpstream) answers() []string {
-	time.Sleep(200 * time.Millisecond)
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	out := u.responses
-	u.responses = nil
-	return out
+// answers waits until the client has answered at least n of the
+// upstream's requests (go-sdk answers on a goroutine of its own, which a
+// loaded machine may run long after the call returned), then returns the
+// answers so far and forgets them.
+func (u *scriptedUpstream) answers(t *testing.T, n int) []string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		u.mu.Lock()
+		if len(u.responses) >= n {
+			out := u.responses
+			u.responses = nil
+			u.mu.Unlock()
+			return out
+		}
+		got := len(u.responses)
+		u.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("the client answered %d of the upstream's %d requests in 20s", got, n)
+		}
+	}
 }
 
 func newScriptedUpstream(t *testing.T) (*scriptedUpstream, *Pool) {
@@ -104,55 +114,56 @@ func TestPlainAnswerMatchesSDK(t *testing.T) {
 	sse := func(events ...string) string { return strings.Join(events, "") }
 	big := strings.Repeat("x", 100<<10)
 	cases := []struct {
-		name   string
-		plain  bool
-		script func(id string) (int, string, string)
+		name     string
+		plain    bool
+		requests int // the upstream's requests in the answer, each answered once by the client
+		script   func(id string) (int, string, string)
 	}{
-		{"json", true, func(id string) (int, string, string) { return 200, "application/json", result(id) }},
-		{"sse", true, func(id string) (int, string, string) {
+		{"json", true, 0, func(id string) (int, string, string) { return 200, "application/json", result(id) }},
+		{"sse", true, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse("event: message\ndata: " + result(id) + "\n\n")
 		}},
-		{"sse priming event and id", true, func(id string) (int, string, string) {
+		{"sse priming event and id", true, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream; charset=utf-8", sse("id: 0\ndata: \n\n", "id: 1\nevent: message\ndata: "+result(id)+"\n\n")
 		}},
-		{"sse crlf, no space, comment", true, func(id string) (int, string, string) {
+		{"sse crlf, no space, comment", true, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(": hello\r\n\r\n", "data:"+result(id)+"\r\n\r\n")
 		}},
-		{"sse large text", true, func(id string) (int, string, string) {
+		{"sse large text", true, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(`data: {"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + big + `"}],"isError":true}}` + "\n\n")
 		}},
-		{"sse other event name first", true, func(id string) (int, string, string) {
+		{"sse other event name first", true, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse("event: other\ndata: {}\n\n", "data: "+result(id)+"\n\n")
 		}},
-		{"sse data over two lines", true, func(id string) (int, string, string) {
+		{"sse data over two lines", true, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(`data: {"jsonrpc":"2.0","id":`+id+",\n", `data: "result":{"content":[]}}`+"\n\n")
 		}},
-		{"sse notification first", false, func(id string) (int, string, string) {
+		{"sse notification first", false, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`+"\n\n", "data: "+result(id)+"\n\n")
 		}},
-		{"sse ping request first", false, func(id string) (int, string, string) {
+		{"sse ping request first", false, 1, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(`data: {"jsonrpc":"2.0","id":"p1","method":"ping"}`+"\n\n", "data: "+result(id)+"\n\n")
 		}},
-		{"sse elicitation request first", false, func(id string) (int, string, string) {
+		{"sse elicitation request first", false, 1, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(`data: {"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object"}}}`+"\n\n", "data: "+result(id)+"\n\n")
 		}},
-		{"sse another id first", false, func(id string) (int, string, string) {
+		{"sse another id first", false, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", sse(`data: {"jsonrpc":"2.0","id":99999,"result":{}}`+"\n\n", "data: "+result(id)+"\n\n")
 		}},
-		{"json error", false, func(id string) (int, string, string) {
+		{"json error", false, 0, func(id string) (int, string, string) {
 			return 200, "application/json", `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"bad","data":{"x":1}}}`
 		}},
-		{"sse error", false, func(id string) (int, string, string) {
+		{"sse error", false, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", `data: {"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"no"}}` + "\n\n"
 		}},
-		{"json result that does not decode", false, func(id string) (int, string, string) {
+		{"json result that does not decode", false, 0, func(id string) (int, string, string) {
 			return 200, "application/json", `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"nonsense"}]}}`
 		}},
-		{"sse ends without an answer", false, func(id string) (int, string, string) {
+		{"sse ends without an answer", false, 0, func(id string) (int, string, string) {
 			return 200, "text/event-stream", "data: \n\n"
 		}},
-		{"status 500", false, func(id string) (int, string, string) { return 500, "text/plain", "down" }},
-		{"status 400 with a JSON-RPC error", false, func(id string) (int, string, string) {
+		{"status 500", false, 0, func(id string) (int, string, string) { return 500, "text/plain", "down" }},
+		{"status 400 with a JSON-RPC error", false, 0, func(id string) (int, string, string) {
 			return 400, "application/json", `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"no"}}`
 		}},
 	}
@@ -174,7 +185,7 @@ func TestPlainAnswerMatchesSDK(t *testing.T) {
 				return res, err
 			}
 			want := outcome(call(nil))
-			wantResponses := u.answers()
+			wantResponses := u.answers(t, c.requests)
 			plain := &plainAnswer{}
 			got := outcome(call(plain))
 			if got != want {
@@ -186,7 +197,7 @@ func TestPlainAnswerMatchesSDK(t *testing.T) {
 			if n := u.calls.Load(); n != 2 {
 				t.Errorf("the upstream got %d calls for 2", n)
 			}
-			if got := u.answers(); fmt.Sprint(got) != fmt.Sprint(wantResponses) {
+			if got := u.answers(t, c.requests); fmt.Sprint(got) != fmt.Sprint(wantResponses) {
 				t.Errorf("the client answered the upstream's requests %q, go-sdk %q", got, wantResponses)
 			}
 			// The session goes on, as it does after go-sdk's path.
