@@ -765,7 +765,7 @@ func TestFastCallClientGoneMidSave(t *testing.T) {
 		slows = append(slows, sp)
 		o.Store = sp
 	})
-	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+	for j, v := range []string{"2025-11-25", "2026-07-28"} {
 		for i, url := range []string{cs.fast, cs.sdk} {
 			body := callBody("1", "save_report", `{"path":"dc/`+v+`","mimeType":"text/plain","text":"hi"}`, v == "2026-07-28")
 			hdr := callHeaders(v, "save_report")
@@ -777,7 +777,14 @@ func TestFastCallClientGoneMidSave(t *testing.T) {
 			if err == nil {
 				t.Fatalf("server %d answered before the timeout", i)
 			}
-			time.Sleep(700 * time.Millisecond)
+			// The save goes on after the client left: wait until it has
+			// completed or been cancelled (a loaded machine may take far
+			// longer than the put's 400 ms to get there).
+			for deadline := time.Now().Add(20 * time.Second); slows[i].cancelled.Load()+slows[i].done.Load() < int64(j+1); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s server %d: the save neither completed nor was cancelled in 20s", v, i)
+				}
+			}
 			t.Logf("%s server %d (0 fast, 1 sdk): put cancelled=%d completed=%d", v, i, slows[i].cancelled.Load(), slows[i].done.Load())
 		}
 	}
