@@ -466,7 +466,7 @@ func TestPoolProgressOfAnotherSessionIsNotDelivered(t *testing.T) {
 	if callText(t, a, "inject", map[string]any{"token": token}) != "injected" {
 		t.Fatal("inject did not run")
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // go-sdk delivers on a goroutine of its own
 	for {
 		mu.Lock()
 		n := len(got)
