@@ -371,11 +371,17 @@ func TestPoolTenantCapEvictsOnlyIdleSessions(t *testing.T) {
 	pidOf(t, newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}}), "fs", "warm-up")
 	up.IdleTimeout, up.CallTimeout = time.Hour, max(2*time.Second, 3*time.Since(start))
 	p := newTestPool(t, nil, PoolOptions{Upstreams: []Upstream{up}, MaxTenantSessions: 2})
+	aBefore := time.Now() // a's session was last used after this
 	a := pidOf(t, p, "fs", "a")
 	time.Sleep(20 * time.Millisecond)
 	b := pidOf(t, p, "fs", "b")
 	_, err := p.Session(context.Background(), "fs", "c")
 	if !errors.Is(err, ErrUnavailable) {
+		// Evicting a is right once it has been idle for CallTimeout, which
+		// b's start on a loaded machine may take: only earlier is it a bug.
+		if err == nil && time.Since(aBefore) >= up.CallTimeout {
+			t.Skipf("tenant a's session was idle (%s) by the time b had started: too slow a machine to check the in-use window", up.CallTimeout)
+		}
 		t.Fatalf("a third tenant while two sessions are in use: %v, want ErrUnavailable", err)
 	}
 	time.Sleep(up.CallTimeout + 100*time.Millisecond) // a and b are idle now: no call can still use them
